@@ -1,0 +1,61 @@
+"""Base shapes: which dimensions of each parameter grow with width, read off the model itself.
+
+μP needs, for every parameter, the dimensions that scale with width ("infinite" dims) and the
+ratio m = width / base width along them (Tensor Programs V, §4 and Appendix; microsoft/mup
+`set_base_shapes`). They are never hand-written: the builder makes two more copies of the model
+on the meta device (no memory, no init cost), one at the base width and one at twice the base
+width; a dimension that differs between the two is infinite.
+
+Under SP every multiplier is 1 (mup's `set_base_shapes(model, None)`), so at the base width the
+μP and SP models are the same network, parameter for parameter.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Callable
+
+import mup
+import torch
+from torch import nn
+
+PARAMETRIZATIONS = ("mup", "sp")
+
+
+def mup_builder(base_width: int) -> Callable:
+    """Turn `make(width, depth, parametrization, **options) -> nn.Module` into a zoo builder.
+
+    The returned builder has the same signature, declares `base_width`, and returns a model
+    whose parameters carry `p.infshape` (μP multipliers) with readout init rescaled once.
+    """
+
+    def decorate(make: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
+        @functools.wraps(make)
+        def build(width: int, depth: int, parametrization: str = "mup", **options) -> nn.Module:
+            if parametrization not in PARAMETRIZATIONS:
+                raise ValueError(f"model.parametrization: {parametrization!r} is not one of {', '.join(PARAMETRIZATIONS)}")
+            model = make(width, depth, parametrization=parametrization, **options)
+            if parametrization == "sp":
+                mup.set_base_shapes(model, None)
+            else:
+                with torch.device("meta"):
+                    base = make(base_width, depth, parametrization=parametrization, **options)
+                    delta = make(2 * base_width, depth, parametrization=parametrization, **options)
+                mup.set_base_shapes(model, base, delta=delta)
+            model.base_width = base_width
+            model.parametrization = parametrization
+            return model
+
+        build.base_width = base_width
+        return build
+
+    return decorate
+
+
+def save_base_shapes(model: nn.Module, path: str | Path) -> None:
+    """Write the model's base shapes (YAML, mup's .bsh format) so a run can be rebuilt exactly."""
+    mup.save_base_shapes(model, str(path))
+
+
+def has_base_shapes(model: nn.Module) -> bool:
+    return all(hasattr(p, "infshape") for p in model.parameters())

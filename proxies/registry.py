@@ -1,0 +1,60 @@
+"""Model registry: a name, or `package.module:function`, to a builder.
+
+A builder is `(width, depth, parametrization="mup"|"sp", **options) -> nn.Module` returning a
+model whose parameters carry μP base shapes (see `proxies.base_shapes.mup_builder`). Users bring
+their own models by naming their builder as `package.module:function`.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from torch import nn
+
+from proxies.base_shapes import has_base_shapes
+from proxies.gpt import gpt
+from proxies.mlp import mlp
+from proxies.resnet import resnet
+
+ZOO: dict[str, Callable[..., nn.Module]] = {"gpt": gpt, "mlp": mlp, "resnet": resnet}
+
+
+class ModelError(ValueError):
+    """A model name or builder that cannot be used; the message is one line naming the field."""
+
+
+def resolve_builder(name: str) -> Callable[..., nn.Module]:
+    if name in ZOO:
+        return ZOO[name]
+    if ":" not in name:
+        raise ModelError(f"model.name: {name!r} is not a zoo model ({', '.join(ZOO)}) nor a package.module:function builder")
+    module_name, _, attr = name.partition(":")
+    try:
+        builder = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise ModelError(f"model.name: cannot import builder {name!r} ({type(err).__name__}: {err})") from None
+    if not callable(builder):
+        raise ModelError(f"model.name: {name!r} is not callable")
+    return builder
+
+
+def base_width_of(name: str) -> int:
+    builder = resolve_builder(name)
+    if not hasattr(builder, "base_width"):
+        raise ModelError(f"model.name: builder {name!r} declares no base_width; decorate it with @proxies.mup_builder(base_width=...)")
+    return builder.base_width
+
+
+def build_model(name: str, width: int, depth: int, parametrization: str = "mup", **options) -> nn.Module:
+    """Build a zoo or user model with its μP base shapes set."""
+    builder = resolve_builder(name)
+    try:
+        model = builder(width, depth, parametrization=parametrization, **options)
+    except TypeError as err:  # an option the builder does not take
+        raise ModelError(f"model.options: {name} rejected its options ({err})") from None
+    except ValueError as err:  # builders name the field in their own messages
+        message = " ".join(str(err).split())
+        raise ModelError(message if message.startswith("model.") else f"model.options: {message}") from None
+    if not has_base_shapes(model):
+        raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; decorate it with @proxies.mup_builder(base_width=...)")
+    return model

@@ -1,0 +1,1 @@
+"""The orchestrator and the `sweep` command."""

@@ -1,0 +1,10 @@
+"""Bad input: one line naming the field and what is allowed; the CLI prints it and exits with code 2."""
+from proxies.data import DataError
+from proxies.registry import ModelError
+
+
+class InputError(ValueError):
+    """A bad flag or spec value; str() is one line naming the field."""
+
+
+BAD_INPUT = (InputError, DataError, ModelError)

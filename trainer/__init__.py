@@ -1,0 +1,1 @@
+"""One training loop for proxies and full runs."""
