@@ -60,6 +60,20 @@ def inspect_cmd(
     console.print(inspect_table(model, width, depth, parametrization, opt))
 
 
+@app.command("train")
+def train_cmd(
+    config: Path = typer.Argument(..., help="RunConfig YAML"),
+    steps: Optional[int] = typer.Option(None, min=1, help="override the config's step budget"),
+    resume: bool = typer.Option(False, "--resume", help="continue from the run's latest checkpoint, if any"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar (workers are always quiet)"),
+):
+    """Train one RunConfig in this process (torchrun for several): curves, checkpoints, result."""
+    from sweep.train_cmd import run_train
+
+    result = run_train(config, steps, resume, quiet, console)
+    raise typer.Exit(0 if result.status == "completed" else 1)
+
+
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2."""
     try:

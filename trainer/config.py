@@ -1,0 +1,200 @@
+"""RunConfig: the single, complete, validated description of one training run.
+
+A proxy trial is a RunConfig made from a study spec plus sampled values; a full run is a
+RunConfig made by transfer. It round-trips through YAML exactly (`to_yaml`/`from_yaml`), and a
+bad value or an unknown key is a `ConfigError` whose message is one line naming the key.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A bad run config; str() is one line: `key.path: what is wrong (what is allowed)`."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(Strict):
+    name: str = "gpt"  # zoo name or package.module:function
+    width: int = Field(128, ge=1)
+    depth: int = Field(2, ge=1)
+    parametrization: Literal["mup", "sp"] = "mup"
+    base_width: Optional[int] = Field(None, ge=1)  # recorded from the builder; must match it when given
+    options: dict[str, Any] = {}  # builder options, multipliers included (output_mult, attn_mult, n_head, …)
+
+
+class DataConfig(Strict):
+    kind: str = "stdlib"
+    path: Optional[str] = None
+    seq_len: int = Field(128, ge=1)
+    dtype: Optional[Literal["uint16", "uint32"]] = None
+    vocab_size: Optional[int] = Field(None, ge=1)
+    val_fraction: float = Field(0.1, gt=0, lt=1)
+    options: dict[str, Any] = {}  # kind-specific: n_tokens, in_features, classes, channels, size
+
+
+class OptimizerConfig(Strict):
+    name: Literal["adamw", "sgd"] = "adamw"
+    lr: float = Field(2 ** -6, gt=0)  # base LR: the LR at the base width, before μP multipliers
+    weight_decay: float = Field(0.0, ge=0)
+    wd_mode: Literal["coupled", "independent"] = "coupled"
+    decay_embeddings: bool = False
+    beta1: float = Field(0.9, ge=0, lt=1)
+    beta2: float = Field(0.95, ge=0, lt=1)
+    eps: float = Field(1e-8, gt=0)
+    momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
+    grad_clip: Optional[float] = Field(1.0, gt=0)  # max global grad norm; null: no clipping
+
+
+class ScheduleConfig(Strict):
+    kind: Literal["cosine", "wsd", "linear", "constant"] = "cosine"
+    warmup_steps: Optional[int] = Field(None, ge=0)
+    warmup_fraction: Optional[float] = Field(None, ge=0, lt=1)
+    min_lr_ratio: float = Field(0.1, ge=0, le=1)
+    decay_fraction: float = Field(0.2, gt=0, le=1)  # wsd
+    decay_shape: Literal["linear", "cosine", "sqrt"] = "linear"  # wsd
+
+    @model_validator(mode="after")
+    def _one_warmup(self) -> "ScheduleConfig":
+        if self.warmup_steps is not None and self.warmup_fraction is not None:
+            raise ValueError("warmup_steps and warmup_fraction: give one, not both")
+        return self
+
+    def warmup_for(self, total_steps: int) -> int:
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return round((self.warmup_fraction or 0.0) * total_steps)
+
+
+class EvalConfig(Strict):
+    every: int = Field(100, ge=1)  # steps between evaluations (and one at the end)
+    batches: int = Field(8, ge=1)  # held-out batches per evaluation, the same ones every time
+    noise_scale_batches: int = Field(8, ge=0)  # small batches for B_simple at each eval; 0: off, else ≥ 2
+
+    @model_validator(mode="after")
+    def _two_batches(self) -> "EvalConfig":
+        if self.noise_scale_batches == 1:
+            raise ValueError("noise_scale_batches: 0 (off) or at least 2, since B_simple compares two batch sizes")
+        return self
+
+
+class CheckpointConfig(Strict):
+    every: int = Field(0, ge=0)  # steps between checkpoints; 0: only at the end
+    keep: int = Field(2, ge=1)
+
+
+class OutputConfig(Strict):
+    root: str = "studies"
+    study: str = Field("default", pattern=r"^[A-Za-z0-9._-]+$")
+    kind: Literal["proxy", "full"] = "proxy"
+    run: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._-]+$")  # default: derived from the config's content
+
+
+class Provenance(Strict):
+    study: Optional[str] = None
+    trial: Optional[int] = None
+    created_by: Optional[str] = None
+    rules: list[dict[str, Any]] = []  # transfer rules applied: name, field, before, after, formula
+
+
+class RunConfig(Strict):
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    optimizer: OptimizerConfig = OptimizerConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+    batch_size: int = Field(16, ge=1)  # global batch, in examples (sequences), per optimizer step
+    grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step (per process)
+    steps: Optional[int] = Field(None, ge=1)
+    tokens: Optional[int] = Field(None, ge=1)  # budget in tokens; steps = ceil(tokens / tokens per step)
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
+    compile: bool = False
+    seed: int = Field(0, ge=0)
+    device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
+    log_every: int = Field(10, ge=1)
+    divergence_factor: float = Field(2.0, gt=1)  # stop when loss > factor × the first step's loss
+    eval: EvalConfig = EvalConfig()
+    checkpoint: CheckpointConfig = CheckpointConfig()
+    output: OutputConfig = OutputConfig()
+    provenance: Provenance = Provenance()
+
+    @model_validator(mode="after")
+    def _budget(self) -> "RunConfig":
+        if (self.steps is None) == (self.tokens is None):
+            raise ValueError("steps and tokens: give exactly one")
+        if self.batch_size % self.grad_accum:
+            raise ValueError(f"batch_size: {self.batch_size} is not divisible by grad_accum {self.grad_accum}")
+        return self
+
+    def tokens_per_step(self, tokens_per_example: int) -> int:
+        return self.batch_size * tokens_per_example
+
+    def total_steps(self, tokens_per_example: int) -> int:
+        if self.steps is not None:
+            return self.steps
+        return math.ceil(self.tokens / self.tokens_per_step(tokens_per_example))
+
+    def run_id(self) -> str:
+        """`output.run`, or a name derived from everything that shapes the run's curve."""
+        if self.output.run:
+            return self.output.run
+        content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": {"run"}, "provenance": True,
+                                                        "log_every": True})
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:10]
+        name = self.model.name.rsplit(":", 1)[-1]
+        return f"{name}-w{self.model.width}-d{self.model.depth}-{digest}"
+
+    def run_dir(self) -> Path:
+        return Path(self.output.root) / self.output.study / "runs" / self.run_id()
+
+    def curves_root(self) -> Path:
+        return Path(self.output.root) / self.output.study / "curves"
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "RunConfig":
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"config: not valid YAML ({' '.join(str(err).split())})") from None
+        return cls.parse(data or {})
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunConfig":
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config: {path} does not exist")
+        return cls.from_yaml(path.read_text())
+
+    @classmethod
+    def parse(cls, data: Any) -> "RunConfig":
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            raise ConfigError(one_line(err)) from None
+
+
+def one_line(err: ValidationError) -> str:
+    """The first validation error as `key.path: message`, naming the allowed keys for an unknown one."""
+    first = err.errors()[0]
+    key = ".".join(str(part) for part in first["loc"]) or "config"
+    if first["type"] == "extra_forbidden":
+        owner = RunConfig
+        for part in first["loc"][:-1]:
+            owner = owner.model_fields[part].annotation
+        return f"{key}: unknown key (allowed: {', '.join(owner.model_fields)})"
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "value_error":  # a rule across keys; the message names them
+        return message if not first["loc"] else f"{key}: {message}"
+    return f"{key}: {message} (got {first.get('input')!r})"

@@ -1,0 +1,62 @@
+"""Held-out loss and the gradient noise scale, measured without disturbing training."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from proxies.data import DataSource
+from trainer import noise_scale
+from trainer.runtime import Runtime, mean_across
+
+
+def loss_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over every prediction (tokens for a language model, examples otherwise)."""
+    logits = model(x)
+    return F.cross_entropy(logits.flatten(0, -2).float(), y.flatten())
+
+
+def to_device(batch: tuple[torch.Tensor, torch.Tensor], runtime: Runtime) -> tuple[torch.Tensor, torch.Tensor]:
+    if runtime.device.type == "cuda":
+        return tuple(t.pin_memory().to(runtime.device, non_blocking=True) for t in batch)
+    return batch
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, data: DataSource, runtime: Runtime, *, batches: int, batch_size: int, seed: int) -> float:
+    """Mean val loss over the same `batches` held-out batches every time; the train/eval mode is restored.
+
+    `batch_size` is global: each process takes its slice and the means are averaged, so the value
+    does not depend on how many processes share the work.
+    """
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator().manual_seed(seed)
+    share = batch_size // runtime.world
+    total = torch.zeros((), device=runtime.device)
+    try:
+        for _ in range(batches):
+            x, y = data.batch("val", batch_size, generator)
+            x, y = to_device((x[runtime.rank * share:(runtime.rank + 1) * share], y[runtime.rank * share:(runtime.rank + 1) * share]), runtime)
+            with runtime.autocast():
+                total += loss_fn(model, x, y)
+    finally:
+        model.train(was_training)
+    return mean_across(runtime, total).item() / batches
+
+
+def measure_noise_scale(model: nn.Module, data: DataSource, runtime: Runtime, *, n_small: int, batch_size: int,
+                        seed: int) -> tuple[float, float]:
+    """(tr Σ per example, |G|²) from `n_small` fresh training batches drawn from their own generator.
+
+    The training batch stream, p.grad and the optimizer are left untouched.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    batches = [to_device(data.batch("train", batch_size, generator), runtime) for _ in range(n_small)]
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def small_loss(i: int) -> torch.Tensor:
+        with runtime.autocast():
+            return loss_fn(model, *batches[i])
+
+    return noise_scale.measure(params, small_loss, n_small, batch_size)

@@ -1,0 +1,233 @@
+"""The training loop: one RunConfig in; curves, checkpoints and a result out.
+
+One optimizer step, in this order (each line is a classic bug when moved or dropped):
+    zero_grad(set_to_none=True)
+    for each of grad_accum micro-batches:            (DDP: no_sync on all but the last)
+        forward under autocast; loss / grad_accum; backward (through the GradScaler for fp16)
+    unscale the gradients (fp16)                      before clipping, or the clip sees scaled norms
+    clip_grad_norm_ once                              the pre-clip norm is what gets logged
+    optimizer.step(); scheduler.step()                the scheduler after the optimizer
+The loop knows nothing of sweeps or clusters: it reports through `on_log(row)` and
+`on_eval(step, metrics) -> keep_going`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from proxies.base_shapes import save_base_shapes
+from proxies.data import open_data
+from proxies.registry import ModelError, base_width_of, build_model
+from trainer import runtime as rt
+from trainer.atomic import atomic_path
+from trainer.checkpoint import list_checkpoints, load_latest, save_checkpoint
+from trainer.config import ConfigError, RunConfig
+from trainer.curves import CurveWriter
+from trainer.evaluate import evaluate, loss_fn, measure_noise_scale, to_device
+from trainer.flops import flops_per_token, peak_flops
+from trainer.noise_scale import NoiseScale
+from trainer.optim import build_optimizer
+from trainer.schedule import Schedule, make_scheduler
+
+EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str  # completed | diverged | pruned
+    step: int
+    train_loss: Optional[float]
+    val_loss: Optional[float]
+    reason: Optional[str] = None
+
+
+class RunExists(ConfigError):
+    """A run folder already holds checkpoints and resuming was not asked for."""
+
+
+def resolve(cfg: RunConfig) -> RunConfig:
+    """The config with what the builder declares filled in (base width); a mismatch is a ConfigError."""
+    try:
+        declared = base_width_of(cfg.model.name)
+    except ModelError as err:
+        raise ConfigError(str(err)) from None
+    if cfg.model.base_width not in (None, declared):
+        raise ConfigError(f"model.base_width: {cfg.model.name} declares base width {declared}, config says {cfg.model.base_width}")
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"base_width": declared})})
+
+
+def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None] | None = None,
+          on_eval: Callable[[int, dict], bool] | None = None) -> RunResult:
+    cfg = resolve(cfg)
+    run = rt.start(cfg.device, cfg.precision)
+    try:
+        return _train(cfg, run, resume, on_log, on_eval)
+    finally:
+        rt.stop(run)
+
+
+def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> RunResult:
+    run_id, run_dir = cfg.run_id(), cfg.run_dir()
+    ckpt_dir = run_dir / "checkpoints"
+    if list_checkpoints(ckpt_dir) and not resume:
+        raise RunExists(f"output.run: {run_dir} already has checkpoints; pass --resume to continue it, or set output.run")
+    if cfg.batch_size % (run.world * cfg.grad_accum):
+        raise ConfigError(f"batch_size: {cfg.batch_size} does not split into {run.world} processes × {cfg.grad_accum} micro-steps")
+
+    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
+                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed, **cfg.data.options)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model.name, cfg.model.width, cfg.model.depth, cfg.model.parametrization,
+                        **{**data.model_options(), **cfg.model.options}).to(run.device)
+    opt = cfg.optimizer
+    optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
+                                betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,
+                                wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings)
+    total_steps = cfg.total_steps(data.tokens_per_example)
+    sched = cfg.schedule
+    try:
+        schedule = Schedule(sched.kind, total_steps, sched.warmup_for(total_steps), sched.min_lr_ratio,
+                            sched.decay_fraction, sched.decay_shape)
+    except ValueError as err:  # e.g. warmup as long as the run; the message names the field
+        raise ConfigError(str(err)) from None
+    scheduler = make_scheduler(optimizer, schedule)
+    scaler = torch.amp.GradScaler(run.device.type, enabled=run.dtype == torch.float16)
+    train_gen = torch.Generator().manual_seed(cfg.seed)
+    noise = NoiseScale()
+    step, tokens, elapsed, first_loss = 0, 0, 0.0, None
+
+    state = load_latest(ckpt_dir) if resume else None
+    if state is not None:
+        model.load_state_dict(state["model"])  # base shapes come from the builder: nothing is rescaled twice
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        scaler.load_state_dict(state["scaler"])
+        train_gen.set_state(state["data_generator"])
+        torch.set_rng_state(state["torch_rng"])
+        if run.device.type == "cuda" and "cuda_rng" in state:
+            torch.cuda.set_rng_state(state["cuda_rng"])
+        noise.load_state_dict(state["noise_scale"])
+        step, tokens, elapsed, first_loss = state["step"], state["tokens"], state["elapsed"], state["first_loss"]
+
+    writer = CurveWriter(cfg.curves_root(), cfg.output.study, cfg.output.kind, run_id) if run.main else None
+    if run.main:
+        if writer is not None:
+            writer.truncate_after(step)  # rows logged after the checkpoint will be logged again
+        with atomic_path(run_dir / "config.yaml") as tmp:
+            tmp.write_text(cfg.to_yaml())
+        with atomic_path(run_dir / "base_shapes.bsh") as tmp:
+            save_base_shapes(model, tmp)
+    if step >= total_steps and state is not None:
+        return RunResult(**json.loads((run_dir / "result.json").read_text())) if (run_dir / "result.json").exists() else \
+            RunResult(run_id, "completed", step, None, None)
+
+    wrapped = DDP(model) if run.distributed else model
+    forward = torch.compile(wrapped) if cfg.compile else wrapped
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    per_process = cfg.batch_size // run.world
+    micro = per_process // cfg.grad_accum
+    tokens_per_step = cfg.tokens_per_step(data.tokens_per_example)
+    seq_len = data.tokens_per_example
+    flops = flops_per_token(model, seq_len)
+    peak = peak_flops(run.device)
+    static = {"trial": cfg.provenance.trial, "model": cfg.model.name, "parametrization": cfg.model.parametrization,
+              "width": cfg.model.width, "depth": cfg.model.depth, "batch_size": cfg.batch_size}
+
+    def checkpoint() -> None:
+        if writer is not None:
+            writer.flush()  # curves on disk never lag the checkpoint
+        if run.main:
+            save_checkpoint(ckpt_dir, step, {
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "scaler": scaler.state_dict(), "data_generator": train_gen.get_state(), "torch_rng": torch.get_rng_state(),
+                **({"cuda_rng": torch.cuda.get_rng_state()} if run.device.type == "cuda" else {}),
+                "noise_scale": noise.state_dict(), "step": step, "tokens": tokens, "elapsed": elapsed, "first_loss": first_loss,
+            }, keep=cfg.checkpoint.keep)
+        rt.barrier(run)
+
+    def finish(status: str, train_loss, val_loss, reason=None) -> RunResult:
+        result = RunResult(run_id, status, step, train_loss, val_loss, reason)
+        if status == "completed":
+            checkpoint()
+        if writer is not None:
+            writer.close()
+        if run.main:
+            with atomic_path(run_dir / "result.json") as tmp:
+                tmp.write_text(json.dumps(asdict(result), indent=2))
+        return result
+
+    started = time.perf_counter() - elapsed  # wall time accumulates across resumes
+    last_log_time, last_log_tokens = time.perf_counter(), tokens
+    train_loss = val_loss = None
+    while step < total_steps:
+        optimizer.zero_grad(set_to_none=True)
+        x_all, y_all = data.batch("train", cfg.batch_size, train_gen)  # every process draws the global batch
+        x_all, y_all = x_all[run.rank * per_process:(run.rank + 1) * per_process], y_all[run.rank * per_process:(run.rank + 1) * per_process]
+        step_loss = torch.zeros((), device=run.device)
+        for i in range(cfg.grad_accum):
+            x, y = to_device((x_all[i * micro:(i + 1) * micro], y_all[i * micro:(i + 1) * micro]), run)
+            sync = wrapped.no_sync() if run.distributed and i < cfg.grad_accum - 1 else nullcontext()
+            with sync:
+                with run.autocast():
+                    loss = loss_fn(forward, x, y) / cfg.grad_accum
+                scaler.scale(loss).backward()
+            step_loss += loss.detach()
+        scaler.unscale_(optimizer)
+        max_norm = opt.grad_clip if opt.grad_clip is not None else math.inf
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        lr = optimizer.param_groups[0]["lr"] / optimizer.param_groups[0]["lr_mult"]
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+        step += 1
+        tokens += tokens_per_step
+
+        is_eval = step % cfg.eval.every == 0 or step == total_steps
+        if step % cfg.log_every and not is_eval and step != 1:
+            continue
+        train_loss = rt.mean_across(run, step_loss).item()  # the one host sync, at the logging cadence
+        first_loss = first_loss if first_loss is not None else train_loss
+        now = time.perf_counter()
+        elapsed = now - started
+        rate = (tokens - last_log_tokens) / max(now - last_log_time, 1e-9)
+        row = {"step": step, "tokens": tokens, "wall_time": elapsed, "lr": lr, "train_loss": train_loss,
+               "grad_norm": grad_norm.item(), "tokens_per_s": rate,
+               "mfu": flops * rate / (peak * run.world) if peak else None, **static}
+        if not math.isfinite(train_loss) or train_loss > cfg.divergence_factor * first_loss:
+            reason = f"diverged at step {step}: train loss {train_loss:.4g} (first step {first_loss:.4g})"
+            if writer is not None:
+                writer.log(row)
+            return finish("diverged", train_loss, None, reason)
+        keep_going = True
+        if is_eval:
+            val_loss = evaluate(model, data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size // cfg.grad_accum,
+                                seed=cfg.seed + EVAL_SEED_OFFSET)
+            row["val_loss"] = val_loss
+            if cfg.eval.noise_scale_batches:
+                noise.update(*measure_noise_scale(model, data, run, n_small=cfg.eval.noise_scale_batches,
+                                                  batch_size=micro, seed=cfg.seed + EVAL_SEED_OFFSET + step))
+                row["noise_scale"] = noise.value
+            if on_eval is not None and run.main:
+                keep_going = bool(on_eval(step, row))
+            keep_going = rt.agree(run, keep_going)
+        if writer is not None:
+            writer.log(row)
+        if on_log is not None and run.main:
+            on_log(row)
+        if not keep_going:
+            return finish("pruned", train_loss, val_loss, reason=f"stopped by on_eval at step {step}")
+        if cfg.checkpoint.every and step % cfg.checkpoint.every == 0 and step < total_steps:
+            elapsed = time.perf_counter() - started
+            checkpoint()
+        last_log_time, last_log_tokens = time.perf_counter(), tokens  # throughput counts training steps only
+    return finish("completed", train_loss, val_loss)

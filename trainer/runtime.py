@@ -1,0 +1,90 @@
+"""Where a run executes: device, precision, and the process group under torchrun."""
+from __future__ import annotations
+
+import os
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from trainer.config import ConfigError
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: torch.device
+    dtype: torch.dtype | None  # autocast dtype; None: full fp32
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world > 1
+
+    def autocast(self):
+        if self.dtype is None:
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
+
+
+def start(device: str, precision: str) -> Runtime:
+    """Resolve the device and precision; join the process group when launched by torchrun.
+
+    CUDA: TF32 matmuls on, NCCL between processes, bf16 autocast by default. CPU: gloo, fp32 by default.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError("device: cuda was asked for but torch sees no CUDA device")
+        index = int(os.environ.get("LOCAL_RANK", "0")) if world > 1 else torch.device(device).index or 0
+        torch.cuda.set_device(index)
+        dev = torch.device("cuda", index)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    else:
+        dev = torch.device("cpu")
+    if precision == "auto":
+        precision = "bf16" if dev.type == "cuda" else "fp32"
+    if precision == "fp16" and dev.type != "cuda":
+        raise ConfigError("precision: fp16 (with a GradScaler) needs CUDA; use fp32 or bf16 on CPU")
+    dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
+    return Runtime(device=dev, dtype=dtype, rank=rank, world=world)
+
+
+def stop(runtime: Runtime) -> None:
+    if runtime.distributed and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def mean_across(runtime: Runtime, value: torch.Tensor) -> torch.Tensor:
+    """The mean of a scalar tensor over processes (itself when alone)."""
+    if runtime.distributed:
+        value = value.detach().clone()
+        dist.all_reduce(value, op=dist.ReduceOp.AVG if runtime.device.type == "cuda" else dist.ReduceOp.SUM)
+        if runtime.device.type != "cuda":  # gloo has no AVG
+            value /= runtime.world
+    return value
+
+
+def agree(runtime: Runtime, flag: bool) -> bool:
+    """Rank 0's decision, made known to every process."""
+    if not runtime.distributed:
+        return flag
+    t = torch.tensor([int(flag)], device=runtime.device)
+    dist.broadcast(t, src=0)
+    return bool(t.item())
+
+
+def barrier(runtime: Runtime) -> None:
+    if runtime.distributed:
+        dist.barrier()
