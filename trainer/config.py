@@ -121,7 +121,7 @@ class RunConfig(Strict):
     seed: int = Field(0, ge=0)
     device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
     log_every: int = Field(10, ge=1)
-    divergence_factor: float = Field(2.0, gt=1)  # stop when loss > factor × the first step's loss
+    divergence_factor: float = Field(2.0, gt=1)  # stop when loss stays > factor × the first step's loss (or is nan/inf)
     eval: EvalConfig = EvalConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
     output: OutputConfig = OutputConfig()

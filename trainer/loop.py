@@ -38,6 +38,7 @@ from trainer.optim import build_optimizer
 from trainer.schedule import Schedule, make_scheduler
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
+DIVERGENCE_PATIENCE = 3  # logged steps in a row above divergence_factor × first loss: one noisy batch is not a blow-up
 
 
 @dataclass
@@ -169,6 +170,7 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     started = time.perf_counter() - elapsed  # wall time accumulates across resumes
     last_log_time, last_log_tokens = time.perf_counter(), tokens
     train_loss = val_loss = None
+    above = 0  # consecutive logged steps above divergence_factor × the first loss
     while step < total_steps:
         optimizer.zero_grad(set_to_none=True)
         x_all, y_all = data.batch("train", cfg.batch_size, train_gen)  # every process draws the global batch
@@ -203,7 +205,8 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
         row = {"step": step, "tokens": tokens, "wall_time": elapsed, "lr": lr, "train_loss": train_loss,
                "grad_norm": grad_norm.item(), "tokens_per_s": rate,
                "mfu": flops * rate / (peak * run.world) if peak else None, **static}
-        if not math.isfinite(train_loss) or train_loss > cfg.divergence_factor * first_loss:
+        above = above + 1 if train_loss > cfg.divergence_factor * first_loss else 0
+        if not math.isfinite(train_loss) or above >= DIVERGENCE_PATIENCE:
             reason = f"diverged at step {step}: train loss {train_loss:.4g} (first step {first_loss:.4g})"
             if writer is not None:
                 writer.log(row)

@@ -1,0 +1,235 @@
+"""The training step and loop: each test names the classic bug it would catch."""
+import math
+
+import mup
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from proxies import mup_builder
+from proxies.data import open_data
+from proxies.registry import build_model
+from trainer.checkpoint import list_checkpoints
+from trainer.config import RunConfig
+from trainer.curves import read_curves
+from trainer.loop import train
+from trainer.optim import build_optimizer
+from trainer.schedule import Schedule, make_scheduler
+
+
+def config(tmp_path, **overrides) -> RunConfig:
+    base = {
+        "model": {"name": "gpt", "width": 128, "depth": 1},
+        "data": {"kind": "synthetic-tokens", "seq_len": 32, "options": {"n_tokens": 20000}},
+        "batch_size": 8, "steps": 6, "log_every": 1,
+        "eval": {"every": 3, "batches": 2, "noise_scale_batches": 0},
+        "output": {"root": str(tmp_path), "study": "t"},
+    }
+    for key, value in overrides.items():
+        base[key] = {**base[key], **value} if isinstance(value, dict) and key in base else value
+    return RunConfig.parse(base)
+
+
+def curves(cfg):
+    return read_curves(cfg.curves_root(), run=cfg.run_id()).set_index("step")
+
+
+def final_weights(cfg):
+    path = list_checkpoints(cfg.run_dir() / "checkpoints")[-1]
+    return torch.load(path, weights_only=True)["model"]
+
+
+def test_matches_a_reference_loop_step_for_step(tmp_path):
+    """The trainer's weights after 4 steps equal a textbook loop's, bit for bit on CPU.
+
+    Catches a missing zero_grad (gradients pile up), the scheduler stepped before the optimizer,
+    clipping after the step, or a schedule that drops the μP LR multipliers.
+    """
+    cfg = config(tmp_path, steps=4, optimizer={"lr": 0.01, "weight_decay": 0.1, "grad_clip": 0.5},
+                 schedule={"kind": "cosine", "warmup_steps": 2})
+    train(cfg)
+
+    data = open_data("synthetic-tokens", seq_len=32, n_tokens=20000, seed=cfg.seed)
+    torch.manual_seed(cfg.seed)
+    model = build_model("gpt", 128, 1, "mup", **data.model_options())
+    opt = build_optimizer(model, lr=0.01, weight_decay=0.1, betas=(0.9, 0.95))
+    sched = make_scheduler(opt, Schedule("cosine", 4, 2))
+    gen = torch.Generator().manual_seed(cfg.seed)
+    for _ in range(4):
+        x, y = data.batch("train", 8, gen)
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+        sched.step()
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, final_weights(cfg)[name]), name
+
+
+def test_lr_follows_schedule_from_the_first_step(tmp_path):
+    """Step t uses lr·factor(t): the first step takes the tiny warmup LR (scheduler after optimizer)."""
+    cfg = config(tmp_path, optimizer={"lr": 0.02}, schedule={"kind": "linear", "warmup_steps": 3})
+    train(cfg)
+    schedule = Schedule("linear", 6, 3)
+    logged = curves(cfg)["lr"]
+    for step, lr in logged.items():
+        assert lr == pytest.approx(0.02 * schedule(step - 1)), step
+    assert logged[1] == pytest.approx(0.02 / 4)
+
+
+def test_fp16_unscales_before_clipping(tmp_path):
+    """With a GradScaler the logged pre-clip norm is the true gradient norm, not 2^16 times it.
+
+    Clipping before unscaling would log (and clip) the scaled norm and then take a tiny step.
+    """
+    fp32 = config(tmp_path, steps=1, precision="fp32", output={"run": "fp32"})
+    fp16 = config(tmp_path, steps=1, precision="fp16", output={"run": "fp16"})
+    train(fp32)
+    train(fp16)
+    norm32, norm16 = curves(fp32)["grad_norm"][1], curves(fp16)["grad_norm"][1]
+    assert math.isfinite(norm16)
+    assert norm16 == pytest.approx(norm32, rel=0.05)
+    torch.manual_seed(0)
+    start = build_model("gpt", 128, 1, "mup", vocab_size=64, block_size=32).state_dict()["blocks.0.mlp.fc.weight"]
+    step32 = final_weights(fp32)["blocks.0.mlp.fc.weight"] - start
+    step16 = final_weights(fp16)["blocks.0.mlp.fc.weight"] - start
+    assert step16.norm().item() == pytest.approx(step32.norm().item(), rel=0.05)  # a full-size step, not a clipped-to-nothing one
+    assert F.cosine_similarity(step16.flatten(), step32.flatten(), dim=0) > 0.9
+
+
+def test_weight_decay_spares_norm_gains_biases_and_embeddings(tmp_path):
+    """After one step, decay (wd=1) changes weight matrices only; LayerNorm gains, biases and embeddings match wd=0."""
+    model = {"options": {"zero_query": False}}  # decay of a zero matrix is zero: start every matrix non-zero
+    plain = config(tmp_path, steps=1, model=model, optimizer={"weight_decay": 0.0}, output={"run": "plain"})
+    decayed = config(tmp_path, steps=1, model=model, optimizer={"weight_decay": 1.0}, output={"run": "decayed"})
+    train(plain)
+    train(decayed)
+    a, b = final_weights(plain), final_weights(decayed)
+    for name in a:
+        spared = name.endswith("bias") or ".ln_" in name or name.startswith(("ln_f", "wte", "wpe"))
+        assert torch.equal(a[name], b[name]) == spared, name
+
+
+class ModeRecorder(nn.Module):
+    """A user model that records whether each forward ran in train mode."""
+
+    log: list[bool] = []
+
+    def __init__(self, width, depth, in_features=32, classes=10):
+        super().__init__()
+        self.hidden = nn.Linear(in_features, width)
+        self.readout = mup.MuReadout(width, classes)
+
+    def forward(self, x):
+        ModeRecorder.log.append(self.training)
+        return self.readout(torch.relu(self.hidden(x)))
+
+
+@mup_builder(base_width=16)
+def mode_recorder(width, depth, parametrization="mup", **options):
+    return ModeRecorder(width, depth, **options)
+
+
+def test_training_resumes_in_train_mode_after_eval(tmp_path):
+    """Evaluation runs in eval mode and hands the model back in train mode (eval mode left on is a classic bug)."""
+    ModeRecorder.log = []
+    cfg = config(tmp_path, model={"name": f"{__name__}:mode_recorder", "width": 32},
+                 data={"kind": "synthetic-vectors", "seq_len": 1, "options": {}},
+                 steps=6, eval={"every": 2, "batches": 2, "noise_scale_batches": 0})
+    train(cfg)
+    log = ModeRecorder.log
+    assert log.count(False) == 3 * 2  # 3 evaluations × 2 batches
+    # the pattern: 2 train steps, then 2 eval forwards, three times
+    assert log == [True, True, False, False] * 3
+
+
+def test_resume_continues_the_same_curve_bit_for_bit(tmp_path):
+    """Train 12 steps straight vs crash after step 7 and resume from the step-4 checkpoint: identical curves.
+
+    At width 2× base, a resume that re-applied mup's readout rescaling would move the curve;
+    so would a lost data position, optimizer or scheduler state, or an RNG state.
+    """
+    straight = config(tmp_path, steps=12, eval={"every": 4}, checkpoint={"every": 4}, output={"run": "straight"})
+    broken = config(tmp_path, steps=12, eval={"every": 4}, checkpoint={"every": 4}, output={"run": "broken"})
+    train(straight)
+
+    class Crash(Exception):
+        pass
+
+    def crash_at_7(row):
+        if row["step"] == 7:
+            raise Crash
+
+    with pytest.raises(Crash):
+        train(broken, on_log=crash_at_7)
+    result = train(broken, resume=True)
+    assert result.status == "completed" and result.step == 12
+    a, b = curves(straight), curves(broken)
+    assert list(b.index) == list(range(1, 13))  # every step exactly once
+    for column in ("train_loss", "grad_norm", "lr", "val_loss"):
+        assert a[column].equals(b[column]), column
+    for name, value in final_weights(straight).items():
+        assert torch.equal(value, final_weights(broken)[name]), name
+
+
+def test_checkpoints_keep_the_last_k_and_load_weights_only(tmp_path):
+    cfg = config(tmp_path, steps=10, checkpoint={"every": 2, "keep": 2})
+    train(cfg)
+    kept = list_checkpoints(cfg.run_dir() / "checkpoints")
+    assert [p.name for p in kept] == ["step-000000008.pt", "step-000000010.pt"]
+    assert not [p for p in kept[0].parent.iterdir() if p.name.startswith(".")]  # no temp files left
+    for path in kept:
+        state = torch.load(path, weights_only=True)
+        assert {"model", "optimizer", "scheduler", "scaler", "data_generator", "torch_rng", "step"} <= state.keys()
+
+
+def test_saved_base_shapes_rebuild_the_run(tmp_path):
+    """base_shapes.bsh beside the run restores μP multipliers on a bare model without rescaling it again."""
+    cfg = config(tmp_path, steps=2)
+    train(cfg)
+    model = build_model("gpt", 128, 1, "sp", vocab_size=64, block_size=32)  # multipliers all 1
+    mup.set_base_shapes(model, str(cfg.run_dir() / "base_shapes.bsh"), rescale_params=False)
+    model.load_state_dict(final_weights(cfg))
+    assert model.lm_head.width_mult() == 2.0
+    reference = build_model("gpt", 128, 1, "mup", vocab_size=64, block_size=32)
+    reference.load_state_dict(final_weights(cfg))
+    x = torch.randint(0, 64, (2, 32))
+    torch.testing.assert_close(model(x), reference(x))
+
+
+@pytest.mark.parametrize("lr", [50.0, float("inf")])
+def test_divergence_ends_the_run_with_a_reason(tmp_path, lr):
+    cfg = config(tmp_path, steps=20, optimizer={"lr": min(lr, 1e30), "grad_clip": None})
+    result = train(cfg)
+    assert result.status == "diverged"
+    assert "diverged at step" in result.reason
+    assert result.step < 20
+
+
+def test_on_eval_can_stop_the_run(tmp_path):
+    seen = []
+
+    def stop_at_second_eval(step, metrics):
+        seen.append((step, metrics["val_loss"]))
+        return len(seen) < 2
+
+    cfg = config(tmp_path, steps=12, eval={"every": 3})
+    result = train(cfg, on_eval=stop_at_second_eval)
+    assert result.status == "pruned" and result.step == 6
+    assert [s for s, _ in seen] == [3, 6] and all(math.isfinite(v) for _, v in seen)
+    assert curves(cfg).index.max() == 6
+
+
+
+def test_resume_never_counts_flushed_rows_twice(tmp_path):
+    """Rows written after the last checkpoint are dropped on resume and logged again exactly once.
+
+    A run stopped by on_eval at step 6 flushes rows 5–6 past its step-4 checkpoint; if the trial is
+    retried (its worker died before recording the outcome) it resumes at step 4 and logs 5–6 again.
+    """
+    cfg = config(tmp_path, steps=12, eval={"every": 3}, checkpoint={"every": 4})
+    assert train(cfg, on_eval=lambda step, metrics: step < 6).status == "pruned"
+    assert read_curves(cfg.curves_root(), run=cfg.run_id())["step"].max() == 6
+    assert train(cfg, resume=True).status == "completed"
+    assert list(curves(cfg).index) == list(range(1, 13))
