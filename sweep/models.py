@@ -1,10 +1,9 @@
 """Building a model and its data together from command-line style arguments."""
 from __future__ import annotations
 
-import yaml
-
 from proxies.data import DataSource, open_data
 from sweep.errors import InputError
+from trainer import yaml_io
 
 DEFAULT_DATA = {"gpt": "stdlib", "mlp": "synthetic-vectors", "resnet": "synthetic-images"}
 
@@ -16,7 +15,7 @@ def parse_options(pairs: list[str] | None) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError(f"--opt: {pair!r} is not KEY=VALUE")
-        options[key] = yaml.safe_load(value)
+        options[key] = yaml_io.load(value)
     return options
 
 

@@ -79,13 +79,21 @@ def test_optimizer_groups_match_mup_reference(name, opts):
                 assert ours[id(p)][1] == pytest.approx(ref[id(p)][1])
 
 
-def test_weight_decay_applies_to_matrices_only():
-    """Catches decayed norm gains, biases and (by default) embeddings."""
-    rules = param_rules(build("gpt", 128, "mup", {}))
-    for r in rules:
-        assert r.decays == (r.role in ("hidden", "readout")), r.name
-    with_embeddings = param_rules(build("gpt", 128, "mup", {}), decay_embeddings=True)
-    assert all(r.decays for r in with_embeddings if r.role == "embedding")
+@pytest.mark.parametrize("name,opts", CASES)
+def test_optimizer_groups_decay_matrices_only(name, opts):
+    """The optimizer's groups: decay on weight matrices (hidden, input, readout) only, never on norm gains,
+    biases or (by default) embeddings; each group's LR is lr × its μP multiplier."""
+    model = build(name, 2 * ZOO[name].base_width, "mup", opts)
+    rules = {r.name: r for r in param_rules(model)}
+    for decay_embeddings in (False, True):
+        groups = param_groups(model, 0.01, 0.1, decay_embeddings=decay_embeddings)
+        assert sum(len(g["names"]) for g in groups) == len(rules)
+        for group in groups:
+            for pname in group["names"]:
+                rule = rules[pname]
+                decays = rule.role in ("hidden", "input", "readout") or (decay_embeddings and rule.role in ("embedding", "tied"))
+                assert (group["weight_decay"] > 0) == decays, pname
+                assert group["lr"] == pytest.approx(0.01 * rule.adam_lr_mult), pname
 
 
 def test_coupled_and_independent_weight_decay():

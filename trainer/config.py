@@ -15,6 +15,8 @@ from typing import Any, Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from trainer import yaml_io
+
 
 class ConfigError(ValueError):
     """A bad run config; str() is one line: `key.path: what is wrong (what is allowed)`."""
@@ -144,11 +146,12 @@ class RunConfig(Strict):
         return math.ceil(self.tokens / self.tokens_per_step(tokens_per_example))
 
     def run_id(self) -> str:
-        """`output.run`, or a name derived from everything that shapes the run's curve."""
+        """`output.run`, or a name derived from everything that shapes the run's curve
+        (not where it is written, how often it is logged or checkpointed, nor its provenance)."""
         if self.output.run:
             return self.output.run
-        content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": {"run"}, "provenance": True,
-                                                        "log_every": True})
+        content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": True, "provenance": True,
+                                                        "checkpoint": True, "log_every": True})
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:10]
         name = self.model.name.rsplit(":", 1)[-1]
         return f"{name}-w{self.model.width}-d{self.model.depth}-{digest}"
@@ -165,7 +168,7 @@ class RunConfig(Strict):
     @classmethod
     def from_yaml(cls, text: str) -> "RunConfig":
         try:
-            data = yaml.safe_load(text)
+            data = yaml_io.load(text)
         except yaml.YAMLError as err:
             raise ConfigError(f"config: not valid YAML ({' '.join(str(err).split())})") from None
         return cls.parse(data or {})

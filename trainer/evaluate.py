@@ -23,26 +23,31 @@ def to_device(batch: tuple[torch.Tensor, torch.Tensor], runtime: Runtime) -> tup
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, data: DataSource, runtime: Runtime, *, batches: int, batch_size: int, seed: int) -> float:
-    """Mean val loss over the same `batches` held-out batches every time; the train/eval mode is restored.
+def evaluate(model: nn.Module, data: DataSource, runtime: Runtime, *, batches: int, batch_size: int, chunks: int,
+             seed: int) -> float:
+    """Mean val loss over the same `batches` held-out batches of `batch_size` examples every time.
 
-    `batch_size` is global: each process takes its slice and the means are averaged, so the value
-    does not depend on how many processes share the work.
+    The held-out set depends on the config alone, not on the layout: each process takes its slice
+    of every global batch and runs it in `chunks` pieces (the micro-batch size, for memory), and
+    the means are averaged across processes. The train/eval mode is restored afterwards.
     """
     was_training = model.training
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     share = batch_size // runtime.world
+    piece = share // chunks
     total = torch.zeros((), device=runtime.device)
     try:
         for _ in range(batches):
             x, y = data.batch("val", batch_size, generator)
-            x, y = to_device((x[runtime.rank * share:(runtime.rank + 1) * share], y[runtime.rank * share:(runtime.rank + 1) * share]), runtime)
-            with runtime.autocast():
-                total += loss_fn(model, x, y)
+            x, y = x[runtime.rank * share:(runtime.rank + 1) * share], y[runtime.rank * share:(runtime.rank + 1) * share]
+            for i in range(chunks):
+                xi, yi = to_device((x[i * piece:(i + 1) * piece], y[i * piece:(i + 1) * piece]), runtime)
+                with runtime.autocast():
+                    total += loss_fn(model, xi, yi)
     finally:
         model.train(was_training)
-    return mean_across(runtime, total).item() / batches
+    return mean_across(runtime, total).item() / (batches * chunks)
 
 
 def measure_noise_scale(model: nn.Module, data: DataSource, runtime: Runtime, *, n_small: int, batch_size: int,

@@ -213,8 +213,8 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
             return finish("diverged", train_loss, None, reason)
         keep_going = True
         if is_eval:
-            val_loss = evaluate(model, data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size // cfg.grad_accum,
-                                seed=cfg.seed + EVAL_SEED_OFFSET)
+            val_loss = evaluate(model, data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size,
+                                chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
             row["val_loss"] = val_loss
             if cfg.eval.noise_scale_batches:
                 noise.update(*measure_noise_scale(model, data, run, n_small=cfg.eval.noise_scale_batches,

@@ -1,0 +1,352 @@
+"""Tests for trainer.config.RunConfig and `sweep train`: exact YAML round trip, one-line errors naming
+the key (in Python and at the CLI, with nothing written), token budgets, run ids, and resume."""
+
+import math
+
+import pytest
+import yaml
+
+from trainer.config import ConfigError, RunConfig
+from trainer.curves import read_curves
+from trainer.loop import resolve, train
+
+TINY = {
+    "model": {"name": "gpt", "width": 64, "depth": 1},
+    "data": {"kind": "synthetic-tokens", "seq_len": 32, "options": {"n_tokens": 20000}},
+    "batch_size": 8,
+    "steps": 6,
+    "log_every": 1,
+    "eval": {"every": 3, "batches": 2, "noise_scale_batches": 0},
+}
+SEQ_LEN = TINY["data"]["seq_len"]
+
+
+def tiny(root, **changes):
+    """The tiny config as a plain dict, writing under `root`; `changes` replace top-level keys or merge into sections."""
+    data = {key: dict(value) if isinstance(value, dict) else value for key, value in TINY.items()}
+    data["output"] = {"root": str(root), "study": "t"}
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return data
+
+
+def write_config(path, data) -> str:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+def one_line(text: str) -> str:
+    """`text` is exactly one newline-terminated line; returns it without the newline."""
+    assert text.endswith("\n") and text.count("\n") == 1, f"expected one line, got {text!r}"
+    return text.rstrip("\n")
+
+
+# ---------------------------------------------------------------- YAML round trip
+
+EVERYTHING = {  # every field of every section away from its default
+    "model": {"name": "gpt", "width": 96, "depth": 3, "parametrization": "sp", "base_width": 32,
+              "options": {"n_head": 4, "norm": "rmsnorm", "output_mult": 2.5, "attn_mult": 1 / 3, "tag": "007"}},
+    "data": {"kind": "tokens", "path": "/data/owt", "seq_len": 64, "dtype": "uint32", "vocab_size": 50304,
+             "val_fraction": 0.05, "options": {"n_tokens": 123}},
+    "optimizer": {"name": "sgd", "lr": 3e-4, "weight_decay": 0.1, "wd_mode": "independent", "decay_embeddings": True,
+                  "beta1": 0.8, "beta2": 0.99, "eps": 1e-10, "momentum": 0.5, "grad_clip": None},
+    "schedule": {"kind": "wsd", "warmup_steps": None, "warmup_fraction": 0.05, "min_lr_ratio": 0.1 + 0.2,
+                 "decay_fraction": 0.3, "decay_shape": "sqrt"},
+    "batch_size": 24,
+    "grad_accum": 3,
+    "steps": None,
+    "tokens": 1_000_000,
+    "precision": "bf16",
+    "compile": True,
+    "seed": 7,
+    "device": "cuda:1",
+    "log_every": 5,
+    "divergence_factor": 3.5,
+    "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2},
+    "checkpoint": {"every": 100, "keep": 3},
+    "output": {"root": "/tmp/studies", "study": "s1", "kind": "full", "run": "r-1"},
+    "provenance": {"study": "s0", "trial": 12, "created_by": "sweep transfer (μP)",
+                   "rules": [{"name": "lr", "field": "optimizer.lr", "before": 1e-8, "after": 3e-4,
+                              "formula": "lr * (base / width)"},
+                             {"name": "batch", "field": "batch_size", "before": 8, "after": 24, "formula": None}]},
+}
+
+
+def leaves(model, prefix=""):
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if hasattr(type(value), "model_fields"):
+            yield from leaves(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
+
+
+def test_round_trip_fixture_sets_every_field_away_from_its_default():
+    # keeps the round-trip test honest: a field added later must be added to EVERYTHING too
+    defaults = dict(leaves(RunConfig.parse({"steps": 1})))
+    cfg = RunConfig.parse(EVERYTHING)
+    same = [key for key, value in leaves(cfg) if value == defaults[key] and key not in ("model.name", "schedule.warmup_steps", "steps")]
+    assert same == [], f"EVERYTHING leaves these at their default: {same}"
+
+
+def test_yaml_round_trip_is_exact():
+    cfg = RunConfig.parse(EVERYTHING)
+    text = cfg.to_yaml()
+    back = RunConfig.from_yaml(text)
+    assert back == cfg
+    assert back.to_yaml() == text  # byte-identical on a second dump
+    # the values survive with their types: floats bit for bit, ints stay ints, digit strings stay strings
+    assert back.optimizer.lr == 3e-4 and back.optimizer.eps == 1e-10 and back.schedule.min_lr_ratio == 0.1 + 0.2
+    assert back.model.options == EVERYTHING["model"]["options"]
+    assert type(back.model.options["n_head"]) is int and back.model.options["tag"] == "007"
+    assert back.model.options["attn_mult"] == 1 / 3
+    assert back.provenance.rules == EVERYTHING["provenance"]["rules"]
+    assert back.provenance.rules[0]["before"] == 1e-8
+    assert back.model_dump() == EVERYTHING
+    assert back.run_id() == cfg.run_id() == "r-1"
+
+
+def test_round_trip_of_defaults_and_load_from_a_file(tmp_path):
+    cfg = RunConfig.parse(tiny(tmp_path / "out"))
+    path = tmp_path / "run.yaml"
+    path.write_text(cfg.to_yaml())
+    loaded = RunConfig.load(path)
+    assert loaded == cfg and loaded.to_yaml() == cfg.to_yaml()
+    assert loaded.run_id() == cfg.run_id()  # a derived run id survives the round trip
+
+
+def test_hand_written_exponent_floats_parse_as_numbers():
+    # YAML 1.1 reads `3e-4` (no dot) as a string; typed fields must still come out as floats
+    cfg = RunConfig.from_yaml("steps: 3\noptimizer: {lr: 3e-4, eps: 1e-12}\n")
+    assert cfg.optimizer.lr == 3e-4 and isinstance(cfg.optimizer.lr, float)
+    assert cfg.optimizer.eps == 1e-12
+
+
+def test_hand_written_exponent_float_in_model_options_is_a_number():
+    """Untyped fields (builder options) read `1e-3` as a float too, as YAML 1.2 does."""
+    cfg = RunConfig.from_yaml("steps: 3\nmodel: {options: {output_mult: 1e-3, n_head: 4, norm: rmsnorm}}\n")
+    assert cfg.model.options == {"output_mult": 1e-3, "n_head": 4, "norm": "rmsnorm"}
+
+
+# ---------------------------------------------------------------- bad configs, in Python
+
+@pytest.mark.parametrize("changes,key", [
+    ({"colour": "red"}, "colour"),
+    ({"optimizer": {"lrr": 1}}, "optimizer.lrr"),
+    ({"eval": {"evry": 3}}, "eval.evry"),
+    ({"output": {"studdy": "x"}}, "output.studdy"),
+])
+def test_unknown_key_is_one_line_starting_with_its_path_and_listing_the_allowed_keys(tmp_path, changes, key):
+    with pytest.raises(ConfigError) as info:
+        RunConfig.parse(tiny(tmp_path, **changes))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{key}: unknown key")
+    section = RunConfig if "." not in key else type(getattr(RunConfig.parse(tiny(tmp_path)), key.split(".")[0]))
+    allowed = list(section.model_fields)
+    assert f"(allowed: {', '.join(allowed)})" in message  # every allowed key, in declaration order
+
+
+@pytest.mark.parametrize("changes,start", [
+    ({"optimizer": {"lr": -1}}, "optimizer.lr:"),
+    ({"optimizer": {"lr": 0}}, "optimizer.lr:"),
+    ({"model": {"width": 0}}, "model.width:"),
+    ({"optimizer": {"beta2": 1.0}}, "optimizer.beta2:"),
+    ({"data": {"val_fraction": 1.5}}, "data.val_fraction:"),
+    ({"data": {"val_fraction": 0}}, "data.val_fraction:"),
+    ({"precision": "fp8"}, "precision:"),
+    ({"schedule": {"kind": "foo"}}, "schedule.kind:"),
+    ({"schedule": {"decay_shape": "exp"}}, "schedule.decay_shape:"),
+    ({"device": "tpu"}, "device:"),
+    ({"output": {"study": "a/b"}}, "output.study:"),
+    ({"batch_size": 0}, "batch_size:"),
+    ({"steps": "many"}, "steps:"),
+])
+def test_out_of_range_value_names_its_key_and_the_bad_value(tmp_path, changes, start):
+    with pytest.raises(ConfigError) as info:
+        RunConfig.parse(tiny(tmp_path, **changes))
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(start), message
+    assert "(got " in message  # the offending value is shown
+
+
+@pytest.mark.parametrize("changes,names", [
+    ({"tokens": 1000}, ["steps", "tokens"]),  # both
+    ({"steps": None}, ["steps", "tokens"]),  # neither
+    ({"grad_accum": 3}, ["batch_size", "grad_accum"]),  # 8 % 3
+    ({"schedule": {"warmup_steps": 1, "warmup_fraction": 0.1}}, ["schedule", "warmup_steps", "warmup_fraction"]),
+    ({"eval": {"noise_scale_batches": 1}}, ["eval", "noise_scale_batches"]),
+])
+def test_rules_across_keys_name_the_keys(tmp_path, changes, names):
+    with pytest.raises(ConfigError) as info:
+        RunConfig.parse(tiny(tmp_path, **changes))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(names[0]), message
+    for name in names:
+        assert name in message
+
+
+@pytest.mark.parametrize("text", ["model: {name: gpt\n", "steps: [1,\n", "a: b: c\n", "\tsteps: 3\n"])
+def test_not_yaml_is_one_line(text):
+    with pytest.raises(ConfigError) as info:
+        RunConfig.from_yaml(text)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("config: not valid YAML"), message
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "just text\n", "42\n"])
+def test_yaml_that_is_not_a_mapping_is_one_line(text):
+    with pytest.raises(ConfigError) as info:
+        RunConfig.from_yaml(text)
+    assert "\n" not in str(info.value) and str(info.value).startswith("config:")
+
+
+def test_load_of_a_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match=r"^config: .*nope\.yaml does not exist$"):
+        RunConfig.load(tmp_path / "nope.yaml")
+
+
+# ---------------------------------------------------------------- bad configs at the CLI: exit 2, one line, nothing written
+
+@pytest.mark.parametrize("changes,key", [
+    ({"optimizer": {"lrr": 1}}, "optimizer.lrr"),
+    ({"optimizer": {"lr": -1}}, "optimizer.lr"),
+    ({"precision": "fp8"}, "precision"),
+    ({"tokens": 1000}, "tokens"),
+    ({"eval": {"noise_scale_batches": 1}}, "noise_scale_batches"),
+    ({"schedule": {"warmup_steps": 6}}, "schedule.warmup_steps"),  # raised by the trainer, not the schema
+    ({"data": {"kind": "nope"}}, "data.kind"),  # raised by open_data
+])
+def test_cli_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path, run_cli, changes, key):
+    root = tmp_path / "out"
+    path = write_config(tmp_path / "bad.yaml", tiny(root, **changes))
+    code, out, err = run_cli("train", path, "--quiet")
+    assert code == 2, err
+    line = one_line(err)
+    assert line.startswith("error: ") and key in line, line
+    assert "Traceback" not in out + err
+    assert not root.exists(), sorted(str(p) for p in root.rglob("*"))
+
+
+def test_cli_warmup_as_long_as_the_run_names_the_field(tmp_path, run_cli):
+    root = tmp_path / "out"
+    path = write_config(tmp_path / "warm.yaml", tiny(root, schedule={"warmup_steps": 6}))
+    code, _, err = run_cli("train", path)
+    assert code == 2
+    assert one_line(err).startswith("error: schedule.warmup_steps: 6 ")
+    assert not root.exists()  # the schedule is checked before anything is written
+    # one step shorter is fine
+    path = write_config(tmp_path / "warm5.yaml", tiny(root, schedule={"warmup_steps": 5}))
+    code, _, err = run_cli("train", path, "--quiet")
+    assert code == 0, err
+
+
+def test_cli_not_yaml_and_missing_path(tmp_path, run_cli):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: {name: gpt\nsteps: 3\n")
+    code, _, err = run_cli("train", bad)
+    assert code == 2 and one_line(err).startswith("error: config: not valid YAML")
+    code, _, err = run_cli("train", tmp_path / "missing.yaml")
+    assert code == 2
+    line = one_line(err)
+    assert "missing.yaml" in line and "does not exist" in line
+
+
+# ---------------------------------------------------------------- budgets and run ids
+
+def test_token_budget_rounds_up_to_whole_steps(tmp_path):
+    cfg = RunConfig.parse(tiny(tmp_path, steps=None, tokens=1000))
+    per_step = cfg.batch_size * SEQ_LEN  # 256 tokens per step
+    assert cfg.total_steps(SEQ_LEN) == math.ceil(1000 / per_step) == 4
+    result = train(cfg)
+    assert result.status == "completed" and result.step == 4
+    rows = read_curves(cfg.curves_root(), run=cfg.run_id())
+    assert rows["step"].tolist() == [1, 2, 3, 4]
+    assert rows["tokens"].tolist() == [per_step * s for s in (1, 2, 3, 4)]
+    assert rows["tokens"].iloc[-1] == 1024  # ≥ the budget, by less than one step
+
+
+def test_exact_token_budget_does_not_add_a_step(tmp_path):
+    cfg = RunConfig.parse(tiny(tmp_path, steps=None, tokens=768))
+    assert cfg.total_steps(SEQ_LEN) == 3
+
+
+def test_run_id_is_a_function_of_what_shapes_the_curve(tmp_path):
+    a, b = RunConfig.parse(tiny(tmp_path)), RunConfig.parse(tiny(tmp_path))
+    assert a.run_id() == b.run_id()
+    assert a.run_id().startswith("gpt-w64-d1-")
+    assert RunConfig.parse(tiny(tmp_path, optimizer={"lr": 0.02})).run_id() != a.run_id()
+    assert RunConfig.parse(tiny(tmp_path, seed=1)).run_id() != a.run_id()
+    assert RunConfig.parse(tiny(tmp_path, model={"width": 128})).run_id() != a.run_id()
+    # bookkeeping does not change it
+    assert RunConfig.parse(tiny(tmp_path, log_every=5)).run_id() == a.run_id()
+    assert RunConfig.parse(tiny(tmp_path, provenance={"study": "s", "trial": 3, "rules": [{"x": 1}]})).run_id() == a.run_id()
+    # nor does filling in the builder's base width (train() runs on the resolved config)
+    assert resolve(a).model.base_width is not None and resolve(a).run_id() == a.run_id()
+    # an explicit name wins
+    assert RunConfig.parse(tiny(tmp_path, output={"run": "mine"})).run_id() == "mine"
+
+
+# ---------------------------------------------------------------- running twice, resume
+
+def test_cli_second_run_needs_resume_and_resume_logs_each_step_once(tmp_path, run_cli):
+    root = tmp_path / "out"
+    path = write_config(tmp_path / "run.yaml", tiny(root, output={"run": "r"}))
+    cfg = RunConfig.load(path)
+
+    def steps_logged():
+        return read_curves(cfg.curves_root(), run="r")["step"].tolist()
+
+    code, out, err = run_cli("train", path, "--steps", "3")  # with the progress bar
+    assert code == 0, err
+    assert "completed" in out and "at step 3" in out
+    assert steps_logged() == [1, 2, 3]
+    checkpoints = sorted(p.name for p in (cfg.run_dir() / "checkpoints").iterdir())
+    assert checkpoints == ["step-000000003.pt"]
+
+    code, out, err = run_cli("train", path, "--quiet")  # same run, no --resume
+    assert code == 2
+    assert "--resume" in one_line(err)
+    assert steps_logged() == [1, 2, 3]  # the refused run changed nothing
+    assert sorted(p.name for p in (cfg.run_dir() / "checkpoints").iterdir()) == checkpoints
+
+    code, out, err = run_cli("train", path, "--resume", "--quiet")  # continues from step 3 to 6
+    assert code == 0, err
+    assert steps_logged() == [1, 2, 3, 4, 5, 6]
+
+    code, out, err = run_cli("train", path, "--quiet")  # a finished run is not overwritten either
+    assert code == 2 and "--resume" in one_line(err)
+
+    code, out, err = run_cli("train", path, "--resume", "--quiet")  # resuming a finished run is a no-op
+    assert code == 0, err
+    assert steps_logged() == [1, 2, 3, 4, 5, 6]
+
+
+def test_resume_after_the_last_checkpoint_was_lost_relogs_those_steps_once_and_identically(tmp_path, run_cli):
+    # A run killed while writing its final checkpoint: its curves already reach step 6 (they are flushed
+    # first), its newest checkpoint is step 3. Resuming must drop the on-disk rows 4-6 and log them again,
+    # once each, and with the same numbers (the checkpoint holds weights, optimizer, RNG and data position).
+    root = tmp_path / "out"
+    path = write_config(tmp_path / "run.yaml", tiny(root, output={"run": "r"}, checkpoint={"every": 3, "keep": 2}))
+    cfg = RunConfig.load(path)
+    code, _, err = run_cli("train", path, "--quiet")
+    assert code == 0, err
+    before = read_curves(cfg.curves_root(), run="r")
+    checkpoints = cfg.run_dir() / "checkpoints"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["step-000000003.pt", "step-000000006.pt"]
+    (checkpoints / "step-000000006.pt").unlink()
+    (cfg.run_dir() / "result.json").unlink()
+
+    # resume checkpointing every step, so the new parts (4-4, 5-5, 6-6) are not named like the stale one
+    # (4-6): without the truncation the stale rows would stay beside the new ones instead of being overwritten
+    path = write_config(tmp_path / "run.yaml", tiny(root, output={"run": "r"}, checkpoint={"every": 1, "keep": 2}))
+    code, _, err = run_cli("train", path, "--resume", "--quiet")
+    assert code == 0, err
+    after = read_curves(cfg.curves_root(), run="r")
+    assert after["step"].tolist() == [1, 2, 3, 4, 5, 6]
+    for column in ("train_loss", "grad_norm", "lr", "tokens", "val_loss"):
+        assert after[column].tolist() == pytest.approx(before[column].tolist(), rel=1e-6, nan_ok=True), column
