@@ -20,7 +20,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
-@app.command("coord-check")
+@app.command("coord-check", short_help="Check μP: activation sizes flat across widths")
 def coord_check_cmd(
     model: str = typer.Option("gpt", help="zoo model (gpt, mlp, resnet) or package.module:function"),
     widths: str = typer.Option("64,128,256,512", help="comma-separated widths"),
@@ -46,7 +46,7 @@ def coord_check_cmd(
     raise typer.Exit(0 if passed else 1)
 
 
-@app.command("inspect")
+@app.command("inspect", short_help="Print the μP table of a model, per parameter")
 def inspect_cmd(
     model: str = typer.Argument(..., help="zoo model (gpt, mlp, resnet) or package.module:function"),
     width: int = typer.Option(..., min=1),
@@ -60,7 +60,7 @@ def inspect_cmd(
     console.print(inspect_table(model, width, depth, parametrization, opt))
 
 
-@app.command("train")
+@app.command("train", short_help="Train one RunConfig (resumable); write curves")
 def train_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML"),
     steps: Optional[int] = typer.Option(None, min=1, help="override the config's step budget"),
