@@ -25,8 +25,8 @@ noise-scale batches to 0 and checkpoint.every to 0 (only at the end), in a tempo
 Why alternate rather than run one side after the other: other processes come and go, and steps
 change speed as training goes on. Alternating rounds keeps both sides at the same step counts and
 in the same conditions, round by round. (On CPU fp32 subnormals appear in the attention backward
-after ~50 steps and made steps ~1.6× slower; the trainer flushes them to zero on CPU, process-wide,
-and the bare rounds run inside train(), so both sides get the same setting.)
+after ~50 steps and made steps ~1.4× slower; the trainer flushes them to zero on CPU, and so does
+this script, before the first torch op, for both sides.)
 
     .venv/bin/python benchmarks/trainer_overhead.py                      # CPU defaults: ~2.5 min on 2 idle cores
     .venv/bin/python benchmarks/trainer_overhead.py --device cuda --width 1024 --depth 12 \\
@@ -132,6 +132,8 @@ def busy_note(args, busy: float | None) -> str | None:
 
 def main() -> None:
     args = parse_args()
+    if args.device == "cpu":  # what trainer.runtime.start does; it must precede torch's first parallel op (see there)
+        torch.set_flush_denormal(True)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)

@@ -119,17 +119,17 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
         noise.load_state_dict(state["noise_scale"])
         step, tokens, elapsed, first_loss = state["step"], state["tokens"], state["elapsed"], state["first_loss"]
 
-    writer = CurveWriter(cfg.curves_root(), cfg.output.study, cfg.output.kind, run_id) if run.main else None
-    if run.main:
-        if writer is not None:
-            writer.truncate_after(step)  # rows logged after the checkpoint will be logged again
+    writer = None
+    if run.main:  # rank 0 writes; the others train
+        writer = CurveWriter(cfg.curves_root(), cfg.output.study, cfg.output.kind, run_id)
+        writer.truncate_after(step)  # rows logged after the checkpoint will be logged again
         with atomic_path(run_dir / "config.yaml") as tmp:
             tmp.write_text(cfg.to_yaml())
         with atomic_path(run_dir / "base_shapes.bsh") as tmp:
             save_base_shapes(model, tmp)
-    if step >= total_steps and state is not None:
-        return RunResult(**json.loads((run_dir / "result.json").read_text())) if (run_dir / "result.json").exists() else \
-            RunResult(run_id, "completed", step, None, None)
+    if step >= total_steps:  # resumed a finished run: report what it recorded
+        recorded = run_dir / "result.json"
+        return RunResult(**json.loads(recorded.read_text())) if recorded.exists() else RunResult(run_id, "completed", step, None, None)
 
     wrapped = DDP(model) if run.distributed else model
     forward = torch.compile(wrapped) if cfg.compile else wrapped
@@ -138,16 +138,14 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     per_process = cfg.batch_size // run.world
     micro = per_process // cfg.grad_accum
     tokens_per_step = cfg.tokens_per_step(data.tokens_per_example)
-    seq_len = data.tokens_per_example
-    flops = flops_per_token(model, seq_len)
+    flops = flops_per_token(model, data.tokens_per_example)
     peak = peak_flops(run.device)
     static = {"trial": cfg.provenance.trial, "model": cfg.model.name, "parametrization": cfg.model.parametrization,
               "width": cfg.model.width, "depth": cfg.model.depth, "batch_size": cfg.batch_size}
 
     def checkpoint() -> None:
-        if writer is not None:
+        if writer is not None:  # rank 0
             writer.flush()  # curves on disk never lag the checkpoint
-        if run.main:
             save_checkpoint(ckpt_dir, step, {
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "scaler": scaler.state_dict(), "data_generator": train_gen.get_state(), "torch_rng": torch.get_rng_state(),
@@ -162,7 +160,6 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
             checkpoint()
         if writer is not None:
             writer.close()
-        if run.main:
             with atomic_path(run_dir / "result.json") as tmp:
                 tmp.write_text(json.dumps(asdict(result), indent=2))
         return result

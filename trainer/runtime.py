@@ -53,7 +53,9 @@ def start(device: str, precision: str) -> Runtime:
     else:
         dev = torch.device("cpu")
         # fp32 subnormals show up in the attention backward after a few dozen steps and made CPU
-        # steps ~1.6× slower (benchmarks/trainer_overhead.py); flushing them to zero costs nothing
+        # steps ~1.4× slower (benchmarks/trainer_overhead.py); flushing them to zero costs nothing.
+        # The flag is per thread and inherited by threads created later: it reaches torch's
+        # OpenMP workers when set before the first parallel op, as in a fresh training process.
         torch.set_flush_denormal(True)
     if precision == "auto":
         precision = "bf16" if dev.type == "cuda" else "fp32"
