@@ -233,3 +233,14 @@ def test_resume_never_counts_flushed_rows_twice(tmp_path):
     assert read_curves(cfg.curves_root(), run=cfg.run_id())["step"].max() == 6
     assert train(cfg, resume=True).status == "completed"
     assert list(curves(cfg).index) == list(range(1, 13))
+
+
+def test_compiled_model_trains_like_eager(tmp_path):
+    """`compile: true` runs the same step through torch.compile: same losses and grad norms as eager."""
+    eager = config(tmp_path, steps=3, output={"run": "eager"})
+    compiled = config(tmp_path, steps=3, compile=True, output={"run": "compiled"})
+    train(eager)
+    train(compiled)
+    a, b = curves(eager), curves(compiled)
+    for column in ("train_loss", "grad_norm", "val_loss"):
+        assert b[column].to_numpy() == pytest.approx(a[column].to_numpy(), rel=1e-4, nan_ok=True), column
