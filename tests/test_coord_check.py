@@ -34,6 +34,13 @@ def test_zoo_passes_in_mup_and_fails_in_sp(run_cli, tmp_path, model):
     assert (tmp_path / "sp" / "coord_check.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_sgd_multipliers_pass_in_mup_and_fail_in_sp(run_cli, tmp_path):
+    """μP for SGD (MuSGD's LR multipliers: ×m on vector-like, ×fan_out/fan_in on matrices) keeps coordinates flat."""
+    args = ["coord-check", "--model", "mlp", "--optimizer", "sgd", "--widths", WIDTHS["mlp"], *FAST]
+    assert run_cli(*args, "--out", tmp_path / "mup")[0] == 0
+    assert run_cli(*args, "--parametrization", "sp", "--out", tmp_path / "sp")[0] == 1
+
+
 def text_batches(steps, batch_size, seq_len):
     source = open_data("stdlib", seq_len=seq_len)
 
