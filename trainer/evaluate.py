@@ -16,6 +16,12 @@ def loss_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, -2).float(), y.flatten())
 
 
+def part(batch: tuple[torch.Tensor, ...], index: int, parts: int) -> tuple[torch.Tensor, ...]:
+    """The `index`-th of `parts` equal slices of a batch along its first dimension (a rank's share, a micro-batch)."""
+    size = batch[0].shape[0] // parts
+    return tuple(t[index * size:(index + 1) * size] for t in batch)
+
+
 def to_device(batch: tuple[torch.Tensor, torch.Tensor], runtime: Runtime) -> tuple[torch.Tensor, torch.Tensor]:
     if runtime.device.type == "cuda":
         return tuple(t.pin_memory().to(runtime.device, non_blocking=True) for t in batch)
@@ -34,15 +40,12 @@ def evaluate(model: nn.Module, data: DataSource, runtime: Runtime, *, batches: i
     was_training = model.training
     model.eval()
     generator = torch.Generator().manual_seed(seed)
-    share = batch_size // runtime.world
-    piece = share // chunks
     total = torch.zeros((), device=runtime.device)
     try:
         for _ in range(batches):
-            x, y = data.batch("val", batch_size, generator)
-            x, y = x[runtime.rank * share:(runtime.rank + 1) * share], y[runtime.rank * share:(runtime.rank + 1) * share]
+            share = part(data.batch("val", batch_size, generator), runtime.rank, runtime.world)
             for i in range(chunks):
-                xi, yi = to_device((x[i * piece:(i + 1) * piece], y[i * piece:(i + 1) * piece]), runtime)
+                xi, yi = to_device(part(share, i, chunks), runtime)
                 with runtime.autocast():
                     total += loss_fn(model, xi, yi)
     finally:

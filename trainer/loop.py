@@ -17,7 +17,6 @@ import math
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Callable, Optional
 
 import torch
@@ -31,7 +30,7 @@ from trainer.atomic import atomic_path
 from trainer.checkpoint import list_checkpoints, load_latest, save_checkpoint
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import CurveWriter
-from trainer.evaluate import evaluate, loss_fn, measure_noise_scale, to_device
+from trainer.evaluate import evaluate, loss_fn, measure_noise_scale, part, to_device
 from trainer.flops import flops_per_token, peak_flops
 from trainer.noise_scale import NoiseScale
 from trainer.optim import build_optimizer
@@ -135,8 +134,7 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     forward = torch.compile(wrapped) if cfg.compile else wrapped
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    per_process = cfg.batch_size // run.world
-    micro = per_process // cfg.grad_accum
+    micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass
     tokens_per_step = cfg.tokens_per_step(data.tokens_per_example)
     flops = flops_per_token(model, data.tokens_per_example)
     peak = peak_flops(run.device)
@@ -170,11 +168,10 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     above = 0  # consecutive logged steps above divergence_factor × the first loss
     while step < total_steps:
         optimizer.zero_grad(set_to_none=True)
-        x_all, y_all = data.batch("train", cfg.batch_size, train_gen)  # every process draws the global batch
-        x_all, y_all = x_all[run.rank * per_process:(run.rank + 1) * per_process], y_all[run.rank * per_process:(run.rank + 1) * per_process]
+        share = part(data.batch("train", cfg.batch_size, train_gen), run.rank, run.world)  # every process draws the global batch
         step_loss = torch.zeros((), device=run.device)
         for i in range(cfg.grad_accum):
-            x, y = to_device((x_all[i * micro:(i + 1) * micro], y_all[i * micro:(i + 1) * micro]), run)
+            x, y = to_device(part(share, i, cfg.grad_accum), run)
             sync = wrapped.no_sync() if run.distributed and i < cfg.grad_accum - 1 else nullcontext()
             with sync:
                 with run.autocast():

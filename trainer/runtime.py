@@ -74,9 +74,8 @@ def mean_across(runtime: Runtime, value: torch.Tensor) -> torch.Tensor:
     """The mean of a scalar tensor over processes (itself when alone)."""
     if runtime.distributed:
         value = value.detach().clone()
-        dist.all_reduce(value, op=dist.ReduceOp.AVG if runtime.device.type == "cuda" else dist.ReduceOp.SUM)
-        if runtime.device.type != "cuda":  # gloo has no AVG
-            value /= runtime.world
+        dist.all_reduce(value, op=dist.ReduceOp.SUM)  # gloo has no AVG
+        value /= runtime.world
     return value
 
 
