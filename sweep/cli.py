@@ -74,6 +74,29 @@ def train_cmd(
     raise typer.Exit(0 if result.status == "completed" else 1)
 
 
+@app.command("proxy", short_help="Sweep LR/WD/warmup/betas on a small-width proxy with Optuna (resumable)")
+def proxy_cmd(
+    spec: Path = typer.Argument(..., help="study spec YAML"),
+    width: Optional[int] = typer.Option(None, help="proxy width [default: the spec's run.model.width]"),
+    trials: Optional[int] = typer.Option(None, help="trials to reach [default: the spec's trials]"),
+    workers: int = typer.Option(1, help="worker processes (local backend)"),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: sqlite in the study folder]"),
+    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    enqueue: Optional[list[str]] = typer.Option(None, help="a trial to run first, NAME=VALUE,… (repeatable)"),
+    timeout: Optional[float] = typer.Option(None, help="minutes after which no new trial starts"),
+    backend: str = typer.Option("local", help="where trials run: local"),
+    parametrization: Optional[str] = typer.Option(None, help="mup or sp [default: the spec's]"),
+    warm_start: Optional[int] = typer.Option(None, help="enqueue the best trials of this (narrower) width's study first"),
+):
+    """Create or resume the spec's study at one width and run its trials; the same command resumes it."""
+    from sweep.proxy import run_proxy
+
+    code = run_proxy(spec, width=width, trials=trials, workers=workers, storage=storage,
+                     password_env=storage_password_env, enqueue=enqueue or [], timeout=timeout, backend=backend,
+                     parametrization=parametrization, warm_start=warm_start, console=console)
+    raise typer.Exit(code)
+
+
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2."""
     try:

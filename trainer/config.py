@@ -103,8 +103,9 @@ class OutputConfig(Strict):
 
 
 class Provenance(Strict):
-    study: Optional[str] = None
+    study: Optional[str] = None  # the Optuna study (a sweep's study name at one width and parametrization)
     trial: Optional[int] = None
+    storage: Optional[str] = None  # the Optuna storage URL, never with a password
     created_by: Optional[str] = None
     rules: list[dict[str, Any]] = []  # transfer rules applied: name, field, before, after, formula
 
@@ -188,12 +189,15 @@ class RunConfig(Strict):
             raise ConfigError(one_line(err)) from None
 
 
-def one_line(err: ValidationError) -> str:
-    """The first validation error as `key.path: message`, naming the allowed keys for an unknown one."""
+def one_line(err: ValidationError, root: type[BaseModel] | None = None) -> str:
+    """The first validation error as `key.path: message`, naming the allowed keys for an unknown one.
+
+    `root` is the model that was validated (RunConfig by default), whose fields name the allowed keys.
+    """
     first = err.errors()[0]
     key = ".".join(str(part) for part in first["loc"]) or "config"
     if first["type"] == "extra_forbidden":
-        owner = RunConfig
+        owner = root or RunConfig
         for part in first["loc"][:-1]:
             owner = owner.model_fields[part].annotation
         return f"{key}: unknown key (allowed: {', '.join(owner.model_fields)})"

@@ -1,0 +1,34 @@
+"""The backend interface: launch workers for a job; watch them; stop them."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from sweep.study.study import SweepJob
+
+
+class Execution(ABC):
+    """Workers launched for one job."""
+
+    @abstractmethod
+    def running(self) -> bool:
+        """Whether any worker may still run trials."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the workers; each releases its running trial for a retry."""
+
+    @abstractmethod
+    def errors(self) -> list[str]:
+        """One line per worker that ended abnormally (empty while running or when all ended well)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the workers run, in a line (pids, a job id and its log folder, …)."""
+
+
+class Backend(ABC):
+    name: str
+
+    @abstractmethod
+    def launch(self, job: SweepJob) -> Execution:
+        """Start workers running `run_worker(job)`; return at once."""

@@ -1,0 +1,88 @@
+"""The local backend: K worker processes on this machine.
+
+Processes, not threads: each trains with its own torch threads (cores // K, at least 1, so
+workers × threads ≤ cores) and its own Python interpreter. They are spawned (not forked: a fork of
+a process that has started torch's thread pools can deadlock) and die with the sweep: a worker
+asks the kernel for SIGKILL when its parent exits (Linux PR_SET_PDEATHSIG), so a `kill -9` of
+`sweep proxy` leaves no orphan training on, and the next `sweep proxy` finds the trial stale.
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+from dataclasses import replace
+
+from sweep.backends.base import Backend, Execution
+from sweep.errors import InputError
+from sweep.study.study import SweepJob
+
+STOP_TIMEOUT_S = 30.0
+
+
+class LocalBackend(Backend):
+    name = "local"
+
+    def __init__(self, workers: int = 1):
+        if workers < 1:
+            raise InputError(f"--workers: must be at least 1, got {workers}")
+        self.workers = workers
+
+    def launch(self, job: SweepJob) -> "LocalExecution":
+        threads = job.threads or max(1, (os.cpu_count() or 1) // self.workers)
+        job = replace(job, threads=threads)
+        context = mp.get_context("spawn")
+        processes = [context.Process(target=worker_main, args=(replace(job, worker=i),), name=f"sweep-worker-{i}")
+                     for i in range(self.workers)]
+        for process in processes:
+            process.start()
+        return LocalExecution(processes, threads)
+
+
+class LocalExecution(Execution):
+    def __init__(self, processes: list, threads: int):
+        self.processes, self.threads = processes, threads
+
+    def running(self) -> bool:
+        return any(p.is_alive() for p in self.processes)
+
+    def stop(self) -> None:
+        for p in self.processes:
+            if p.is_alive():
+                os.kill(p.pid, signal.SIGINT)  # the worker releases its trial, then exits
+        for p in self.processes:
+            p.join(STOP_TIMEOUT_S)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+    def errors(self) -> list[str]:
+        return [f"{p.name} (pid {p.pid}) exited with code {p.exitcode}"
+                for p in self.processes if p.exitcode not in (None, 0, -signal.SIGINT)]
+
+    def describe(self) -> str:
+        pids = ", ".join(str(p.pid) for p in self.processes)
+        return f"{len(self.processes)} local worker(s), {self.threads} torch thread(s) each (pids {pids})"
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent exits (no-op elsewhere)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return
+    PR_SET_PDEATHSIG = 1
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def worker_main(job: SweepJob) -> None:
+    die_with_parent()
+    from sweep.study.worker import run_worker
+
+    try:
+        run_worker(job)
+    except KeyboardInterrupt:
+        os._exit(130)

@@ -1,0 +1,87 @@
+"""`sweep proxy`: create or resume the study of a spec at one width, run its trials on a backend, follow them."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import optuna
+from rich.console import Console
+
+from sweep.backends import get_backend
+from sweep.errors import InputError
+from sweep.live import short, watch
+from sweep.study.preflight import prepare
+from sweep.study.spec import load_spec
+from sweep.study.storage import open_storage
+from sweep.study.study import SweepJob, open_study, progress, study_name
+
+
+def run_proxy(spec_path: Path, *, width: Optional[int], trials: Optional[int], workers: int, storage: Optional[str],
+              password_env: Optional[str], enqueue: list[str], timeout: Optional[float], backend: str,
+              parametrization: Optional[str], warm_start: Optional[int], console: Console) -> int:
+    """Returns the exit code: 0 when the study has its trials, 1 when workers failed or time ran out."""
+    spec = load_spec(spec_path)
+    job = prepare(spec, width=width, parametrization=parametrization, trials=trials, storage=storage,
+                  password_env=password_env, timeout_min=timeout)
+    executor = get_backend(backend, workers=workers)
+    space = spec.space()
+    try:
+        enqueued = [space.parse_assignments(text) for text in enqueue]
+    except ValueError as err:
+        raise InputError(f"--enqueue: {err}") from None
+    if warm_start is not None and warm_start == job.width:
+        raise InputError(f"--warm-start: {warm_start} is the width being swept; name a narrower study's width")
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    store = open_storage(job.storage)
+    study = open_study(job, store, create=True)
+    for params in enqueued:
+        study.enqueue_trial(params, skip_if_exists=True)
+    if warm_start is not None:
+        warm_started = enqueue_best_of(store, job, warm_start, study)
+        console.print(f"warm start: enqueued the best {warm_started} trial(s) of width {warm_start}")
+    done, _ = progress(study)
+    console.print(f"study {job.study_name} in {job.storage.redacted}: {done}/{job.n_trials} trials counted")
+    if done < job.n_trials:
+        execution = executor.launch(job)
+        console.print(f"running on {execution.describe()}")
+        try:
+            watch(study, job.n_trials, execution, console)
+        except KeyboardInterrupt:
+            execution.stop()
+            console.print("stopped: running trials were released; the same command resumes the study")
+            return 130
+        for line in execution.errors():
+            console.print(f"[red]worker failed[/]: {line}")
+    return summarize(study, job, console)
+
+
+def enqueue_best_of(store, job: SweepJob, width: int, study: optuna.Study, top: int = 3) -> int:
+    """μP warm start: a narrower width's best settings are the best guess at this width (they transfer).
+
+    Enqueued once, when this study has no trials yet; returns how many were enqueued.
+    """
+    if study.get_trials(deepcopy=False):
+        return 0
+    name = study_name(job.spec.name, width, job.parametrization)
+    try:
+        source = optuna.load_study(study_name=name, storage=store)
+    except KeyError:
+        raise InputError(f"--warm-start: no study {name} in {job.storage.redacted}") from None
+    if source.user_attrs.get("spec_hash") != job.spec.spec_hash():
+        raise InputError(f"--warm-start: study {name} was made from a different spec")
+    complete = [t for t in source.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+    best = sorted(complete, key=lambda t: t.value)[:top]
+    for t in best:
+        study.enqueue_trial(t.params, user_attrs={"warm_start_from": f"{name}#{t.number}"})
+    return len(best)
+
+
+def summarize(study: optuna.Study, job: SweepJob, console: Console) -> int:
+    done, running = progress(study)
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+    if complete:
+        best = min(complete, key=lambda t: t.value)
+        console.print(f"best: trial {best.number}, {job.spec.objective.metric} {best.value:.4f} · {short(best.params)}")
+    console.print(f"{done}/{job.n_trials} trials counted; results: sweep results {job.spec.name} --width {job.width}")
+    return 0 if done >= job.n_trials else 1

@@ -1,0 +1,78 @@
+"""Pre-flight: everything about a sweep that can be wrong is found here, before anything is written.
+
+The spec is checked as the RunConfigs its trials would get (every searched range at its extremes),
+the data is opened and the model built once at the proxy width, the storage URL's form is checked.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+from proxies.data import open_data
+from proxies.registry import build_model
+from sweep.errors import InputError
+from sweep.study.samplers import grid_size
+from sweep.study.space import FixedParam
+from sweep.study.spec import StudySpec, check_run
+from sweep.study.storage import storage_url
+from sweep.study.study import SweepJob
+from sweep.study.trial import base_run
+from trainer.config import ConfigError, RunConfig
+from trainer.loop import resolve
+
+# searched fields that change a run's length, so Hyperband's max_resource is read off the first trial
+LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
+
+
+def results_root(root: Optional[str] = None) -> Path:
+    """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies."""
+    return Path(root or os.environ.get("SWEEP_ROOT") or "studies")
+
+
+def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[str], trials: Optional[int],
+            storage: Optional[str], password_env: Optional[str], timeout_min: Optional[float] = None,
+            root: Optional[str] = None) -> SweepJob:
+    """Validate a sweep of `spec` at one width and return its job; an InputError names what is wrong."""
+    width = width if width is not None else spec.run.get("model", {}).get("width")
+    if width is None:
+        raise InputError("--width: required (or set run.model.width in the spec)")
+    if width < 1:
+        raise InputError(f"--width: must be a positive integer, got {width}")
+    parametrization = parametrization or spec.run.get("model", {}).get("parametrization", "mup")
+    if parametrization not in ("mup", "sp"):
+        raise InputError(f"--parametrization: {parametrization!r} is not one of mup, sp")
+    if timeout_min is not None and timeout_min <= 0:
+        raise InputError(f"--timeout: must be a positive number of minutes, got {timeout_min}")
+
+    base = base_run(spec, width, parametrization)
+    try:
+        cfg = resolve(RunConfig.parse(base))
+    except ConfigError as err:
+        raise InputError(f"run.{err}") from None
+    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
+                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed, **cfg.data.options)
+    tokens_per_example = data.tokens_per_example
+    check_run(spec, base, tokens_per_step=cfg.batch_size * tokens_per_example)
+    options = {path.removeprefix("model.options."): p.extremes()[0]
+               for path, p in spec.space().params.items() if path.startswith("model.options.")}
+    build_model(cfg.model.name, width, cfg.model.depth, parametrization,
+                **{**data.model_options(), **cfg.model.options, **options})
+
+    searched = [path for path, p in spec.space().params.items() if not isinstance(p, FixedParam)]
+    changes_length = any(path.startswith(LENGTH_FIELDS) for path in searched)
+    n_trials = trials or spec.trials
+    if trials is not None and trials < 1:
+        raise InputError(f"--trials: must be at least 1, got {trials}")
+    points = grid_size(spec.sampler, spec.space())
+    if points is not None:
+        n_trials = min(n_trials, points)
+    root_path = results_root(root)
+    url = storage_url(storage or spec.storage, password_env or spec.storage_password_env,
+                      default_sqlite=(root_path / spec.name / "optuna.db").resolve())
+    return SweepJob(spec=spec, width=width, parametrization=parametrization, storage=url, root=str(root_path.resolve()),
+                    n_trials=n_trials, eval_every=cfg.eval.every,
+                    total_steps=None if changes_length else cfg.total_steps(tokens_per_example),
+                    tokens_per_example=tokens_per_example,
+                    deadline=time.time() + 60 * timeout_min if timeout_min else None)

@@ -1,0 +1,245 @@
+"""The search space: dotted RunConfig paths, each a float, an int, a categorical, a fixed value or a
+β half-life, and how a sampled point becomes a RunConfig.
+
+    search:
+      optimizer.lr: {low: 1.0e-4, high: 0.1, log: true}         # float (log or linear, optional step)
+      optimizer.weight_decay: {low: 0.0, high: 0.3}
+      batch_size: {type: int, low: 8, high: 32, step: 8}          # int
+      model.options.zero_readout: {choices: [true, false]}        # categorical
+      optimizer.eps: 1.0e-8                                       # fixed (or {value: 1.0e-8})
+      optimizer.beta2: {type: halflife, unit: tokens, low: 2.0e4, high: 2.0e6}
+
+Half-life (for a β of Adam or SGD momentum): an EMA with coefficient β gives a gradient h steps old
+the weight β^h, so its half-life is the h with β^h = 1/2, i.e. β = 2^(-1/h). Optuna samples h
+(log-uniform by default, where β's useful range lives: β2 = 0.9, 0.95, 0.99, 0.999 are h = 6.6,
+13.5, 69, 693 steps). With `unit: tokens`, h_steps = h_tokens / (batch_size × tokens per example),
+so the same spec keeps the averaging horizon when the batch changes. The Optuna parameter is
+named `PATH.halflife_steps` or `PATH.halflife_tokens`; the β it maps to is recorded on the trial.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, Optional, Union
+
+import optuna
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from trainer import yaml_io
+from trainer.config import one_line
+
+HALFLIFE_FIELDS = ("optimizer.beta1", "optimizer.beta2", "optimizer.momentum")  # EMA coefficients
+
+
+class Param(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def optuna_name(self, path: str) -> str:
+        return path
+
+    def extremes(self) -> list[Any]:
+        """The values a RunConfig must accept for the whole range to be valid."""
+        raise NotImplementedError
+
+    def suggest(self, trial: optuna.Trial, name: str) -> Any:
+        raise NotImplementedError
+
+    def contains(self, value: Any) -> bool:
+        raise NotImplementedError
+
+
+class FloatParam(Param):
+    type: Literal["float"] = "float"
+    low: float
+    high: float
+    log: bool = False
+    step: Optional[float] = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _range(self) -> "FloatParam":
+        check_range(self.low, self.high, self.log)
+        if self.log and self.step is not None:
+            raise ValueError("step: not allowed with log: true")
+        return self
+
+    def suggest(self, trial: optuna.Trial, name: str) -> float:
+        return trial.suggest_float(name, self.low, self.high, log=self.log, step=self.step)
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
+
+    def extremes(self) -> list[Any]:
+        return [self.low, self.high]
+
+
+class IntParam(Param):
+    type: Literal["int"]
+    low: int
+    high: int
+    log: bool = False
+    step: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _range(self) -> "IntParam":
+        check_range(self.low, self.high, self.log)
+        return self
+
+    def suggest(self, trial: optuna.Trial, name: str) -> int:
+        return trial.suggest_int(name, self.low, self.high, log=self.log, step=self.step)
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, int) and self.low <= value <= self.high
+
+    def extremes(self) -> list[Any]:
+        return [self.low, self.high]
+
+
+class CategoricalParam(Param):
+    type: Literal["categorical"] = "categorical"
+    choices: list[Union[bool, int, float, str, None]] = Field(min_length=1)
+
+    def suggest(self, trial: optuna.Trial, name: str) -> Any:
+        return trial.suggest_categorical(name, self.choices)
+
+    def contains(self, value: Any) -> bool:
+        return value in self.choices
+
+    def extremes(self) -> list[Any]:
+        return list(self.choices)
+
+
+class FixedParam(Param):
+    type: Literal["fixed"] = "fixed"
+    value: Any
+
+    def extremes(self) -> list[Any]:
+        return [self.value]
+
+
+class HalflifeParam(Param):
+    """β = 2^(-1/h), h sampled in steps or tokens (see the module docstring)."""
+
+    type: Literal["halflife"]
+    unit: Literal["steps", "tokens"] = "steps"
+    low: float = Field(gt=0)
+    high: float = Field(gt=0)
+    log: bool = True
+
+    @model_validator(mode="after")
+    def _range(self) -> "HalflifeParam":
+        check_range(self.low, self.high, self.log)
+        return self
+
+    def optuna_name(self, path: str) -> str:
+        return f"{path}.halflife_{self.unit}"
+
+    def suggest(self, trial: optuna.Trial, name: str) -> float:
+        return trial.suggest_float(name, self.low, self.high, log=self.log)
+
+    def contains(self, value: Any) -> bool:
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
+
+    def beta(self, halflife: float, tokens_per_step: int) -> float:
+        steps = halflife / tokens_per_step if self.unit == "tokens" else halflife
+        return 2.0 ** (-1.0 / steps)
+
+    def extremes(self) -> list[Any]:
+        return [self.low, self.high]  # mapped to β by `Space.extreme_values`
+
+
+AnyParam = Union[FloatParam, IntParam, CategoricalParam, FixedParam, HalflifeParam]
+
+
+def check_range(low: float, high: float, log: bool) -> None:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"low/high: must be finite numbers (got {low}, {high})")
+    if low > high:
+        raise ValueError(f"low: {low} is above high {high}")
+    if log and low <= 0:
+        raise ValueError(f"low: a log range needs low > 0 (got {low})")
+
+
+def param_kind(raw: Any) -> str:
+    """Which parameter a raw YAML value describes: a scalar is fixed; `choices` categorical; else by `type`."""
+    if not isinstance(raw, dict):
+        return "fixed"
+    if "type" in raw:
+        return raw["type"]
+    if "choices" in raw:
+        return "categorical"
+    if "value" in raw:
+        return "fixed"
+    return "float"
+
+
+PARAM_TYPES = {"float": FloatParam, "int": IntParam, "categorical": CategoricalParam, "fixed": FixedParam,
+               "halflife": HalflifeParam}
+
+
+def parse_param(raw: Any) -> Param:
+    """A raw `search:` value → its Param; a ValueError is one line `field: what is wrong`."""
+    kind = param_kind(raw)
+    if kind not in PARAM_TYPES:
+        raise ValueError(f"type: {kind!r} is not one of {', '.join(PARAM_TYPES)}")
+    if kind == "fixed" and not isinstance(raw, dict):
+        raw = {"value": raw}
+    try:
+        return PARAM_TYPES[kind].model_validate(raw)
+    except ValidationError as err:
+        raise ValueError(one_line(err, PARAM_TYPES[kind])) from None
+
+
+def set_path(tree: dict, path: str, value: Any) -> dict:
+    """A copy of the nested dict `tree` with `a.b.c` set to value (missing levels created)."""
+    head, _, rest = path.partition(".")
+    out = dict(tree)
+    out[head] = set_path(dict(out.get(head) or {}), rest, value) if rest else value
+    return out
+
+
+def get_path(tree: dict, path: str, default: Any = None) -> Any:
+    for part in path.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return default
+        tree = tree[part]
+    return tree
+
+
+class Space:
+    """The parsed `search:` section: {RunConfig path: Param}."""
+
+    def __init__(self, params: dict[str, Param]):
+        self.params = params
+
+    def searched(self) -> dict[str, Param]:
+        """{Optuna parameter name: Param} for every parameter that is sampled (not fixed)."""
+        return {p.optuna_name(path): p for path, p in self.params.items() if not isinstance(p, FixedParam)}
+
+    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
+        """Sample every searched parameter; returns Optuna's params by their names."""
+        return {name: p.suggest(trial, name) for name, p in self.searched().items()}
+
+    def values(self, params: dict[str, Any], tokens_per_step: int) -> dict[str, Any]:
+        """Sampled Optuna params (plus the fixed ones) → {RunConfig path: value}."""
+        out = {}
+        for path, p in self.params.items():
+            if isinstance(p, FixedParam):
+                out[path] = p.value
+            elif isinstance(p, HalflifeParam):
+                out[path] = p.beta(params[p.optuna_name(path)], tokens_per_step)
+            else:
+                out[path] = params[p.optuna_name(path)]
+        return out
+
+    def parse_assignments(self, text: str) -> dict[str, Any]:
+        """`--enqueue optimizer.lr=0.01,optimizer.beta1=0.9` → Optuna params, each checked against its range."""
+        searched = self.searched()
+        params = {}
+        for pair in filter(None, (p.strip() for p in text.split(","))):
+            name, sep, raw = pair.partition("=")
+            if not sep or name not in searched:
+                raise ValueError(f"{pair!r} is not NAME=VALUE with NAME one of {', '.join(searched)}")
+            value = yaml_io.load(raw)
+            if not searched[name].contains(value):
+                raise ValueError(f"{name}={value!r} is outside its search range")
+            params[name] = value
+        return params

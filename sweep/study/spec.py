@@ -1,0 +1,153 @@
+"""The study spec (`studies/*.yaml`): what to search, on which base run, judged how.
+
+    name: demo                       # the study's folder under the results root
+    trials: 8                        # trials per (width, parametrization); `--trials` overrides
+    run: {...}                       # a partial RunConfig: the base settings of every trial
+    search: {optimizer.lr: {low: 1.0e-4, high: 0.1, log: true}, ...}   # see sweep/study/space.py
+    objective: {metric: val_loss, last: 1}   # minimise the mean of the last k evaluations
+    sampler: {name: tpe, seed: 0, options: {}}
+    pruner: {name: hyperband, options: {}}
+    seeds_per_trial: 1
+    storage: null                    # default: sqlite:///ROOT/NAME/optuna.db
+
+Everything is validated before anything is written: a bad key, a search path that is not a
+RunConfig field, or a range the field rejects is one line naming it (an `InputError`, exit 2).
+`run:` is checked as the RunConfig a trial would get, with each searched value at its extremes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import typing
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sweep.errors import InputError
+from sweep.study.space import HALFLIFE_FIELDS, HalflifeParam, Space, parse_param, set_path
+from trainer import yaml_io
+from trainer.config import ConfigError, RunConfig, one_line
+
+SAMPLERS = ("tpe", "gp", "cmaes", "random", "grid", "qmc")
+PRUNERS = ("hyperband", "median", "wilcoxon", "none")
+# set by the sweep itself, never searched: where results go, what they came from, the width and the seeds
+NOT_SEARCHABLE = ("output", "provenance", "model.width", "model.parametrization", "seed")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SamplerSpec(Strict):
+    name: Literal[SAMPLERS] = "tpe"
+    seed: Optional[int] = 0
+    options: dict[str, Any] = {}  # passed to the Optuna sampler (grid: `points` per float range)
+
+
+class PrunerSpec(Strict):
+    name: Literal[PRUNERS] = "hyperband"
+    options: dict[str, Any] = {}  # passed to the Optuna pruner
+
+
+class ObjectiveSpec(Strict):
+    metric: Literal["val_loss"] = "val_loss"
+    last: int = Field(1, ge=1)  # mean of the last k evaluations; 1: the final validation loss
+
+
+class StudySpec(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    trials: int = Field(20, ge=1)
+    run: dict[str, Any] = {}
+    search: dict[str, Any] = Field(min_length=1)
+    objective: ObjectiveSpec = ObjectiveSpec()
+    sampler: SamplerSpec = SamplerSpec()
+    pruner: PrunerSpec = PrunerSpec()
+    seeds_per_trial: int = Field(1, ge=1)
+    storage: Optional[str] = None
+    storage_password_env: Optional[str] = None
+
+    def space(self) -> Space:
+        return Space({path: parse_param(raw) for path, raw in self.search.items()})
+
+    def spec_hash(self) -> str:
+        """A hash of what shapes the trials' results (not how they are sampled, pruned or stored)."""
+        content = {"run": self.run, "search": self.search, "objective": self.objective.model_dump(),
+                   "seeds_per_trial": self.seeds_per_trial}
+        return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def load_spec(path: str | Path) -> StudySpec:
+    """Read and validate a study spec; every error is one line naming the key (InputError)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"spec: {path} does not exist")
+    try:
+        raw = yaml_io.load(path.read_text())
+    except yaml.YAMLError as err:
+        raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"spec: {path} must be a mapping of keys (name, run, search, …)")
+    return parse_spec(raw)
+
+
+def parse_spec(raw: dict) -> StudySpec:
+    try:
+        spec = StudySpec.model_validate(raw)
+    except ValidationError as err:
+        raise InputError(one_line(err, StudySpec)) from None
+    if "output" in spec.run:
+        raise InputError("run.output: set by the sweep (results go under the study's folder); remove it")
+    for path, raw_param in spec.search.items():
+        check_search_path(path)
+        try:
+            param = parse_param(raw_param)
+        except ValueError as err:
+            raise InputError(f"search.{path}.{err}") from None
+        if isinstance(param, HalflifeParam) and path not in HALFLIFE_FIELDS:
+            raise InputError(f"search.{path}: type halflife applies to {', '.join(HALFLIFE_FIELDS)} only")
+    return spec
+
+
+def check_search_path(path: str) -> None:
+    """A search key must name a RunConfig field (any key below a free-form `options` dict)."""
+    for fixed in NOT_SEARCHABLE:
+        if path == fixed or path.startswith(fixed + "."):
+            raise InputError(f"search.{path}: set by the sweep, not searchable ({', '.join(NOT_SEARCHABLE)})")
+    owner: type[BaseModel] = RunConfig
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        fields = owner.model_fields
+        if part not in fields:
+            where = ".".join(parts[:i]) or "the top level"
+            raise InputError(f"search.{path}: not a RunConfig field (at {where}: {', '.join(fields)})")
+        annotation = fields[part].annotation
+        last = i == len(parts) - 1
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if last:
+                raise InputError(f"search.{path}: a section, not a value; name a field under it ({', '.join(annotation.model_fields)})")
+            owner = annotation
+        elif typing.get_origin(annotation) is dict:
+            if last:
+                raise InputError(f"search.{path}: name a key under it, e.g. {path}.output_mult")
+            return  # free-form options; the model or data builder checks the key at pre-flight
+        elif not last:
+            raise InputError(f"search.{path}: {'.'.join(parts[:i + 1])} is a value, not a section")
+
+
+def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -> None:
+    """Every extreme of every searched range must make a valid RunConfig (ConfigError → InputError)."""
+    try:
+        RunConfig.parse(base)
+    except ConfigError as err:
+        raise InputError(f"run.{err}") from None
+    for path, param in spec.space().params.items():
+        values = param.extremes()
+        if isinstance(param, HalflifeParam):
+            values = [param.beta(v, tokens_per_step or 1) for v in values]
+        for value in values:
+            try:
+                RunConfig.parse(set_path(base, path, value))
+            except ConfigError as err:
+                raise InputError(f"search.{path}: {value!r} is rejected by the RunConfig ({err})") from None

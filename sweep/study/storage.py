@@ -1,0 +1,109 @@
+"""Where a study's trials live: an Optuna storage named by a URL.
+
+- default `sqlite:///ROOT/NAME/optuna.db`: one machine; local workers share it (60 s lock timeout).
+- `journal:PATH` (or a PATH ending in .log or .jsonl): Optuna's JournalStorage on a file, for many
+  processes on one machine or on a shared filesystem with file locks; the fastest for local workers.
+- any SQLAlchemy URL (`postgresql://user@host:5432/db`, …): many machines.
+
+A password never appears in the URL the sweep is given: it comes from the environment when the
+storage is opened, in the process that opens it, either as `${VAR}` inside the URL or through
+`password_env` (`--storage-password-env VAR`). `StorageURL.redacted` (never holding a password)
+is the only form that is printed, logged or recorded.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+from urllib.parse import quote
+
+import optuna
+from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+from sweep.errors import InputError
+
+ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+JOURNAL_SUFFIXES = (".log", ".jsonl")
+SQLITE_TIMEOUT_S = 60
+FORMS = "sqlite:///PATH, journal:PATH, or a SQLAlchemy URL such as postgresql://USER@HOST:PORT/DB"
+
+
+@dataclass(frozen=True)
+class StorageURL:
+    url: str  # as given: may hold ${VAR}, never a literal password
+    password_env: Optional[str] = None
+
+    @property
+    def is_journal(self) -> bool:
+        return self.url.startswith("journal:") or ("://" not in self.url and self.url.endswith(JOURNAL_SUFFIXES))
+
+    @property
+    def redacted(self) -> str:
+        return ENV_VAR.sub("***", self.url)
+
+    def journal_path(self) -> Path:
+        return Path(self.url.removeprefix("journal:"))
+
+    def resolved(self) -> str:
+        """The URL with its password filled in from the environment (never print or store this)."""
+        url = ENV_VAR.sub(lambda m: env_value(m.group(1)), self.url)
+        if self.password_env:
+            scheme, sep, rest = url.partition("://")
+            userinfo, at, host = rest.partition("@")
+            if not at or ":" in userinfo:
+                raise InputError(f"storage: {self.redacted} needs a user and no password (USER@HOST) for --storage-password-env")
+            url = f"{scheme}{sep}{userinfo}:{quote(env_value(self.password_env), safe='')}@{host}"
+        return url
+
+
+def env_value(name: str) -> str:
+    value = os.environ.get(name)
+    if value is None:
+        raise InputError(f"storage: the environment variable {name} (the storage password) is not set")
+    return value
+
+
+def storage_url(given: str | None, password_env: str | None, default_sqlite: Path) -> StorageURL:
+    """Check a storage URL's form without connecting; the default is a SQLite file in the study folder."""
+    if not given:
+        return StorageURL(f"sqlite:///{default_sqlite}", None)
+    url = StorageURL(given, password_env)
+    if url.is_journal:
+        if password_env:
+            raise InputError("--storage-password-env: a journal file has no password")
+        return url
+    scheme, sep, rest = given.partition("://")
+    if not sep or not re.fullmatch(r"[a-z][a-z0-9+]*", scheme):
+        raise InputError(f"storage: {given!r} is not a storage URL ({FORMS})")
+    userinfo = rest.partition("@")[0] if "@" in rest else ""
+    if ":" in userinfo and not ENV_VAR.fullmatch(userinfo.partition(":")[2]):
+        raise InputError("storage: a password in the URL would be recorded; "
+                         "give it as ${VAR} in the URL or with --storage-password-env VAR")
+    return url
+
+
+def open_storage(url: StorageURL) -> optuna.storages.BaseStorage:
+    """Open (creating if needed) the storage; an unreachable or unusable one is an InputError."""
+    if url.is_journal:
+        path = url.journal_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path)))
+    resolved = url.resolved()
+    kwargs: dict = {"pool_pre_ping": True}
+    if resolved.startswith("sqlite:///"):
+        Path(resolved.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}}
+    try:
+        return optuna.storages.RDBStorage(resolved, engine_kwargs=kwargs)
+    except Exception as err:  # the driver's own errors: unreachable host, bad credentials, unknown dialect
+        message = " ".join(str(err).split())
+        for secret in secrets_of(url):
+            message = message.replace(secret, "***")
+        raise InputError(f"storage: cannot open {url.redacted} ({type(err).__name__}: {message[:300]})") from None
+
+
+def secrets_of(url: StorageURL) -> list[str]:
+    names = ENV_VAR.findall(url.url) + ([url.password_env] if url.password_env else [])
+    return [os.environ[name] for name in names if os.environ.get(name)]

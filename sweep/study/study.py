@@ -1,0 +1,129 @@
+"""One Optuna study per (spec, width, parametrization), and the requested trial count, exact across workers.
+
+A trial counts toward the requested number when it is COMPLETE or PRUNED (a diverged run is
+pruned with its reason), or FAILED by an error of its own run (user attr `error`: a bug would fail
+again, so it is not retried). A trial failed because its worker died is retried, and a surplus
+trial (below) never ran: neither counts.
+
+Exactness without a lock, on any storage: a worker asks for a trial only while the counted and
+running trials are fewer than the target; after asking, it counts the trials numbered before its
+own that count or run. If they already reach the target, another worker took the last place at
+the same moment: the new trial is failed as `surplus` before it trains. Numbers are given in
+creation order by every Optuna storage, so exactly one of two racing workers sees the other.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Optional
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from sweep.errors import InputError
+from sweep.study.liveness import retry_stale
+from sweep.study.pruners import make_pruner
+from sweep.study.samplers import make_sampler
+from sweep.study.spec import StudySpec
+from sweep.study.storage import StorageURL
+
+POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    """What a worker needs to run trials of one study (picklable; the storage URL holds no secret)."""
+
+    spec: StudySpec
+    width: int
+    parametrization: str
+    storage: StorageURL
+    root: str  # results root: ROOT/NAME/{runs,curves}
+    n_trials: int
+    eval_every: int
+    total_steps: Optional[int]  # None when the searched values change it
+    tokens_per_example: int
+    deadline: Optional[float] = None  # epoch seconds after which no trial is started
+    threads: Optional[int] = None  # torch threads per worker
+    worker: int = 0  # this worker's index among the backend's workers (seeds its sampler)
+
+    @property
+    def study_name(self) -> str:
+        return study_name(self.spec.name, self.width, self.parametrization)
+
+
+def study_name(name: str, width: int, parametrization: str) -> str:
+    return f"{name}-w{width}-{parametrization}"
+
+
+def package_version() -> str:
+    return version("mup-sweep")
+
+
+def counts(trial: FrozenTrial) -> bool:
+    return trial.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
+        trial.state == TrialState.FAIL and "error" in trial.user_attrs)
+
+
+def sampler_seed(seed: Optional[int], worker: int, trials_before: int) -> Optional[int]:
+    """The sampler seed of one worker process: the spec's seed mixed with the worker's index and the
+    study's trial count when it starts, so parallel workers and a resumed sweep do not replay the
+    same random points, while the same history gives the same sequence."""
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([seed, worker, trials_before]).generate_state(1)[0])
+
+
+def open_study(job: SweepJob, storage: optuna.storages.BaseStorage, *, create: bool) -> optuna.Study:
+    """Load the job's study, or create it (recording width, spec hash and version) when `create`."""
+    name = job.study_name
+    summaries = {s.study_name: s for s in optuna.get_all_study_summaries(storage, include_best_trial=False)}
+    exists = name in summaries
+    seed = sampler_seed(job.spec.sampler.seed, job.worker, summaries[name].n_trials if exists else 0)
+    sampler = make_sampler(job.spec.sampler.model_copy(update={"seed": seed}), job.spec.space())
+    pruner = make_pruner(job.spec.pruner, job.eval_every, job.total_steps)
+    if not exists and not create:
+        raise InputError(f"study: no study {name} in {job.storage.redacted}")
+    study = optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler,
+                                pruner=pruner, load_if_exists=True)
+    recorded = study.user_attrs.get("spec_hash")
+    if recorded is None:
+        for key, value in {"spec_name": job.spec.name, "width": job.width, "parametrization": job.parametrization,
+                           "spec_hash": job.spec.spec_hash(), "spec": job.spec.model_dump(mode="json", exclude={"storage"}),
+                           "version": package_version()}.items():
+            study.set_user_attr(key, value)
+    elif recorded != job.spec.spec_hash():
+        raise InputError(f"spec: the run, search, objective or seeds changed since study {name} was created "
+                         f"(spec hash {job.spec.spec_hash()} vs {recorded}); give the study a new name")
+    return study
+
+
+def progress(study: optuna.Study) -> tuple[int, int]:
+    """(trials that count, trials running)."""
+    trials = study.get_trials(deepcopy=False)
+    return sum(map(counts, trials)), sum(t.state == TrialState.RUNNING for t in trials)
+
+
+def claim(study: optuna.Study, n_trials: int, deadline: Optional[float] = None) -> Optional[optuna.Trial]:
+    """The next trial to run, or None when the study has `n_trials` counted (or the deadline passed).
+
+    While the last places are held by running trials this waits: one of them may die and be retried.
+    """
+    while deadline is None or time.time() < deadline:
+        retry_stale(study)
+        done, running = progress(study)
+        if done >= n_trials:
+            return None
+        if done + running >= n_trials:
+            time.sleep(POLL_S)
+            continue
+        trial = study.ask()
+        ahead = sum(1 for t in study.get_trials(deepcopy=False)
+                    if t.number < trial.number and (counts(t) or t.state == TrialState.RUNNING))
+        if ahead < n_trials:
+            return trial
+        trial.set_user_attr("reason", f"surplus: {n_trials} trials were already taken")
+        study.tell(trial, state=TrialState.FAIL)
+    return None

@@ -1,0 +1,36 @@
+"""A worker: run trials of one study until it has its count. Every backend runs this, wherever it runs."""
+from __future__ import annotations
+
+import signal
+import threading
+
+import optuna
+import torch
+
+from sweep.study.liveness import release
+from sweep.study.storage import open_storage
+from sweep.study.study import SweepJob, claim, open_study
+from sweep.study.trial import run_trial
+
+
+def run_worker(job: SweepJob) -> int:
+    """Claim and run trials until the study has `job.n_trials` counted or the deadline passes.
+
+    Returns how many trials this worker ran. Ctrl-C (KeyboardInterrupt) releases the running trial
+    for a retry, so the next `sweep proxy` resumes it, then propagates.
+    """
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if job.threads:
+        torch.set_num_threads(job.threads)
+    study = open_study(job, open_storage(job.storage), create=False)
+    ran = 0
+    while (trial := claim(study, job.n_trials, job.deadline)) is not None:
+        try:
+            run_trial(job, study, trial)
+        except BaseException:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the release short
+            release(study, trial, "interrupted")
+            raise
+        ran += 1
+    return ran
