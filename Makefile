@@ -1,4 +1,5 @@
-# `make demo` and `make test` each set up the environment first (scripts/setup.sh, idempotent).
+# `make demo` and `make test` each set up the environment first (scripts/setup.sh, idempotent);
+# `make test` also installs the services its tests start for real (scripts/test-services.sh).
 PY := $(if $(VIRTUAL_ENV),python,$(if $(CONDA_PREFIX),python,.venv/bin/python))
 
 .PHONY: setup demo test
@@ -8,6 +9,9 @@ setup:
 demo: setup
 	$(PY) -m sweep coord-check --model gpt --widths 64,128,256,512 --steps 5 --seeds 3
 	$(PY) -m sweep train studies/gpt-proxy-run.yaml --resume
+	$(PY) -m sweep proxy studies/demo.yaml --width 32 --workers 2
+	$(PY) -m sweep results studies/demo.yaml --top 5
 
 test: setup
+	bash scripts/test-services.sh
 	$(PY) -m pytest -q

@@ -113,6 +113,8 @@ class GPT(nn.Module):
                  attn_mult: float | None = None, output_mult: float = 1.0):
         super().__init__()
         if n_head is None:  # head dim fixed, heads grow with width
+            if width % head_dim:
+                raise ValueError(f"model.width: {width} is not a multiple of the head dim {head_dim} (or fix n_head)")
             n_head, base_d_head = width // head_dim, head_dim
         else:  # heads fixed, head dim grows with width
             base_d_head = BASE_WIDTH // n_head

@@ -97,6 +97,23 @@ def proxy_cmd(
     raise typer.Exit(code)
 
 
+@app.command("results", short_help="Rank a sweep's trials; write its plots")
+def results_cmd(
+    study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
+    width: Optional[int] = typer.Option(None, help="only the study at this width"),
+    top: int = typer.Option(10, help="trials shown, and curves plotted"),
+    format: str = typer.Option("table", "--format", help="table, csv or json"),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
+    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG and HTML plots under ROOT/NAME/plots/"),
+):
+    """Rank, value, params, state, steps and duration per trial; history, importance, parallel, slice and curve plots."""
+    from sweep.results.command import run_results
+
+    run_results(study, width=width, top=top, fmt=format, storage=storage, password_env=storage_password_env,
+                plots=plots, console=console)
+
+
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2."""
     try:

@@ -19,3 +19,24 @@ def run_cli(capsys, monkeypatch):
         return exit_info.value.code, out, err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server on loopback with a password-protected `sweep` role and database.
+
+    Its folder is outside pytest's private tmp tree, which the server's own user could not enter.
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.services import start_postgres
+
+    folder = Path(tempfile.mkdtemp(prefix="sweep-postgres-"))
+    try:
+        server = start_postgres(folder)
+        yield server
+        server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

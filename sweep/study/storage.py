@@ -12,6 +12,7 @@ is the only form that is printed, logged or recorded.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
@@ -90,7 +91,7 @@ def open_storage(url: StorageURL) -> optuna.storages.BaseStorage:
         path = url.journal_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
-    resolved = url.resolved()
+    resolved = with_installed_driver(url.resolved())
     kwargs: dict = {"pool_pre_ping": True}
     if resolved.startswith("sqlite:///"):
         Path(resolved.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -102,6 +103,14 @@ def open_storage(url: StorageURL) -> optuna.storages.BaseStorage:
         for secret in secrets_of(url):
             message = message.replace(secret, "***")
         raise InputError(f"storage: cannot open {url.redacted} ({type(err).__name__}: {message[:300]})") from None
+
+
+def with_installed_driver(url: str) -> str:
+    """`postgresql://` means psycopg2 to SQLAlchemy; use psycopg (3) when that is the driver installed."""
+    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg2") is None \
+            and importlib.util.find_spec("psycopg") is not None:
+        return "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    return url
 
 
 def secrets_of(url: StorageURL) -> list[str]:

@@ -1,0 +1,44 @@
+"""`sweep results`: the ranked trials of a sweep's studies, and their plots."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+
+from sweep.errors import InputError
+from sweep.results.plots import write_plots
+from sweep.results.studies import load_studies, locate
+from sweep.results.table import rich_table, to_json, trials_frame
+from sweep.study.preflight import results_root
+
+FORMATS = ("table", "csv", "json")
+
+
+def run_results(spec_or_name: str, *, width: Optional[int], top: int, fmt: str, storage: Optional[str],
+                password_env: Optional[str], plots: bool, console: Console) -> None:
+    if fmt not in FORMATS:
+        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if top < 1:
+        raise InputError(f"--top: must be at least 1, got {top}")
+    name, url = locate(spec_or_name, storage=storage, password_env=password_env)
+    studies = load_studies(name, url, width)
+    frames = {s.study_name: trials_frame(s) for s in studies}
+    if fmt == "table":
+        for study_name, frame in frames.items():
+            console.print(rich_table(frame.head(top), f"{study_name}: top {min(top, len(frame))} of {len(frame)} trials"))
+    elif fmt == "csv":
+        for i, (study_name, frame) in enumerate(frames.items()):
+            frame.head(top).assign(study=study_name).to_csv(sys.stdout, index=False, header=i == 0)
+    else:
+        print(to_json({n: f.head(top) for n, f in frames.items()}))
+    if plots:
+        notes = Console(stderr=True) if fmt != "table" else console
+        for study in studies:
+            out = results_root() / name / "plots" / study.study_name
+            written, skipped = write_plots(study, Path(out), top)
+            if written:
+                notes.print(f"plots of {study.study_name}: {out}/ ({', '.join(p.name for p in written)})")
+            for plot, why in skipped.items():
+                notes.print(f"[dim]{plot} plot skipped: {why}[/]")

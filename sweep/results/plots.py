@@ -1,0 +1,96 @@
+"""Plots of a study, as PNG (matplotlib) and one self-contained HTML page (Optuna's plotly views):
+optimization history, parameter importance (PED-ANOVA, no scikit-learn), parallel coordinates,
+slice, and the loss curves of the top trials read from the Parquet curve store."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import optuna  # noqa: E402
+import pandas as pd  # noqa: E402
+from optuna.trial import TrialState  # noqa: E402
+
+from trainer.atomic import atomic_path  # noqa: E402
+
+
+def importance_evaluator() -> optuna.importance.BaseImportanceEvaluator:
+    return optuna.importance.PedAnovaImportanceEvaluator()
+
+
+VIEWS = {
+    "history": lambda v, s: v.plot_optimization_history(s),
+    "importance": lambda v, s: v.plot_param_importances(s, evaluator=importance_evaluator()),
+    "parallel": lambda v, s: v.plot_parallel_coordinate(s),
+    "slice": lambda v, s: v.plot_slice(s),
+}
+
+
+def write_plots(study: optuna.Study, out: Path, top: int) -> tuple[list[Path], dict[str, str]]:
+    """Write every plot that the study's trials allow; returns (files written, {plot: why skipped})."""
+    written, skipped = [], {}
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    if len(complete) < 2:
+        return written, {"all": f"{len(complete)} complete trial(s); plots need 2"}
+    figures = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        for name, view in VIEWS.items():
+            try:
+                axes = view(optuna.visualization.matplotlib, study)
+                written.append(save_png(figure_of(axes), out / f"{name}.png"))
+                figures.append((name, view(optuna.visualization, study)))
+            except (ValueError, RuntimeError, ZeroDivisionError) as err:  # e.g. importance with one varying parameter
+                skipped[name] = " ".join(str(err).split())[:200]
+    curves = curves_figure(sorted(complete, key=lambda t: t.value)[:top])
+    if curves is not None:
+        written.append(save_png(curves, out / "curves.png"))
+    if figures:
+        written.append(save_html(figures, out / "plots.html", study.study_name))
+    return written, skipped
+
+
+def figure_of(axes) -> plt.Figure:
+    first = axes.flat[0] if hasattr(axes, "flat") else axes
+    return first.get_figure()
+
+
+def save_png(figure: plt.Figure, path: Path) -> Path:
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return path
+
+
+def save_html(figures: list, path: Path, title: str) -> Path:
+    """One page, plotly.js embedded once (no network needed to open it)."""
+    parts = [f"<h2>{name}</h2>" + fig.to_html(full_html=False, include_plotlyjs=(i == 0))
+             for i, (name, fig) in enumerate(figures)]
+    with atomic_path(path) as tmp:
+        tmp.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+                       f"<body><h1>{title}</h1>{''.join(parts)}</body></html>")
+    return path
+
+
+def curves_figure(trials: list) -> plt.Figure | None:
+    """Validation (markers) and training (line) loss against step for each trial's first seed."""
+    frames = []
+    for t in trials:
+        folder = Path(t.user_attrs.get("curves", ""))
+        if folder.is_dir() and any(folder.glob("part-*.parquet")):
+            frames.append((t, pd.read_parquet(folder).sort_values("step")))
+    if not frames:
+        return None
+    figure, ax = plt.subplots(figsize=(7, 4.5))
+    for t, curve in frames:
+        line, = ax.plot(curve["step"], curve["train_loss"], alpha=0.35, lw=1)
+        val = curve.dropna(subset=["val_loss"])
+        ax.plot(val["step"], val["val_loss"], "o-", color=line.get_color(), ms=3, label=f"trial {t.number}: {t.value:.4f}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (line: train, dots: validation)")
+    ax.set_title(f"top {len(frames)} trials")
+    ax.legend(fontsize=8)
+    return figure

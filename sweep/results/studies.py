@@ -1,0 +1,43 @@
+"""Find the Optuna studies of a sweep: by spec file or by name, in its storage, one per width and parametrization."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import optuna
+
+from sweep.errors import InputError
+from sweep.study.preflight import results_root
+from sweep.study.spec import load_spec
+from sweep.study.storage import StorageURL, open_storage, storage_url
+
+
+def locate(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str],
+           root: Optional[str] = None) -> tuple[str, StorageURL]:
+    """(sweep name, storage URL) from a spec file or a bare name (whose default storage must exist)."""
+    path = Path(spec_or_name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        spec = load_spec(path)
+        name, given, password_env = spec.name, storage or spec.storage, password_env or spec.storage_password_env
+    else:
+        name, given = spec_or_name, storage
+    default = (results_root(root) / name / "optuna.db").resolve()
+    if not given and not default.is_file():
+        raise InputError(f"study: no sweep named {name!r} ({default} does not exist; give the spec or --storage)")
+    return name, storage_url(given, password_env, default_sqlite=default)
+
+
+def load_studies(name: str, url: StorageURL, width: Optional[int] = None) -> list[optuna.Study]:
+    """The studies of sweep `name` (all widths and parametrizations, or one width), narrowest first."""
+    if url.is_journal and not url.journal_path().is_file():
+        raise InputError(f"storage: {url.redacted} does not exist")
+    storage = open_storage(url)
+    studies = []
+    for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        attrs = summary.user_attrs
+        if attrs.get("spec_name") == name and (width is None or attrs.get("width") == width):
+            studies.append(optuna.load_study(study_name=summary.study_name, storage=storage))
+    if not studies:
+        at = f" at width {width}" if width is not None else ""
+        raise InputError(f"study: sweep {name!r} has no study{at} in {url.redacted}")
+    return sorted(studies, key=lambda s: (s.user_attrs.get("width", 0), s.user_attrs.get("parametrization", "")))

@@ -1,0 +1,51 @@
+"""A study's trials as a ranked table: rank, value, params, state, steps run, duration, reason."""
+from __future__ import annotations
+
+import json
+
+import optuna
+import pandas as pd
+from rich.table import Table
+
+COLUMNS = ("rank", "trial", "value", "state", "steps", "duration_s")
+
+
+def trials_frame(study: optuna.Study) -> pd.DataFrame:
+    """One row per trial; completed trials ranked by value (1 = best), the others after them unranked."""
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        duration = (t.datetime_complete - t.datetime_start).total_seconds() if t.datetime_complete and t.datetime_start else None
+        rows.append({"trial": t.number, "value": t.value if t.state == optuna.trial.TrialState.COMPLETE else None,
+                     "state": t.state.name, "steps": t.user_attrs.get("steps"), "duration_s": duration,
+                     **{f"params.{k}": v for k, v in t.params.items()},
+                     "reason": t.user_attrs.get("error") or t.user_attrs.get("reason"),
+                     "runs": t.user_attrs.get("runs")})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=[*COLUMNS, "reason", "runs"])
+    frame["rank"] = frame["value"].rank(method="min").astype("Int64")
+    frame = frame.sort_values(["rank", "trial"], na_position="last", kind="stable")
+    params = [c for c in frame.columns if c.startswith("params.")]
+    return frame[[*COLUMNS, *params, "reason", "runs"]].reset_index(drop=True)
+
+
+def rich_table(frame: pd.DataFrame, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    shown = [c for c in frame.columns if c != "runs"]
+    for column in shown:
+        table.add_column(column.removeprefix("params."), overflow="fold")
+    for _, row in frame.iterrows():
+        table.add_row(*(cell(row[c]) for c in shown))
+    return table
+
+
+def cell(value) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def to_json(frames: dict[str, pd.DataFrame]) -> str:
+    return json.dumps({name: json.loads(frame.to_json(orient="records")) for name, frame in frames.items()}, indent=2)

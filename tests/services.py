@@ -1,0 +1,80 @@
+"""Real services for the tests: a throwaway PostgreSQL server on loopback.
+
+A missing component skips a test only outside CI; with CI set, it is a failure (`.ci/run` installs
+Debian's postgresql, so CI always has it).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def missing(what: str) -> None:
+    """Skip for a missing component, except in CI where it is a failure."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI (.ci/run installs it)")
+    pytest.skip(f"{what} is not installed")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def postgres_bin(name: str) -> str | None:
+    found = shutil.which(name) or sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found if isinstance(found, str) else (found[-1] if found else None)
+
+
+@dataclass
+class Postgres:
+    port: int
+    user: str
+    password: str
+    database: str
+    data: Path
+    pg_ctl: str
+    run_as: list[str]
+
+    @property
+    def url(self) -> str:  # no password: it comes from the environment
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{self.database}"
+
+    def stop(self) -> None:
+        subprocess.run([*self.run_as, self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop"],
+                       capture_output=True, timeout=60)
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1"
+        subprocess.run([*self.run_as, self.pg_ctl, "-D", str(self.data), "-o", options, "-l",
+                        str(self.data / "server.log"), "-w", "start"], check=True, capture_output=True, timeout=60)
+
+
+def start_postgres(folder: Path) -> Postgres:
+    initdb, pg_ctl, psql = postgres_bin("initdb"), postgres_bin("pg_ctl"), shutil.which("psql") or postgres_bin("psql")
+    if not (initdb and pg_ctl and psql):
+        missing("PostgreSQL (Debian's postgresql)")
+    run_as = []
+    if os.geteuid() == 0:  # initdb refuses root: run the server as the postgres user
+        run_as = ["runuser", "-u", "postgres", "--"]
+        folder.chmod(0o755)
+    data = folder / "pgdata"
+    data.mkdir()
+    if run_as:
+        shutil.chown(data, "postgres", "postgres")
+    subprocess.run([*run_as, initdb, "-D", str(data), "-U", "postgres", "--auth-local=trust",
+                    "--auth-host=scram-sha-256"], check=True, capture_output=True, timeout=120)
+    server = Postgres(free_port(), "sweep", "pw-Z7q!x9", "sweep", data, pg_ctl, run_as)
+    server.start()
+    admin = [*run_as, psql, "-h", str(data), "-p", str(server.port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c"]
+    subprocess.run([*admin, f"CREATE ROLE sweep LOGIN PASSWORD '{server.password}'"], check=True, capture_output=True)
+    subprocess.run([*admin, "CREATE DATABASE sweep OWNER sweep"], check=True, capture_output=True)
+    return server

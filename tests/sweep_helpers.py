@@ -1,0 +1,87 @@
+"""Helpers for the sweep tests: a tiny study spec, running `sweep` as a real process, reading a study."""
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import yaml
+
+TINY_SPEC = {
+    "name": "tiny",
+    "trials": 4,
+    "run": {
+        "model": {"name": "gpt", "depth": 1, "options": {"block_size": 16}},
+        "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 20000}},
+        "batch_size": 4,
+        "steps": 20,
+        "log_every": 5,
+        "eval": {"every": 5, "batches": 2, "noise_scale_batches": 0},
+    },
+    "search": {
+        "optimizer.lr": {"low": 1.0e-3, "high": 3.0e-2, "log": True},
+        "schedule.warmup_fraction": {"low": 0.0, "high": 0.3},
+    },
+    "pruner": {"name": "none"},
+}
+
+
+def spec_dict(**changes) -> dict:
+    """The tiny spec; `changes` replace top-level keys, or merge into `run` when given as run={...}."""
+    spec = copy.deepcopy(TINY_SPEC)
+    for key, value in changes.items():
+        if key == "run":
+            for section, fields in value.items():
+                if isinstance(fields, dict) and isinstance(spec["run"].get(section), dict):
+                    spec["run"][section] = {**spec["run"][section], **fields}
+                else:
+                    spec["run"][section] = fields
+        else:
+            spec[key] = value
+    return spec
+
+
+def write_spec(folder: Path, **changes) -> Path:
+    path = folder / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec_dict(**changes), sort_keys=False))
+    return path
+
+
+def sweep_env(root: Path, **extra) -> dict:
+    env = {**os.environ, "SWEEP_ROOT": str(root), "PYTHONUNBUFFERED": "1", **extra}
+    env.pop("CI_FORCE_TTY", None)
+    return env
+
+
+def sweep_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "sweep", *map(str, args)]
+
+
+def run_sweep(root: Path, *args, timeout: float = 240, env: dict | None = None, cwd: Path | None = None):
+    """Run `sweep ARGS…` as its own process with SWEEP_ROOT=root; returns the CompletedProcess."""
+    return subprocess.run(sweep_cmd(*args), env=env or sweep_env(root), cwd=cwd or root, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def load(root: Path, name: str = "tiny", width: int = 16, parametrization: str = "mup",
+         storage: str | None = None) -> optuna.Study:
+    url = storage or f"sqlite:///{root / name / 'optuna.db'}"
+    if url.startswith("journal:"):
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        url = JournalStorage(JournalFileBackend(url.removeprefix("journal:")))
+    return optuna.load_study(study_name=f"{name}-w{width}-{parametrization}", storage=url)
+
+
+def states(study: optuna.Study) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in study.get_trials(deepcopy=False):
+        out[t.state.name] = out.get(t.state.name, 0) + 1
+    return out
+
+
+def file_tree(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}

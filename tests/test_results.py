@@ -1,0 +1,61 @@
+"""`sweep results`: trials ranked by value with their params, state, steps and duration, in table,
+CSV and JSON; plots as PNG and one HTML page; one-line errors for a missing sweep or a bad flag."""
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from tests.sweep_helpers import run_sweep, write_spec
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    spec = write_spec(root, trials=4, pruner={"name": "median", "options": {"n_startup_trials": 2}})
+    done = run_sweep(root, "proxy", spec, "--width", "16", "--enqueue", "optimizer.lr=0.001")
+    assert done.returncode == 0, done.stderr
+    return root, spec
+
+
+def test_json_ranks_completed_trials_by_value(swept):
+    root, _ = swept
+    shown = run_sweep(root, "results", "tiny", "--format", "json", "--no-plots")
+    assert shown.returncode == 0, shown.stderr
+    [(study, rows)] = json.loads(shown.stdout).items()
+    assert study == "tiny-w16-mup" and len(rows) == 4
+    complete = [r for r in rows if r["state"] == "COMPLETE"]
+    assert [r["rank"] for r in complete] == list(range(1, len(complete) + 1))
+    assert [r["value"] for r in complete] == sorted(r["value"] for r in complete)
+    assert all(r["steps"] > 0 and r["duration_s"] > 0 and "params.optimizer.lr" in r for r in rows)
+
+
+def test_csv_and_table_and_top(swept):
+    root, spec = swept
+    shown = run_sweep(root, "results", spec, "--format", "csv", "--top", "2", "--no-plots")
+    frame = pd.read_csv(io.StringIO(shown.stdout))
+    assert len(frame) == 2 and list(frame["rank"]) == [1, 2] and set(frame["study"]) == {"tiny-w16-mup"}
+    table = run_sweep(root, "results", "tiny", "--width", "16", "--no-plots")
+    assert table.returncode == 0 and "tiny-w16-mup: top 4 of 4 trials" in table.stdout
+
+
+def test_plots_are_written_as_png_and_one_html_page(swept):
+    root, _ = swept
+    shown = run_sweep(root, "results", "tiny")
+    assert shown.returncode == 0, shown.stderr
+    folder = root / "tiny" / "plots" / "tiny-w16-mup"
+    for name in ("history.png", "parallel.png", "slice.png", "curves.png"):
+        assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    html = (folder / "plots.html").read_text()
+    assert html.count("<h2>") >= 3 and "plotly" in html.lower() and "src=\"http" not in html  # opens offline
+
+
+@pytest.mark.parametrize("args,message", [
+    (("nope",), "study: no sweep named 'nope'"),
+    (("tiny", "--width", "999"), "study: sweep 'tiny' has no study at width 999"),
+    (("tiny", "--format", "xml"), "--format: 'xml' is not one of table, csv, json"),
+])
+def test_bad_results_input_is_one_line_exit_2(swept, args, message):
+    root, _ = swept
+    shown = run_sweep(root, "results", *args)
+    assert shown.returncode == 2 and message in shown.stderr and shown.stderr.count("\n") == 1, shown.stderr

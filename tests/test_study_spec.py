@@ -1,0 +1,165 @@
+"""The study spec and its search space: RunConfig paths, ranges the RunConfig accepts, β half-lives,
+the shipped specs, and one-line errors (exit 2, no study, no file) for bad specs and flags."""
+import math
+
+import optuna
+import pytest
+import yaml
+
+from sweep.errors import InputError
+from sweep.study.preflight import prepare
+from sweep.study.space import HalflifeParam, Space, parse_param, set_path
+from sweep.study.spec import load_spec, parse_spec
+from sweep.study.storage import StorageURL, storage_url
+from sweep.study.trial import trial_config
+from tests.sweep_helpers import file_tree, spec_dict, write_spec
+
+
+def test_halflife_maps_to_beta_two_to_the_minus_one_over_h():
+    p = HalflifeParam(type="halflife", low=1, high=1000)
+    assert p.beta(693.1, tokens_per_step=1) == pytest.approx(0.999, abs=1e-6)
+    assert p.beta(13.51, 1) == pytest.approx(0.95, abs=1e-4)
+    assert p.beta(1, 1) == 0.5  # a gradient one step old already weighs half
+    tokens = HalflifeParam(type="halflife", unit="tokens", low=1, high=1e9)
+    assert tokens.beta(693.1 * 4096, tokens_per_step=4096) == pytest.approx(0.999, abs=1e-6)
+    # the same half-life in tokens keeps the averaging window when the batch doubles: one step at 2×
+    # the batch decays the average as much as two steps did (β at 2B = β² at B)
+    assert tokens.beta(1e5, 2048) == pytest.approx(tokens.beta(1e5, 1024) ** 2, rel=1e-12)
+
+
+def test_param_kinds_are_inferred_and_sampled_within_range():
+    space = Space({"optimizer.lr": parse_param({"low": 1e-4, "high": 1e-1, "log": True}),
+                   "batch_size": parse_param({"type": "int", "low": 8, "high": 32, "step": 8}),
+                   "model.options.zero_readout": parse_param({"choices": [True, False]}),
+                   "optimizer.eps": parse_param(1e-8),
+                   "optimizer.beta2": parse_param({"type": "halflife", "low": 6.5, "high": 700})})
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    for _ in range(20):
+        trial = study.ask()
+        params = space.suggest(trial)
+        values = space.values(params, tokens_per_step=64)
+        assert 1e-4 <= values["optimizer.lr"] <= 1e-1
+        assert values["batch_size"] in (8, 16, 24, 32)
+        assert values["optimizer.eps"] == 1e-8 and "optimizer.eps" not in params  # fixed values are not searched
+        assert 0.9 <= values["optimizer.beta2"] <= 0.999
+        assert values["optimizer.beta2"] == 2 ** (-1 / params["optimizer.beta2.halflife_steps"])
+        study.tell(trial, 0.0)
+
+
+def test_trial_config_sets_sampled_values_width_seed_output_and_secret_free_provenance(tmp_path):
+    spec = parse_spec(spec_dict())
+    job = prepare(spec, width=16, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
+    cfg = trial_config(job, {"optimizer.lr": 0.0123, "schedule.warmup_fraction": 0.2}, seed_index=1,
+                       run_name="r", trial=7)
+    assert cfg.optimizer.lr == 0.0123 and cfg.schedule.warmup_fraction == 0.2
+    assert cfg.model.width == 16 and cfg.model.parametrization == "mup" and cfg.seed == 1
+    assert cfg.output.study == "tiny" and cfg.output.kind == "proxy" and cfg.run_dir() == tmp_path.resolve() / "tiny" / "runs" / "r"
+    assert cfg.provenance.study == "tiny-w16-mup" and cfg.provenance.trial == 7
+    assert cfg.provenance.storage.startswith("sqlite:///")
+
+
+def test_shipped_specs_validate(tmp_path):
+    for name in ("demo", "mlp"):
+        spec = load_spec(f"studies/{name}.yaml")
+        prepare(spec, width=32, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
+    # the .bin study, pointed at a small token folder
+    import numpy as np
+    folder = tmp_path / "tokens"
+    folder.mkdir()
+    for split in ("train", "val"):
+        np.random.default_rng(0).integers(0, 300, 50_000, dtype=np.uint16).tofile(folder / f"{split}.bin")
+    raw = yaml.safe_load(open("studies/gpt-tokens.yaml"))
+    raw["run"]["data"].update(path=str(folder), vocab_size=300)
+    job = prepare(parse_spec(raw), width=32, parametrization=None, trials=None, storage=None, password_env=None,
+                  root=str(tmp_path))
+    assert job.tokens_per_example == 256 and job.total_steps == math.ceil(20_000_000 / (32 * 256))
+
+
+BAD_SPECS = [
+    ({"search": {"optimizer.lrr": {"low": 1e-3, "high": 1e-2}}}, "search.optimizer.lrr: not a RunConfig field"),
+    ({"search": {"optimizer.lr": {"low": 0.1, "high": 0.01}}}, "search.optimizer.lr.low: 0.1 is above high 0.01"),
+    ({"search": {"optimizer.lr": {"low": 0.0, "high": 0.1, "log": True}}}, "search.optimizer.lr.low: a log range needs low > 0"),
+    ({"sampler": {"name": "bayes"}}, "sampler.name:"),
+    ({"pruner": {"name": "asha"}}, "pruner.name:"),
+    ({"search": {"optimizer.beta1": {"low": 0.8, "high": 1.0}}}, "search.optimizer.beta1: 1.0 is rejected by the RunConfig"),
+    ({"search": {"optimizer.lr": {"low": -1.0, "high": 0.1}}}, "search.optimizer.lr: -1.0 is rejected"),
+    ({"search": {"optimizer": {"low": 1, "high": 2}}}, "search.optimizer: a section, not a value"),
+    ({"search": {"model.width": {"low": 32, "high": 64}}}, "search.model.width: set by the sweep"),
+    ({"search": {"optimizer.lr": {"type": "halflife", "low": 1, "high": 10}}}, "search.optimizer.lr: type halflife applies to"),
+    ({"search": {"optimizer.lr": {"low": 1e-3, "high": 1e-2, "lgo": True}}}, "search.optimizer.lr.lgo: unknown key"),
+    ({"search": {"model.options.no_such_option": {"low": 1.0, "high": 2.0}}}, "model.options"),
+    ({"serach": {}}, "serach: unknown key"),
+    ({"run": {"output": {"root": "x"}}}, "run.output: set by the sweep"),
+    ({"run": {"optimizer": {"lr": -1}}}, "run.optimizer.lr:"),
+    ({"run": {"data": {"kind": "text", "path": "/no/such/file", "options": {}}}}, "data.path:"),
+    ({"objective": {"last": 0}}, "objective.last:"),
+    ({"name": "has space"}, "name:"),
+]
+
+
+@pytest.mark.parametrize("change,message", BAD_SPECS, ids=[m.split(":")[0] for _, m in BAD_SPECS])
+def test_bad_spec_is_one_line_exit_2_and_writes_nothing(tmp_path, run_cli, monkeypatch, change, message):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    path = write_spec(tmp_path, **change)
+    before = file_tree(tmp_path)
+    code, out, err = run_cli("proxy", path, "--width", "16")
+    assert code == 2, (out, err)
+    assert message in err and err.startswith("error: ") and err.count("\n") == 1, err
+    assert file_tree(tmp_path) == before  # no study, no folder, no file
+
+
+BAD_FLAGS = [
+    (("--width", "0"), "--width: must be a positive integer"),
+    (("--width", "24"), "model.width: 24 is not a multiple of the head dim 16"),
+    (("--width", "16", "--trials", "0"), "--trials: must be at least 1"),
+    (("--width", "16", "--backend", "k8s"), "--backend: 'k8s' is not one of local"),
+    (("--width", "16", "--workers", "0"), "--workers: must be at least 1"),
+    (("--width", "16", "--parametrization", "ntk"), "--parametrization: 'ntk' is not one of mup, sp"),
+    (("--width", "16", "--storage", "not a url"), "storage: 'not a url' is not a storage URL"),
+    (("--width", "16", "--storage", "postgresql://u:hunter2@localhost/db"), "storage: a password in the URL would be recorded"),
+    (("--width", "16", "--storage", "postgresql://u@localhost/db", "--storage-password-env", "NO_SUCH_VAR_X"),
+     "storage: the environment variable NO_SUCH_VAR_X"),
+    (("--width", "16", "--enqueue", "optimizer.lr=5"), "--enqueue: optimizer.lr=5 is outside its search range"),
+    (("--width", "16", "--enqueue", "optimizer.beta1=0.9"), "--enqueue: 'optimizer.beta1=0.9' is not NAME=VALUE with NAME one of"),
+    (("--width", "16", "--timeout", "-1"), "--timeout: must be a positive number"),
+]
+
+
+@pytest.mark.parametrize("flags,message", BAD_FLAGS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(BAD_FLAGS)])
+def test_bad_flag_is_one_line_exit_2_and_writes_nothing(tmp_path, run_cli, monkeypatch, flags, message):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    path = write_spec(tmp_path)
+    before = file_tree(tmp_path)
+    code, out, err = run_cli("proxy", path, *flags)
+    assert code == 2, (out, err)
+    assert message in err and err.count("\n") == 1, err
+    assert "hunter2" not in err
+    assert file_tree(tmp_path) == before
+
+
+def test_width_below_base_width_is_valid_under_mup(tmp_path):
+    job = prepare(parse_spec(spec_dict()), width=16, parametrization="mup", trials=None, storage=None,
+                  password_env=None, root=str(tmp_path))
+    assert job.width == 16 < 64
+
+
+def test_storage_urls_keep_passwords_out_of_what_is_recorded(monkeypatch, tmp_path):
+    monkeypatch.setenv("PGPASS_T", "s3cr@t/pw")
+    url = storage_url("postgresql://sweep@127.0.0.1:5432/optuna", "PGPASS_T", tmp_path / "x.db")
+    assert "s3cr" not in url.redacted and "s3cr" not in repr(url)
+    assert url.resolved() == "postgresql://sweep:s3cr%40t%2Fpw@127.0.0.1:5432/optuna"
+    templated = storage_url("postgresql://sweep:${PGPASS_T}@db/optuna", None, tmp_path / "x.db")
+    assert templated.redacted == "postgresql://sweep:***@db/optuna"
+    assert templated.resolved() == "postgresql://sweep:s3cr@t/pw@db/optuna"
+    assert storage_url(None, None, tmp_path / "o.db") == StorageURL(f"sqlite:///{tmp_path / 'o.db'}")
+    assert storage_url("journal:/x/j.log", None, tmp_path).is_journal and storage_url("/x/j.jsonl", None, tmp_path).is_journal
+    with pytest.raises(InputError, match="password in the URL"):
+        storage_url("postgresql://sweep:plain@db/optuna", None, tmp_path)
+
+
+def test_set_path_creates_levels_and_copies():
+    tree = {"model": {"name": "gpt"}}
+    out = set_path(tree, "model.options.output_mult", 2.0)
+    assert out == {"model": {"name": "gpt", "options": {"output_mult": 2.0}}} and tree == {"model": {"name": "gpt"}}
