@@ -24,6 +24,7 @@ The last line is `hyperband compute to target vs plain TPE: X.XX×`.
 from __future__ import annotations
 
 import argparse
+import os
 import math
 import statistics
 import sys
@@ -39,7 +40,7 @@ sys.path.insert(0, str(REPO))
 from proxies.registry import build_model  # noqa: E402
 from trainer.flops import flops_per_token  # noqa: E402
 
-STEPS, EVERY = 300, 50
+STEPS, EVERY = int(os.environ.get("BENCH_STEPS", 300)), 50
 RUN = {"model": {"name": "gpt", "depth": 2, "options": {"block_size": 64}}, "data": prose_data(), "batch_size": 16,
        "steps": STEPS, "log_every": EVERY, "eval": {"every": EVERY, "batches": 4, "noise_scale_batches": 0}}
 SEARCH = {"optimizer.lr": {"low": 2.0e-4, "high": 0.25, "log": True},

@@ -163,3 +163,31 @@ def test_set_path_creates_levels_and_copies():
     tree = {"model": {"name": "gpt"}}
     out = set_path(tree, "model.options.output_mult", 2.0)
     assert out == {"model": {"name": "gpt", "options": {"output_mult": 2.0}}} and tree == {"model": {"name": "gpt"}}
+
+
+@pytest.mark.parametrize("name", ["tpe", "gp", "cmaes", "random", "grid", "qmc"])
+def test_every_sampler_samples_the_space_within_its_ranges(name):
+    from sweep.study.samplers import make_sampler
+    from sweep.study.spec import SamplerSpec
+
+    space = parse_spec(spec_dict(search={"optimizer.lr": {"low": 1e-3, "high": 1e-1, "log": True},
+                                         "optimizer.beta2": {"type": "halflife", "low": 6.5, "high": 700},
+                                         "batch_size": {"type": "int", "low": 4, "high": 8, "step": 4}})).space()
+    study = optuna.create_study(sampler=make_sampler(SamplerSpec(name=name, seed=0), space))
+    for i in range(6):
+        trial = study.ask()
+        values = space.values(space.suggest(trial), tokens_per_step=64)
+        assert 1e-3 <= values["optimizer.lr"] <= 1e-1 and values["batch_size"] in (4, 8)
+        assert 0.89 < values["optimizer.beta2"] < 0.9991
+        study.tell(trial, values["optimizer.lr"])
+
+
+def test_sampler_and_pruner_options_are_checked_in_one_line(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    path = write_spec(tmp_path, sampler={"name": "tpe", "options": {"n_startup": 3}})
+    code, _, err = run_cli("proxy", path, "--width", "16")
+    assert code == 2 and err.startswith("error: sampler.options: tpe rejected them") and err.count("\n") == 1
+    path = write_spec(tmp_path, pruner={"name": "hyperband", "options": {"reduction": 3}})
+    code, _, err = run_cli("proxy", path, "--width", "16")
+    assert code == 2 and "pruner.options" in err
+    assert not (tmp_path / "results").exists()

@@ -226,3 +226,15 @@ def test_optuna_dashboard_reads_the_sqlite_storage_as_it_is(tmp_path):
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_a_grid_sweep_visits_each_point_once_and_stops_at_the_grid_size(tmp_path):
+    spec = write_spec(tmp_path, trials=50, sampler={"name": "grid", "seed": 0},
+                      search={"optimizer.lr": {"choices": [0.003, 0.01, 0.03]},
+                              "schedule.warmup_fraction": {"low": 0.0, "high": 0.2, "step": 0.1}})
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "16", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    study = load(tmp_path)
+    points = sorted((t.params["optimizer.lr"], round(t.params["schedule.warmup_fraction"], 6)) for t in study.trials)
+    assert points == sorted((lr, w) for lr in (0.003, 0.01, 0.03) for w in (0.0, 0.1, 0.2))
+    assert states(study) == {"COMPLETE": 9}

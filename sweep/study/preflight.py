@@ -13,7 +13,8 @@ from typing import Optional
 from proxies.data import open_data
 from proxies.registry import build_model
 from sweep.errors import InputError
-from sweep.study.samplers import grid_size
+from sweep.study.pruners import make_pruner
+from sweep.study.samplers import grid_size, make_sampler
 from sweep.study.space import FixedParam
 from sweep.study.spec import StudySpec, check_run
 from sweep.study.storage import storage_url
@@ -62,6 +63,9 @@ def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[
 
     searched = [path for path, p in spec.space().params.items() if not isinstance(p, FixedParam)]
     changes_length = any(path.startswith(LENGTH_FIELDS) for path in searched)
+    total_steps = None if changes_length else cfg.total_steps(tokens_per_example)
+    make_sampler(spec.sampler, spec.space())  # their options are checked here, before anything is written
+    make_pruner(spec.pruner, cfg.eval.every, total_steps)
     n_trials = trials or spec.trials
     if trials is not None and trials < 1:
         raise InputError(f"--trials: must be at least 1, got {trials}")
@@ -73,6 +77,6 @@ def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[
                       default_sqlite=(root_path / spec.name / "optuna.db").resolve())
     return SweepJob(spec=spec, width=width, parametrization=parametrization, storage=url, root=str(root_path.resolve()),
                     n_trials=n_trials, eval_every=cfg.eval.every,
-                    total_steps=None if changes_length else cfg.total_steps(tokens_per_example),
+                    total_steps=total_steps,
                     tokens_per_example=tokens_per_example,
                     deadline=time.time() + 60 * timeout_min if timeout_min else None)

@@ -34,9 +34,17 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
         if spec.name == "qmc":
             return optuna.samplers.QMCSampler(**{"qmc_type": "sobol", "scramble": True, "seed": spec.seed, **options})
         options.pop("points", None)
-        return optuna.samplers.GridSampler(grid(spec, space), **{"seed": spec.seed, **options})
+        return GridSampler(grid(spec, space), **{"seed": spec.seed, **options})
     except (TypeError, ValueError) as err:
         raise InputError(f"sampler.options: {spec.name} rejected them ({' '.join(str(err).split())})") from None
+
+
+class GridSampler(optuna.samplers.GridSampler):
+    """Optuna's grid sampler without its stop at the last point: `Study.stop` works only inside
+    `optimize`, and the sweep already caps the trial count at the grid's size."""
+
+    def after_trial(self, study, trial, state, values) -> None:
+        pass
 
 
 def grid_values(param: Param, points: int) -> list:

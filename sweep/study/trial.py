@@ -64,6 +64,8 @@ def run_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial) -> TrialS
         try:
             return train_trial(job, study, trial, beat)
         except Exception as err:  # the run's own error: recorded, counted, not retried; the sweep goes on
+            if study._storage.get_trial(trial._trial_id).state.is_finished():
+                raise  # told already: the error came after, from the sampler or the storage
             message = " ".join(f"{type(err).__name__}: {err}".split())[:500]
             trial.set_user_attr("error", message)
             trial.set_user_attr("traceback", traceback.format_exc()[-4000:])
