@@ -238,3 +238,15 @@ def test_a_grid_sweep_visits_each_point_once_and_stops_at_the_grid_size(tmp_path
     points = sorted((t.params["optimizer.lr"], round(t.params["schedule.warmup_fraction"], 6)) for t in study.trials)
     assert points == sorted((lr, w) for lr in (0.003, 0.01, 0.03) for w in (0.0, 0.1, 0.2))
     assert states(study) == {"COMPLETE": 9}
+
+
+def test_a_run_folder_left_by_another_sweep_is_never_continued(tmp_path):
+    spec = write_spec(tmp_path, trials=1)
+    assert run_sweep(tmp_path, "proxy", spec, "--width", "16").returncode == 0
+    (tmp_path / "tiny" / "optuna.db").unlink()  # the study is gone, its run folders are not
+    spec = write_spec(tmp_path, trials=1, run={"steps": 30})
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "16")
+    assert done.returncode == 0, done.stderr
+    [trial] = load(tmp_path).trials
+    assert trial.state == TrialState.FAIL and "holds another run's config" in trial.user_attrs["error"]
+    assert "steps: 20" in (tmp_path / "tiny" / "runs" / "w16-mup-t00000-s0" / "config.yaml").read_text()  # untouched

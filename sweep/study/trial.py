@@ -23,7 +23,7 @@ from sweep.study.liveness import Heartbeat
 from sweep.study.space import set_path
 from sweep.study.spec import StudySpec
 from sweep.study.study import SweepJob, package_version
-from trainer.config import RunConfig
+from trainer.config import ConfigError, RunConfig
 from trainer.loop import RunResult, train
 
 
@@ -46,6 +46,19 @@ def trial_config(job: SweepJob, values: dict[str, Any], *, seed_index: int, run_
 def run_name(job: SweepJob, origin: int, seed_index: int) -> str:
     """A trial's run folder; a retried trial reuses the first attempt's (`origin`) to resume it."""
     return f"w{job.width}-{job.parametrization}-t{origin:05d}-s{seed_index}"
+
+
+def check_run_folder(cfg: RunConfig) -> None:
+    """A trial resumes its run folder only when the folder holds the same run (a retry): a folder left
+    by another sweep under the same name, with another config, is never continued."""
+    recorded = cfg.run_dir() / "config.yaml"
+    if recorded.is_file() and content_id(RunConfig.load(recorded)) != content_id(cfg):
+        raise ConfigError(f"output.run: {cfg.run_dir()} holds another run's config; move it away to rerun this study")
+
+
+def content_id(cfg: RunConfig) -> str:
+    """The hash of what shapes a run's curve (RunConfig.run_id without a fixed name)."""
+    return cfg.model_copy(update={"output": cfg.output.model_copy(update={"run": None})}).run_id()
 
 
 def curve_folder(cfg: RunConfig) -> Path:
@@ -90,6 +103,7 @@ def train_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial, beat: H
             trial.set_user_attr("config", cfg.to_yaml())
             trial.set_user_attr("curves", str(curve_folder(cfg)))
         trial.set_user_attr("runs", runs)
+        check_run_folder(cfg)
         result = train(cfg, resume=True, on_log=lambda row: beat.update(row["step"], row["train_loss"]),
                        on_eval=pruning_callback(trial, beat, report=i == 0))
         steps += result.step
