@@ -25,7 +25,7 @@ from proxies.gpt import CausalSelfAttention
 
 
 def group_name(group: dict) -> str:
-    return f"lr{group['lr_mult']:.4g}-{'decay' if group['weight_decay'] else 'nodecay'}"
+    return f"lr{group['lr_mult']:.4g}-{'decay' if group['decays'] else 'nodecay'}"
 
 
 class Signals:
