@@ -173,6 +173,17 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
             save(snapshot())
         rt.barrier(run)
 
+    def save_due() -> None:
+        """The checkpoints due after this step: the regular ones and the guard's ring (every step, not only logged ones)."""
+        nonlocal elapsed
+        if step >= total_steps:  # finish() writes the last one
+            return
+        elapsed = time.perf_counter() - started
+        if cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
+            checkpoint()
+        if guard is not None and guard.ring_due(step):
+            checkpoint(lambda state: guard.save_ring(step, state))
+
     def finish(status: str, train_loss, val_loss, reason=None) -> RunResult:
         result = RunResult(run_id, status, step, train_loss, val_loss, reason)
         if status == "completed":
@@ -243,47 +254,43 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
         tokens += tokens_per_step
 
         is_eval = step % cfg.eval.every == 0 or step == total_steps
-        if not (step % cfg.log_every and not is_eval and step != 1 and not measure):
-            train_loss = loss_now if loss_now is not None else rt.mean_across(run, step_loss).item()  # the one host sync
-            first_loss = first_loss if first_loss is not None else train_loss
-            now = time.perf_counter()
-            elapsed = now - started
-            rate = (tokens - last_log_tokens) / max(now - last_log_time, 1e-9)
-            row = {"step": step, "tokens": tokens, "wall_time": elapsed, "lr": lr, "train_loss": train_loss,
-                   "grad_norm": grad_norm.item() if grad_norm is not None else None, "tokens_per_s": rate,
-                   "mfu": flops * rate / (peak * run.world) if peak else None, **static}
-            if measure:
-                row.update(signals.after_step())
-            if action != "skip":  # a skipped step's loss is the guard's business
-                above = above + 1 if train_loss > cfg.divergence_factor * first_loss else 0
-                if not math.isfinite(train_loss) or above >= DIVERGENCE_PATIENCE:
-                    reason = f"diverged at step {step}: train loss {train_loss:.4g} (first step {first_loss:.4g})"
-                    if writer is not None:
-                        writer.log(row)
-                    return finish("diverged", train_loss, None, reason)
-            keep_going = True
-            if is_eval:
-                val_loss = evaluate(model, data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size,
-                                    chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
-                row["val_loss"] = val_loss
-                if cfg.eval.noise_scale_batches:
-                    noise.update(*measure_noise_scale(model, data, run, n_small=cfg.eval.noise_scale_batches,
-                                                      batch_size=micro, seed=cfg.seed + EVAL_SEED_OFFSET + step))
-                    row["noise_scale"] = noise.value
-                if on_eval is not None and run.main:
-                    keep_going = bool(on_eval(step, row))
-                keep_going = rt.agree(run, keep_going)
+        if step % cfg.log_every and not is_eval and step != 1 and not measure:
+            save_due()
+            continue
+        train_loss = loss_now if loss_now is not None else rt.mean_across(run, step_loss).item()  # the one host sync, at the logging cadence
+        first_loss = first_loss if first_loss is not None else train_loss
+        now = time.perf_counter()
+        elapsed = now - started
+        rate = (tokens - last_log_tokens) / max(now - last_log_time, 1e-9)
+        row = {"step": step, "tokens": tokens, "wall_time": elapsed, "lr": lr, "train_loss": train_loss,
+               "grad_norm": grad_norm.item() if grad_norm is not None else None, "tokens_per_s": rate,
+               "mfu": flops * rate / (peak * run.world) if peak else None, **static}
+        if measure:
+            row.update(signals.after_step())
+        above = above + 1 if train_loss > cfg.divergence_factor * first_loss and action != "skip" else 0
+        if (not math.isfinite(train_loss) and action != "skip") or above >= DIVERGENCE_PATIENCE:
+            reason = f"diverged at step {step}: train loss {train_loss:.4g} (first step {first_loss:.4g})"
             if writer is not None:
                 writer.log(row)
-            if on_log is not None and run.main:
-                on_log(row)
-            if not keep_going:
-                return finish("pruned", train_loss, val_loss, reason=f"stopped by on_eval at step {step}")
-            last_log_time, last_log_tokens = time.perf_counter(), tokens  # throughput counts training steps only
-        if step < total_steps and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
-            elapsed = time.perf_counter() - started
-            checkpoint()
-        if step < total_steps and guard is not None and guard.ring_due(step):
-            elapsed = time.perf_counter() - started
-            checkpoint(lambda state: guard.save_ring(step, state))
+            return finish("diverged", train_loss, None, reason)
+        keep_going = True
+        if is_eval:
+            val_loss = evaluate(model, data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size,
+                                chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
+            row["val_loss"] = val_loss
+            if cfg.eval.noise_scale_batches:
+                noise.update(*measure_noise_scale(model, data, run, n_small=cfg.eval.noise_scale_batches,
+                                                  batch_size=micro, seed=cfg.seed + EVAL_SEED_OFFSET + step))
+                row["noise_scale"] = noise.value
+            if on_eval is not None and run.main:
+                keep_going = bool(on_eval(step, row))
+            keep_going = rt.agree(run, keep_going)
+        if writer is not None:
+            writer.log(row)
+        if on_log is not None and run.main:
+            on_log(row)
+        if not keep_going:
+            return finish("pruned", train_loss, val_loss, reason=f"stopped by on_eval at step {step}")
+        save_due()
+        last_log_time, last_log_tokens = time.perf_counter(), tokens  # throughput counts training steps only
     return finish("completed", train_loss, val_loss)
