@@ -108,7 +108,6 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     step, tokens, elapsed, first_loss = 0, 0, 0.0, None
 
     guard = SpikeGuard(cfg.guard, run_dir, events_path(cfg) if run.main else None) if cfg.guard_on() else None
-    ring_dir = guard.ring_dir if guard is not None else None
 
     def restore(state: dict, *, data: bool) -> None:
         """Load a checkpoint's training state; `data=False` keeps the data stream where it is (a rewind)."""
@@ -125,7 +124,7 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
         if data:
             train_gen.set_state(state["data_generator"])
 
-    state = load_latest(ckpt_dir, *[ring_dir] * (ring_dir is not None)) if resume else None
+    state = load_latest(ckpt_dir, *([guard.ring_dir] if guard is not None else [])) if resume else None
     if state is not None:
         restore(state, data=True)
         elapsed = state["elapsed"]
