@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import torch
 
 from proxies import mup_builder
@@ -175,3 +176,20 @@ def test_resume_after_kill_9_across_a_rewind_is_bit_identical(tmp_path):
     pd.testing.assert_frame_equal(events(straight), events(killed))
     for name, value in weights(straight).items():
         assert torch.equal(value, weights(killed)[name]), name
+
+
+def test_rules_flag_exactly_what_they_say(tmp_path):
+    """Ratio and z-score thresholds on a known window; a spike never joins the window; nan is always a spike."""
+    from trainer.config import GuardConfig
+    from trainer.guard import SpikeGuard
+
+    ratio = SpikeGuard(GuardConfig(window=4, factor=1.5), tmp_path, None)
+    assert ratio.check(1, float("nan")) is not None  # even before the window is full
+    assert all(ratio.check(s, 2.0) is None for s in range(2, 6))
+    spike = ratio.check(6, 3.01)
+    assert (spike.mean, spike.threshold) == (2.0, 3.0)
+    assert ratio.check(7, 2.99) is None and ratio.window == [2.0, 2.0, 2.0, 2.99]  # 3.01 never entered
+    z = SpikeGuard(GuardConfig(window=4, rule="zscore", zscore=2.0), tmp_path, None)
+    assert all(z.check(s, loss) is None for s, loss in enumerate([1.0, 2.0, 3.0, 2.0]))
+    assert z.check(5, 3.5).threshold == pytest.approx(2 + 2 * 0.5 ** 0.5)  # mean 2, population std √½
+    assert z.check(6, 3.4) is None
