@@ -13,8 +13,9 @@ from proxies import mup_builder
 from proxies.data import open_data
 from proxies.gpt import GPT
 from trainer.checkpoint import list_checkpoints
-from trainer.config import RunConfig
+from trainer.config import GuardConfig, RunConfig
 from trainer.curves import read_curves
+from trainer.guard import SpikeGuard, events_path
 from trainer.loop import train
 
 HOT_STEP = 10
@@ -72,7 +73,7 @@ def curve(cfg: RunConfig) -> pd.DataFrame:
 
 
 def events(cfg: RunConfig) -> pd.DataFrame:
-    path = cfg.events_root() / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / f"run={cfg.run_id()}" / "events.parquet"
+    path = events_path(cfg)
     return pd.read_parquet(path) if path.exists() else pd.DataFrame()
 
 
@@ -180,9 +181,6 @@ def test_resume_after_kill_9_across_a_rewind_is_bit_identical(tmp_path):
 
 def test_rules_flag_exactly_what_they_say(tmp_path):
     """Ratio and z-score thresholds on a known window; a spike never joins the window; nan is always a spike."""
-    from trainer.config import GuardConfig
-    from trainer.guard import SpikeGuard
-
     ratio = SpikeGuard(GuardConfig(window=4, factor=1.5), tmp_path, None)
     assert ratio.check(1, float("nan")) is not None  # even before the window is full
     assert all(ratio.check(s, 2.0) is None for s in range(2, 6))
