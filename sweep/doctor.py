@@ -16,9 +16,10 @@ Each row is (check, measured, expected, passed). On the run's model and data at 
 - ids in range: inputs and labels of integer data lie in [0, C);
 - coordinate check (μP only): `sweep.coord_check` at base, 2× and 4× the builder's base width;
 - and, for information (always pass): parameters and FLOPs per token at the target width (`width`,
-  default the config's), and an estimate there of the step time (this device's measured step time scaled by
-  the FLOPs ratio) and of the memory for weights, gradients and AdamW moments (16 bytes per parameter;
-  activations not included).
+  default the config's), and an estimate there of the forward+backward time on this device (the time at the
+  config's width plus the marginal seconds per FLOP measured between it and twice it, times the extra FLOPs)
+  and of the memory for weights, gradients and AdamW moments (16 bytes per parameter; activations not
+  included).
 """
 from __future__ import annotations
 
@@ -191,20 +192,27 @@ def run_doctor(cfg: RunConfig, *, lr_max: float | None = None, width: int | None
     # size and cost at the target width (information)
     target = width or m.width
     seq = data.tokens_per_example
-    timed, _ = fresh()
-    times = []
-    for _ in range(3):  # the first pass pays for allocation and dispatch warm-up: take the fastest
-        start = time.perf_counter()
-        cross_entropy(timed(x), y).backward()
-        times.append(time.perf_counter() - start)
-    step_time = min(times)
+
+    def timed(w: int) -> tuple[float, float]:
+        """(fastest of 3 forward+backward passes on the batch, FLOPs per token) at width w."""
+        torch.manual_seed(cfg.seed)
+        model = build_model(m.name, w, m.depth, m.parametrization, **options)
+        times = []
+        for _ in range(3):  # the first pass pays for allocation and dispatch warm-up
+            start = time.perf_counter()
+            cross_entropy(model(x), y).backward()
+            times.append(time.perf_counter() - start)
+        return min(times), flops_per_token(model, seq)
+
+    (t1, f1), (t2, f2) = timed(m.width), timed(2 * m.width)
+    per_flop = max(t2 - t1, 0.0) / (f2 - f1)  # the marginal cost: small widths are dominated by fixed overheads
     with torch.device("meta"):
         big = build_model(m.name, target, m.depth, m.parametrization, **options)
     n_params = sum(p.numel() for p in big.parameters())
     flops = flops_per_token(big, seq)
-    estimate = step_time * flops / flops_per_token(timed, seq)
+    estimate = t1 + per_flop * (flops - f1)
     row(f"parameters, FLOPs/token at width {target}", f"{n_params:,} params, {flops / 1e6:,.1f} MFLOPs/token", "—", True)
-    row(f"step time, memory at width {target}", f"≈ {estimate:.3g} s/step here (batch {cfg.batch_size}), "
+    row(f"step time, memory at width {target}", f"≈ {estimate:.3g} s per forward+backward here (batch {cfg.batch_size}), "
         f"{16 * n_params / 2 ** 30:.3g} GiB weights+grads+AdamW", "—", True)
     table = pd.DataFrame(rows, columns=["check", "measured", "expected", "passed"])
     return table, bool(table["passed"].all())
