@@ -114,6 +114,20 @@ def results_cmd(
                 plots=plots, console=console)
 
 
+@app.command("doctor", short_help="Pre-flight checklist of a RunConfig: one verdict table")
+def doctor_cmd(
+    config: Path = typer.Argument(..., help="RunConfig YAML"),
+    width: Optional[int] = typer.Option(None, min=1, help="target width for the size, step-time and memory rows [default: the config's]"),
+    lr_max: Optional[float] = typer.Option(None, min=0.0, help="top of the LR range for the gradient-norm row [default: the config's lr]"),
+    out: Optional[Path] = typer.Option(None, help="Parquet of the table [default: RUN_DIR/doctor.parquet]"),
+):
+    """Init loss, overfit one batch, gradient norms, dead or unoptimized parameters, shifted labels, disjoint
+    splits, id range, coordinate check, size and cost; exit 1 on any failed row."""
+    from sweep.doctor_cmd import run_doctor_cmd
+
+    raise typer.Exit(0 if run_doctor_cmd(config, width, lr_max, out, console) else 1)
+
+
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2."""
     try:
