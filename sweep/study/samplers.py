@@ -10,6 +10,8 @@ gp: Optuna's Gaussian-process sampler. cmaes: CMA-ES (floats and ints; categoric
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import optuna
 
@@ -41,7 +43,8 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
 
 class GridSampler(optuna.samplers.GridSampler):
     """Optuna's grid sampler without its stop at the last point: `Study.stop` works only inside
-    `optimize`, and the sweep already caps the trial count at the grid's size."""
+    `optimize`, and the sweep already caps the trial count at the grid's size. The points are queued
+    when the study is created (`grid_points`); this sampler only fills in if that was interrupted."""
 
     def after_trial(self, study, trial, state, values) -> None:
         pass
@@ -64,6 +67,15 @@ def grid_values(param: Param, points: int) -> list:
 def grid(spec: SamplerSpec, space: Space) -> dict[str, list]:
     points = spec.options.get("points", GRID_POINTS)
     return {name: grid_values(p, points) for name, p in space.searched().items()}
+
+
+def grid_points(spec: SamplerSpec, space: Space) -> list[dict]:
+    """Every point of a grid sampler's grid, in order (none for the other samplers). Optuna's grid
+    sampler draws an unvisited point per trial, and two workers drawing at once can draw the same."""
+    if spec.name != "grid":
+        return []
+    axes = grid(spec, space)
+    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
 
 
 def grid_size(spec: SamplerSpec, space: Space) -> int | None:
