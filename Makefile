@@ -6,7 +6,7 @@ setup:
 	bash scripts/setup.sh
 
 demo: setup
-	$(PY) -m sweep coord-check --model gpt --widths 64,128,256,512 --steps 5 --seeds 3
+	$(PY) -m sweep coord-check --model gpt
 	$(PY) -m sweep train studies/gpt-proxy-run.yaml --resume
 
 test: setup
