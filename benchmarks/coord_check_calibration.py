@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from mutations.bugs import BUGS, make_model, make_optimizer  # noqa: E402
+from mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer  # noqa: E402
 from proxies.registry import base_width_of, build_model  # noqa: E402
 from sweep.coord_check import GROW_BOUND, SHRINK_BOUND, coord_check  # noqa: E402
 from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR  # noqa: E402
@@ -54,33 +54,29 @@ def summarise(table: pd.DataFrame) -> tuple[float, float]:
 
 
 def cases():
+    """(name, rule, Bug): the correct zoo models and SP as unmutated Bugs, then the planted bugs."""
     for model, regimes in (("gpt", {"head dim fixed": {}, "heads fixed": {"n_head": 4}}), ("mlp", {"": {}}), ("resnet", {"": {}})):
         for regime, options in regimes.items():
             for optimizer in ("adamw", "sgd"):
                 for parametrization in ("mup", "sp"):
                     if parametrization == "sp" and optimizer == "sgd" and model != "mlp":
                         continue
-                    yield (f"{model} {regime} {parametrization} {optimizer}".replace("  ", " "), "—", model, optimizer,
-                           lambda w, model=model, p=parametrization, o=options, s=None: build_model(model, w, 2, p, **o, **s), None)
+                    name = f"{model} {regime} {parametrization} {optimizer}".replace("  ", " ")
+                    yield name, "—", optimizer, Bug(name, "", model, options, parametrization=parametrization)
     for bug in BUGS:
-        yield f"{bug.model} bug: {bug.name}", bug.rule, bug.model, "adamw", None, bug
+        yield f"{bug.model} bug: {bug.name}", bug.rule, "adamw", bug
 
 
-def run_case(model: str, optimizer: str, make, bug) -> tuple[float, float, bool, float]:
-    source, widths, make_batch = setting(model)
-    options = source.model_options()
-    if bug is None:
-        factory, make_opt = (lambda w: make(w, s=options)), None
-    else:
-        factory, make_opt = make_model(bug, **options), make_optimizer(bug)
+def run_case(optimizer: str, bug: Bug) -> tuple[float, float, bool, float]:
+    source, widths, make_batch = setting(bug.model)
+    make_opt = None if bug.mutate_groups is keep_groups else make_optimizer(bug)
     start = time.perf_counter()
-    _, _, verdict = coord_check(factory, make_batch, widths, SEEDS, STEPS, optimizer=optimizer, lr=DEFAULT_LR[optimizer],
-                                make_optimizer=make_opt)
+    _, _, verdict = coord_check(make_model(bug, **source.model_options()), make_batch, widths, SEEDS, STEPS,
+                                optimizer=optimizer, lr=DEFAULT_LR[optimizer], make_optimizer=make_opt)
     return (*summarise(verdict.table), verdict.passed, time.perf_counter() - start)
 
 
 def mup_comparison() -> None:
-    import mup
     from mup.coord_check import get_coord_data
 
     print("\n| model | mup get_coord_data slope t=1,2,3 | this check's size slope t=0,1,2 |\n| --- | --- | --- |")
@@ -102,7 +98,6 @@ def mup_comparison() -> None:
             o = o[(o > 0).all(axis=1)]
             ours.append(float(np.polyfit(np.log(widths), np.log(o[widths].to_numpy().T), 1)[0].max()))
         print(f"| {model} | {', '.join(f'{v:+.2f}' for v in theirs)} | {', '.join(f'{v:+.2f}' for v in ours)} |")
-    del mup
 
 
 def main() -> None:
@@ -113,9 +108,9 @@ def main() -> None:
     torch.set_num_threads(2)
     print(f"bounds: fail when growth > +{GROW_BOUND} or vanishing < −{SHRINK_BOUND}\n")
     print("| case | rule broken (Tensor Programs V) | growth | vanishing | verdict | s |\n| --- | --- | --- | --- | --- | --- |")
-    for name, rule, model, optimizer, make, bug in cases():
+    for name, rule, optimizer, bug in cases():
         if args.only in name:
-            growth, vanishing, passed, seconds = run_case(model, optimizer, make, bug)
+            growth, vanishing, passed, seconds = run_case(optimizer, bug)
             print(f"| {name} | {rule} | {growth:+.2f} | {vanishing:+.2f} | {'pass' if passed else 'FAIL'} | {seconds:.0f} |", flush=True)
     if args.mup:
         mup_comparison()

@@ -25,7 +25,7 @@ DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1}
 DEFAULT_BATCH = {"gpt": 4}
 # Attention models run in both regimes unless an option picks one: head dim fixed (heads grow with width;
 # 1/d and 1/√d attention differ only by a constant there) and heads fixed (head dim grows with width,
-# where only 1/d keeps the logits Θ(1): Tensor Programs V, §4 "attention logit scaling").
+# where only 1/d keeps the logits Θ(1): Tensor Programs V, μP attention q·k/d_head).
 ATTENTION_REGIMES = {"gpt": {"head-dim-fixed": {}, "heads-fixed": {"n_head": 4}}}
 REGIME_OPTIONS = ("n_head", "head_dim")
 

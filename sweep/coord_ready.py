@@ -1,6 +1,6 @@
 """Refuse, in one line, a model or optimizer that is not μP-ready before a coordinate check runs.
 
-What μP needs (Tensor Programs V, §4 and Table 3; microsoft/mup's README):
+What μP needs (Tensor Programs V, Table 3; microsoft/mup's README):
 - base shapes on every parameter (`mup.set_base_shapes`; the zoo's `@proxies.mup_builder`), so each
   parameter knows which of its dimensions grow with width and by how much (m);
 - a readout that multiplies its output by 1/m (`mup.MuReadout`), never a plain `nn.Linear` whose

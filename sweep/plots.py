@@ -26,6 +26,9 @@ def coord_check_grid(coords: pd.DataFrame, table: pd.DataFrame, path: str | Path
     fig, axes = plt.subplots(len(rows), len(steps), figsize=(2.6 * len(steps), 2.8 * len(rows)), sharey="row", squeeze=False)
     for (regime, column), row in zip(rows, axes):
         for ax, step in zip(row, steps):
+            if column == "delta" and step == 0:  # Δx_0 = 0 by definition: nothing to draw
+                ax.set_axis_off()
+                continue
             for module, g in mean[(mean["regime"] == regime) & (mean["step"] == step)].groupby("module", sort=False):
                 g = g[g[column] > 0]
                 colour = colours.get((regime, module))
@@ -35,7 +38,9 @@ def coord_check_grid(coords: pd.DataFrame, table: pd.DataFrame, path: str | Path
             ax.set(xscale="log", yscale="log", title=f"t = {step}", xlabel="width")
             ax.set_xticks(widths, labels=[str(w) for w in widths])
             ax.minorticks_off()
-        row[0].set_ylabel(f"{regime}\n{'mean |x|' if column == 'size' else 'mean |Δx|'}".strip())
+        first = row[0] if column == "size" else row[1]
+        first.tick_params(labelleft=True)
+        first.set_ylabel(f"{regime}\n{'mean |x|' if column == 'size' else 'mean |Δx|'}".strip())
         if any(key[0] == regime for key in colours):
             row[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="fails", title_fontsize=7)
     fig.suptitle(title, fontsize=10)

@@ -1,9 +1,9 @@
-"""Planted μP bugs: each breaks one rule of Tensor Programs V (Yang et al. 2022, Table 3 and §4) on a
+"""Planted μP bugs: each breaks one rule of Tensor Programs V (Yang et al. 2022, Table 3; μP attention) on a
 freshly built zoo model or on its optimizer groups. Shared by the mutation tests and the calibration
 benchmark (`benchmarks/coord_check_calibration.py`).
 
 A bug is a `Bug(name, rule, model, options, mutate_model, mutate_groups)`: the model is built with
-`options`, then `mutate_model(model)` edits it in place; `mutate_groups(groups, model)` edits the μP
+`options` (in μP unless `parametrization` says otherwise), then `mutate_model(model)` edits it in place; `mutate_groups(groups, model)` edits the μP
 optimizer groups of `trainer.optim.param_groups` before the optimizer is made.
 """
 from __future__ import annotations
@@ -37,6 +37,7 @@ class Bug:
     options: dict = field(default_factory=dict)
     mutate_model: Callable[[nn.Module], None] = keep
     mutate_groups: Callable[[list[dict], nn.Module], list[dict]] = keep_groups
+    parametrization: str = "mup"
 
 
 def readout_times(power: float) -> Callable[[nn.Module], None]:
@@ -86,7 +87,7 @@ BUGS = [
         mutate_model=readout_times(0.0)),
     Bug("readout ×1/√m", "Table 3: output weights' multiplier 1/fan_in, not 1/√fan_in", "gpt",
         mutate_model=readout_times(0.5)),
-    Bug("attention 1/√d, heads fixed", "§4 and Appendix B: attention logits q·k/d_head, not /√d_head", "gpt",
+    Bug("attention 1/√d, heads fixed", "μP attention: logits q·k/d_head, not q·k/√d_head", "gpt",
         {"n_head": 4}, mutate_model=sqrt_d_attention),
     Bug("hidden Adam LR not /m", "Table 3: hidden weights' Adam LR 1/fan_in", "gpt", mutate_groups=flat_lr),
     Bug("embedding/bias/gain LR /m", "Table 3: input weights and biases keep an Adam LR Θ(1)", "gpt",
@@ -100,7 +101,7 @@ BUGS = [
 
 def make_model(bug: Bug, depth: int = 2, **data_options) -> Callable[[int], nn.Module]:
     def make(width: int) -> nn.Module:
-        model = build_model(bug.model, width, depth, "mup", **data_options, **bug.options)
+        model = build_model(bug.model, width, depth, bug.parametrization, **data_options, **bug.options)
         bug.mutate_model(model)
         return model
     return make
