@@ -2,7 +2,8 @@
 breaks) fails the coordinate check's verdict, and the same model and optimizer unmodified pass it.
 
 Settings are the CLI's defaults (widths 1×, 2×, 4× base, 8 steps on one batch, gpt 4 × 32 tokens, AdamW
-lr 2^-7) with 2 seeds instead of 3, to keep the suite quick.
+lr 2^-7) with 2 seeds instead of 3, and 1 seed for the bugs that the calibration puts ≥ 0.5 beyond
+their bound (README table), to keep the suite quick.
 """
 import pytest
 import torch
@@ -16,19 +17,22 @@ from sweep.errors import InputError
 from sweep.models import open_model_data
 
 
-def check(bug: Bug) -> cc.Verdict:
+FAR_BEYOND_BOUND = {"hidden Adam LR not /m", "hidden init not 1/√fan_in", "embedding/bias/gain LR /m"}
+
+
+def check(bug: Bug, seeds: int = 2) -> cc.Verdict:
     source = open_model_data(bug.model, None, None, 32)
     base = base_width_of(bug.model)
     batch = DEFAULT_BATCH.get(bug.model, 16)
     _, _, verdict = cc.coord_check(make_model(bug, **source.model_options()),
                                    lambda seed: source.batch("train", batch, torch.Generator().manual_seed(seed)),
-                                   [base, 2 * base, 4 * base], 2, 8, lr=DEFAULT_LR["adamw"], make_optimizer=make_optimizer(bug))
+                                   [base, 2 * base, 4 * base], seeds, 8, lr=DEFAULT_LR["adamw"], make_optimizer=make_optimizer(bug))
     return verdict
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
 def test_planted_bug_fails(bug):
-    verdict = check(bug)
+    verdict = check(bug, seeds=1 if bug.name in FAR_BEYOND_BOUND else 2)
     assert not verdict.passed, verdict.table
 
 
