@@ -11,6 +11,7 @@ gp: Optuna's Gaussian-process sampler. cmaes: CMA-ES (floats and ints; categoric
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import optuna
@@ -34,7 +35,9 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
         if spec.name == "random":
             return optuna.samplers.RandomSampler(**{"seed": spec.seed, **options})
         if spec.name == "qmc":
-            return optuna.samplers.QMCSampler(**{"qmc_type": "sobol", "scramble": True, "seed": spec.seed, **options})
+            with warnings.catch_warnings():  # experimental since Optuna 3; chosen knowingly
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.samplers.QMCSampler(**{"qmc_type": "sobol", "scramble": True, "seed": spec.seed, **options})
         options.pop("points", None)
         return GridSampler(grid(spec, space), **{"seed": spec.seed, **options})
     except (TypeError, ValueError) as err:
