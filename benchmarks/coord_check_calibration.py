@@ -26,13 +26,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer  # noqa: E402
+from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer  # noqa: E402
 from proxies.registry import base_width_of, build_model  # noqa: E402
 from sweep.coord_check import GROW_BOUND, SHRINK_BOUND, coord_check  # noqa: E402
 from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR  # noqa: E402

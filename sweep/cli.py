@@ -115,12 +115,15 @@ def results_cmd(
                 plots=plots, console=console)
 
 
-@app.command("doctor", short_help="Pre-flight checklist of a RunConfig: one verdict table")
+@app.command("doctor", short_help="Pre-flight checklist of a RunConfig or a study: one verdict table")
 def doctor_cmd(
-    config: Path = typer.Argument(..., help="RunConfig YAML"),
-    width: Optional[int] = typer.Option(None, min=1, help="target width for the size, step-time and memory rows [default: the config's]"),
-    lr_max: Optional[float] = typer.Option(None, min=0.0, help="top of the LR range for the gradient-norm row [default: the config's lr]"),
-    out: Optional[Path] = typer.Option(None, help="Parquet of the table [default: RUN_DIR/doctor.parquet]"),
+    config: Path = typer.Argument(..., help="RunConfig YAML, or a study spec (its base run at --width)"),
+    width: Optional[int] = typer.Option(None, min=1, help="target width for the size, step-time and memory rows; "
+                                        "for a study, the proxy width [default: the config's]"),
+    lr_max: Optional[float] = typer.Option(None, min=0.0, help="top of the LR range for the gradient-norm row "
+                                           "[default: a study's searched maximum, else the config's lr]"),
+    out: Optional[Path] = typer.Option(None, help="Parquet of the table [default: RUN_DIR/doctor.parquet; "
+                                       "for a study ROOT/NAME/doctor-wW-PARAM.parquet]"),
 ):
     """Init loss, overfit one batch, gradient norms, dead or unoptimized parameters, shifted labels, disjoint
     splits, id range, coordinate check, size and cost; exit 1 on any failed row."""

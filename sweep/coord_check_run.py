@@ -21,6 +21,7 @@ from trainer.atomic import atomic_path
 from trainer.optim import build_optimizer
 
 DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1}
+DEFAULT_STEPS = 8
 # Few tokens per step (4 × 32) let q and k align within the default 8 steps, so 1/√d attention shows.
 DEFAULT_BATCH = {"gpt": 4}
 # Attention models run in both regimes unless an option picks one: head dim fixed (heads grow with width;

@@ -35,6 +35,7 @@ from torch import nn
 from proxies.data import DataSource, open_data
 from proxies.registry import build_model
 from sweep import coord_check as cc
+from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
 from trainer.config import RunConfig
 from trainer.flops import flops_per_token
 from trainer.loop import resolve
@@ -179,15 +180,19 @@ def run_doctor(cfg: RunConfig, *, lr_max: float | None = None, width: int | None
     if coord_check and m.parametrization == "mup":
         widths = [m.base_width, 2 * m.base_width, 4 * m.base_width]
 
-        def batches(seed: int) -> list:
-            g = torch.Generator().manual_seed(seed)
-            return [data.batch("train", 8, g) for _ in range(4)]
+        def batch(seed: int):
+            return data.batch("train", DEFAULT_BATCH.get(m.name, 16), torch.Generator().manual_seed(seed))
 
-        _, _, verdict = cc.coord_check(lambda w: build_model(m.name, w, m.depth, "mup", **options), batches, widths, seeds=2,
-                                       optimizer=cfg.optimizer.name, lr=cfg.optimizer.lr)
-        worst = verdict.table.loc[verdict.table["max_slope"].idxmax()]
-        row(f"coordinate check (widths {widths})", f"max slope {worst['max_slope']:+.2f} ({worst['module']})",
-            f"≤ +{cc.SLOPE_THRESHOLD}", verdict.passed)
+        lr = DEFAULT_LR.get(cfg.optimizer.name, cfg.optimizer.lr)  # the LR the check's bounds are calibrated at
+        _, _, verdict = cc.coord_check(lambda w: build_model(m.name, w, m.depth, "mup", **options), batch, widths,
+                                       seeds=2, steps=DEFAULT_STEPS, optimizer=cfg.optimizer.name, lr=lr)
+        slopes = verdict.table[["max_size_slope", "max_delta_slope"]].max(axis=1)
+        worst = verdict.table.loc[slopes.idxmax()]
+        failing = verdict.table.loc[~verdict.table["passed"]]
+        measured = (f"max slope {slopes.max():+.2f} ({worst['module']})" if failing.empty else
+                    "; ".join(f"{r.module}: {r.why}" for r in failing.itertuples()))
+        row(f"coordinate check (widths {widths})", measured,
+            f"slopes ≤ +{cc.GROW_BOUND}, updates not vanishing (< −{cc.SHRINK_BOUND})", verdict.passed)
 
     # size and cost at the target width (information)
     target = width or m.width

@@ -32,6 +32,18 @@ def test_cli_passes_the_zoo_gpt_prints_the_table_and_writes_parquet(tmp_path, ru
     assert {"check", "measured", "expected", "passed"} <= set(table.columns)
 
 
+def test_a_study_is_checked_at_its_proxy_width_and_the_top_of_its_lr_range(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "studies"))
+    spec = tmp_path / "study.yaml"
+    spec.write_text(yaml.safe_dump({"name": "doc", "run": GPT_RUN,
+                                    "search": {"optimizer.lr": {"low": 1e-3, "high": 0.05, "log": True}}}))
+    code, out, err = run_cli("doctor", spec, "--width", "128")
+    assert code == 0, out + err
+    table = pd.read_parquet(tmp_path / "studies" / "doc" / "doctor-w128-mup.parquet")
+    assert "grad norm after 5 steps at lr 0.05" in set(table["check"])  # the searched maximum, not the base lr
+    assert table["run"].str.contains("w128").all()
+
+
 def test_the_zoo_mlp_passes():
     table, passed = run_doctor(RunConfig.parse(MLP_RUN))
     assert passed, table.to_string()

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from proxies.data import open_data
 from proxies.registry import build_model
 from sweep import coord_check as cc
+from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.evaluate import objective
@@ -42,14 +43,13 @@ def test_qk_norm_gpt_is_in_mup(options):
     """The coordinate check passes with qk_norm, with the head dim fixed and with the heads fixed (d_head grows)."""
     source = open_data("stdlib", seq_len=32)
 
-    def batches(seed):
-        g = torch.Generator().manual_seed(seed)
-        return [source.batch("train", 8, g) for _ in range(4)]
+    def batch(seed):
+        return source.batch("train", DEFAULT_BATCH["gpt"], torch.Generator().manual_seed(seed))
 
     def make(width):
         return build_model("gpt", width, 2, "mup", vocab_size=256, block_size=32, qk_norm=True, **options)
 
-    _, _, verdict = cc.coord_check(make, batches, [64, 128, 256], seeds=2)
+    _, _, verdict = cc.coord_check(make, batch, [64, 128, 256], seeds=2, steps=DEFAULT_STEPS, lr=DEFAULT_LR["adamw"])
     assert verdict.passed, verdict.table
     assert {"blocks.0.attn.q_norm", "blocks.0.attn.k_norm"} <= set(verdict.table["module"])
 

@@ -8,7 +8,7 @@ their bound (README table), to keep the suite quick.
 import pytest
 import torch
 
-from mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
+from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
 from proxies.registry import base_width_of
 from sweep import coord_check as cc
 from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR
