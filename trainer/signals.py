@@ -25,7 +25,9 @@ from proxies.gpt import CausalSelfAttention
 
 
 def group_name(group: dict) -> str:
-    return f"lr{group['lr_mult']:.4g}-{'decay' if group['decays'] else 'nodecay'}"
+    """A group restored from a checkpoint written before groups carried `decays` is named by its weight decay."""
+    decays = group.get("decays", group["weight_decay"] > 0)
+    return f"lr{group['lr_mult']:.4g}-{'decay' if decays else 'nodecay'}"
 
 
 class Signals:
