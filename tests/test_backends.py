@@ -1,0 +1,47 @@
+"""Backends together: a study started on one backend is finished on the others with an exact count, and a
+bad backend option is one line naming it, exit 2, with nothing written."""
+import pandas as pd
+import pytest
+from optuna.trial import TrialState
+
+from sweep.study.study import counts
+from tests.services import free_port
+from tests.sweep_helpers import file_tree, load, run_sweep, write_spec
+
+
+def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_path, slurm_cluster):
+    pytest.importorskip("ray.tune")
+    spec = write_spec(tmp_path, trials=3)
+    journal = f"journal:{tmp_path / 'shared' / 'tiny.log'}"
+    common = ("proxy", spec, "--width", "16", "--storage", journal)
+    for backend, trials in (("local", 1), ("ray", 2), ("slurm", 3)):
+        done = run_sweep(tmp_path, *common, "--backend", backend, "--trials", trials, timeout=400)
+        assert done.returncode == 0, (backend, done.stderr)
+        assert f"{trials - 1}/{trials} trials counted" in done.stdout.splitlines()[0]  # it saw the earlier ones
+        assert sum(map(counts, load(tmp_path, storage=journal).trials)) == trials
+    study = load(tmp_path, storage=journal)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+    # three different kinds of worker ran them: this process's child, a Ray worker, a SLURM task
+    assert len({t.system_attrs["sweep:worker"]["pid"] for t in study.trials}) == 3
+    for t in study.trials:
+        assert pd.read_parquet(t.user_attrs["curves"])["step"].max() == 20
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--backend", "slurm", "--partition", "gpu nodes!", "--storage", "journal:j.log"), "--partition: String should match"),
+    (("--backend", "slurm", "--gpus-per-task", "-1", "--storage", "journal:j.log"), "--gpus-per-task: Input should be greater than or equal to 0"),
+    (("--backend", "slurm"), "--storage: --backend slurm needs a storage every node reaches"),
+    (("--backend", "ray", "--gpus-per-trial", "-0.5"), "--gpus-per-trial: Input should be greater than or equal to 0"),
+    (("--backend", "ray", "--address", "127.0.0.1:{port}", "--storage", "journal:j.log"), "--address: cannot reach the Ray cluster at 127.0.0.1:"),
+    (("--backend", "local", "--partition", "gpu"), "--partition: an option of --backend slurm, not local"),
+    (("--backend", "ray", "--detach"), "--detach: only --backend slurm"),
+])
+def test_a_bad_backend_option_is_one_line_exit_2_and_nothing_written(tmp_path, run_cli, monkeypatch, args, message):
+    spec = write_spec(tmp_path, trials=2)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    before = file_tree(tmp_path)
+    args = [a.replace("{port}", str(free_port())) for a in args]
+    code, out, err = run_cli("proxy", spec, "--width", "16", *args)
+    assert code == 2 and err.startswith(f"error: {message}") and err.count("\n") == 1, err
+    assert file_tree(tmp_path) == before
