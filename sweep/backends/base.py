@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from sweep.study.spec import StudySpec
+from sweep.study.spec import StudySpec, with_flags
 from sweep.study.study import SweepJob
 
 
@@ -33,7 +33,9 @@ class Backend(ABC):
 
     @classmethod
     def create(cls, spec: StudySpec, workers: int, flags: dict) -> "Backend":
-        return cls(workers)
+        """The backend with its settings: the spec's section of its name, if it has one, under the flags given."""
+        section = getattr(spec, cls.name, None)
+        return cls(workers) if section is None else cls(workers, with_flags(section, flags))
 
     def check(self, job: SweepJob) -> None:
         """Reject what this backend cannot run (an InputError), before anything is written."""

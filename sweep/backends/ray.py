@@ -32,7 +32,7 @@ from pathlib import Path
 from sweep.backends.base import Backend, Execution
 from sweep.backends.local import die_with_parent
 from sweep.errors import InputError
-from sweep.study.spec import RaySpec, StudySpec, with_flags
+from sweep.study.spec import RaySpec
 from sweep.study.study import SweepJob
 
 STOP_TIMEOUT_S = 60.0
@@ -47,10 +47,6 @@ class RayBackend(Backend):
             raise InputError(f"--workers: must be at least 1 (trials at once), got {workers}")
         self.options = options
         self.max_concurrent = options.max_concurrent or workers
-
-    @classmethod
-    def create(cls, spec: StudySpec, workers: int, flags: dict) -> "RayBackend":
-        return cls(workers, with_flags(spec.ray, flags))
 
     def check(self, job: SweepJob) -> None:
         address = self.options.address

@@ -25,10 +25,9 @@ from pathlib import Path
 
 from sweep.backends.base import Backend, Execution
 from sweep.errors import InputError
-from sweep.study.spec import SlurmSpec, StudySpec, with_flags
+from sweep.study.spec import SlurmSpec
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study
-from sweep.study.worker import run_worker
 
 JOB_ATTR = "slurm_job"
 STOP_TIMEOUT_S = 30.0
@@ -43,10 +42,6 @@ class SlurmBackend(Backend):
         if workers < 1:
             raise InputError(f"--workers: must be at least 1 (array tasks), got {workers}")
         self.workers, self.options = workers, options
-
-    @classmethod
-    def create(cls, spec: StudySpec, workers: int, flags: dict) -> "SlurmBackend":
-        return cls(workers, with_flags(spec.slurm, flags))
 
     def check(self, job: SweepJob) -> None:
         if job.storage.url.startswith("sqlite:"):
@@ -69,7 +64,7 @@ class SlurmBackend(Backend):
         o = self.options
         executor.update_parameters(
             job_name=job.study_name, partition=o.partition, gpus_per_task=o.gpus_per_task or None,
-            cpus_per_task=o.cpus_per_task, mem=f"{o.mem}GB" if o.mem else None, time=o.time, account=o.account,
+            cpus_per_task=o.cpus_per_task, mem=f"{round(o.mem * 1024)}M" if o.mem else None, time=o.time, account=o.account,
             qos=o.qos, array_parallelism=o.array_parallelism or self.workers, signal_delay_s=min(90, 10 * o.time))
         job = replace(job, threads=job.threads or o.cpus_per_task)
         try:
@@ -81,19 +76,18 @@ class SlurmBackend(Backend):
         return SlurmExecution(array_id, folder, self.workers, attached=False)
 
 
-def squeue_states(array_id: str) -> list[str]:
-    done = subprocess.run(["squeue", "-h", "-j", array_id, "-o", "%T"], capture_output=True, text=True, timeout=60)
-    return done.stdout.split() if done.returncode == 0 else []
-
-
 def active(array_id: str) -> bool:
-    return bool(squeue_states(array_id))
+    """Whether a task of the array is queued or running (squeue forgets finished jobs)."""
+    done = subprocess.run(["squeue", "-h", "-j", array_id, "-o", "%T"], capture_output=True, text=True, timeout=60)
+    return done.returncode == 0 and bool(done.stdout.split())
 
 
 class SlurmTask:
     """One array task: a worker. Checkpointable (the default `checkpoint` resubmits the same call)."""
 
     def __call__(self, job: SweepJob) -> int:
+        from sweep.study.worker import run_worker
+
         return run_worker(job)
 
     def checkpoint(self, job: SweepJob):
