@@ -8,6 +8,10 @@ width; a dimension that differs between the two is infinite.
 
 Under SP every multiplier is 1 (mup's `set_base_shapes(model, None)`), so at the base width the
 μP and SP models are the same network, parameter for parameter.
+
+A μP model has no plain `nn.Linear` readout (fan-in grows with width, fan-out fixed): its logits
+need the 1/m of `mup.MuReadout` (Tensor Programs V, Table 3). The builder refuses such a model with
+a one-line ValueError naming the module, rather than mup's assertion from inside `set_base_shapes`.
 """
 from __future__ import annotations
 
@@ -41,7 +45,8 @@ def mup_builder(base_width: int) -> Callable:
                 with torch.device("meta"):
                     base = make(base_width, depth, parametrization=parametrization, **options)
                     delta = make(2 * base_width, depth, parametrization=parametrization, **options)
-                mup.set_base_shapes(model, base, delta=delta)
+                mup.set_base_shapes(model, base, delta=delta, do_assert=False)
+                refuse_plain_readout(model)
             model.base_width = base_width
             model.parametrization = parametrization
             return model
@@ -55,6 +60,15 @@ def mup_builder(base_width: int) -> Callable:
 def save_base_shapes(model: nn.Module, path: str | Path) -> None:
     """Write the model's base shapes (YAML, mup's .bsh format) so a run can be rebuilt exactly."""
     mup.save_base_shapes(model, str(path))
+
+
+def refuse_plain_readout(model: nn.Module) -> None:
+    """Raise ValueError naming the first `nn.Linear` (not `MuReadout`) whose fan-in is infinite and fan-out finite."""
+    for name, m in model.named_modules():
+        if (isinstance(m, nn.Linear) and not isinstance(m, mup.MuReadout) and hasattr(m.weight, "infshape")
+                and m.weight.infshape[1].isinf() and not m.weight.infshape[0].isinf()):
+            raise ValueError(f"model.readout: {name} is a plain nn.Linear readout (fan-in grows with width, fan-out "
+                             "fixed); μP needs mup.MuReadout, which scales the logits by 1/m (Tensor Programs V, Table 3)")
 
 
 def has_base_shapes(model: nn.Module) -> bool:

@@ -10,7 +10,12 @@ Read top to bottom like nanoGPT. The μP choices (Tensor Programs V, Table 3 and
 - hidden matrices: N(0, 1/fan_in) under both; their μP Adam LR (lr/m) is set by the optimizer's
   parameter groups, not here;
 - embeddings: N(0, 0.02²), constant in width; biases zero;
-- options: zero-init query (recommended by TP5 §D.2) and zero-init readout.
+- options: zero-init query (recommended by TP5 §D.2) and zero-init readout;
+- `qk_norm`: LayerNorm on each head's queries and keys before the dot product (Wortsman et al. 2023,
+  "Small-scale proxies for large-scale Transformer training instabilities", §3.1.1; Dehghani et al. 2023),
+  which stops attention-logit growth at high learning rates. Its gains are norm gains (Adam LR lr, over
+  d_head coordinates); the logits keep the μP 1/d_head scale. With it, a zero-initialised query is moot:
+  the norm brings q to unit size after the first update.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ class AttentionLogits(nn.Module):
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, width: int, n_head: int, scale: float, bias: bool):
+    def __init__(self, width: int, n_head: int, scale: float, bias: bool, qk_norm: bool = False):
         super().__init__()
         self.n_head, self.head_dim, self.scale = n_head, width // n_head, scale
         self.query = nn.Linear(width, width, bias=bias)
@@ -51,10 +56,20 @@ class CausalSelfAttention(nn.Module):
         self.value = nn.Linear(width, width, bias=bias)
         self.proj = nn.Linear(width, width, bias=bias)
         self.logits = AttentionLogits()
+        self.q_norm = nn.LayerNorm(self.head_dim, bias=bias) if qk_norm else None
+        self.k_norm = nn.LayerNorm(self.head_dim, bias=bias) if qk_norm else None
+
+    def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v as (B, n_head, T, head_dim); q and k layer-normed per head with qk_norm."""
+        B, T, C = x.shape
+        q, k, v = (lin(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2) for lin in (self.query, self.key, self.value))
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        return q, k, v
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
-        q, k, v = (lin(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2) for lin in (self.query, self.key, self.value))
+        q, k, v = self.heads(x)
         if self.logits.watched:
             att = self.logits(q @ k.transpose(-2, -1) * self.scale)
             causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
@@ -75,10 +90,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width: int, n_head: int, scale: float, norm: str, bias: bool):
+    def __init__(self, width: int, n_head: int, scale: float, norm: str, bias: bool, qk_norm: bool = False):
         super().__init__()
         self.ln_1 = make_norm(norm, width, bias)
-        self.attn = CausalSelfAttention(width, n_head, scale, bias)
+        self.attn = CausalSelfAttention(width, n_head, scale, bias, qk_norm)
         self.ln_2 = make_norm(norm, width, bias)
         self.mlp = MLP(width, bias)
 
@@ -110,7 +125,7 @@ class GPT(nn.Module):
     def __init__(self, width: int, depth: int, parametrization: str, *, vocab_size: int = 256, block_size: int = 128,
                  head_dim: int = 16, n_head: int | None = None, norm: str = "layernorm", bias: bool = True,
                  tie_embeddings: bool = False, zero_query: bool = True, zero_readout: bool = False,
-                 attn_mult: float | None = None, output_mult: float = 1.0):
+                 attn_mult: float | None = None, output_mult: float = 1.0, qk_norm: bool = False):
         super().__init__()
         if n_head is None:  # head dim fixed, heads grow with width
             if width % head_dim:
@@ -128,7 +143,7 @@ class GPT(nn.Module):
         self.block_size = block_size
         self.wte = nn.Embedding(vocab_size, width)
         self.wpe = nn.Embedding(block_size, width)
-        self.blocks = nn.ModuleList(Block(width, n_head, scale, norm, bias) for _ in range(depth))
+        self.blocks = nn.ModuleList(Block(width, n_head, scale, norm, bias, qk_norm) for _ in range(depth))
         self.ln_f = make_norm(norm, width, bias)
         if tie_embeddings:
             self.lm_head = TiedReadout(self.wte.weight, bias=False, output_mult=output_mult)

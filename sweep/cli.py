@@ -20,24 +20,25 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
-@app.command("coord-check", short_help="Check μP: activation sizes flat across widths")
+@app.command("coord-check", short_help="Check μP: activation sizes and updates flat across widths")
 def coord_check_cmd(
     model: str = typer.Option("gpt", help="zoo model (gpt, mlp, resnet) or package.module:function"),
-    widths: str = typer.Option("64,128,256,512", help="comma-separated widths"),
-    steps: int = typer.Option(5, min=2, help="training steps recorded (t = 0 … steps-1)"),
+    widths: Optional[str] = typer.Option(None, help="comma-separated widths [default: 1×, 2×, 4× the base width]"),
+    steps: int = typer.Option(8, min=2, help="steps recorded (t = 0 … steps-1), training on one batch per seed"),
     seeds: int = typer.Option(3, min=1, help="seeds averaged per width"),
     parametrization: str = typer.Option("mup", help="mup or sp"),
     optimizer: str = typer.Option("adamw", help="adamw or sgd"),
-    lr: Optional[float] = typer.Option(None, min=0.0, help="learning rate [default: 2^-6 adamw, 0.1 sgd]"),
+    lr: Optional[float] = typer.Option(None, min=0.0, help="learning rate [default: 2^-7 adamw, 0.1 sgd]"),
     depth: int = typer.Option(2, min=1),
-    batch_size: int = typer.Option(16, min=1),
-    seq_len: int = typer.Option(64, min=1),
+    batch_size: Optional[int] = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
+    seq_len: int = typer.Option(32, min=1),
     data: Optional[str] = typer.Option(None, help="data kind [default: stdlib for gpt, synthetic for mlp/resnet]"),
     data_path: Optional[str] = typer.Option(None, help="file or folder for text/tokens data"),
-    opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
+    opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable; gpt: n_head= or head_dim= "
+                                            "picks one attention regime, else both run)"),
     out: Optional[Path] = typer.Option(None, help="output folder [default: studies/coord-check/MODEL-PARAMETRIZATION]"),
 ):
-    """Check that activations stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
+    """Check that activations and their updates stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
     from sweep.coord_check_run import run_coord_check
 
     passed = run_coord_check(model=model, widths=widths, steps=steps, seeds=seeds, parametrization=parametrization,
@@ -129,6 +130,23 @@ def results_cmd(
 
     run_results(study, width=width, top=top, fmt=format, storage=storage, password_env=storage_password_env,
                 plots=plots, console=console)
+
+
+@app.command("doctor", short_help="Pre-flight checklist of a RunConfig or a study: one verdict table")
+def doctor_cmd(
+    config: Path = typer.Argument(..., help="RunConfig YAML, or a study spec (its base run at --width)"),
+    width: Optional[int] = typer.Option(None, min=1, help="target width for the size, step-time and memory rows; "
+                                        "for a study, the proxy width [default: the config's]"),
+    lr_max: Optional[float] = typer.Option(None, min=0.0, help="top of the LR range for the gradient-norm row "
+                                           "[default: a study's searched maximum, else the config's lr]"),
+    out: Optional[Path] = typer.Option(None, help="Parquet of the table [default: RUN_DIR/doctor.parquet; "
+                                       "for a study ROOT/NAME/doctor-wW-PARAM.parquet]"),
+):
+    """Init loss, overfit one batch, gradient norms, dead or unoptimized parameters, shifted labels, disjoint
+    splits, id range, coordinate check, size and cost; exit 1 on any failed row."""
+    from sweep.doctor_cmd import run_doctor_cmd
+
+    raise typer.Exit(0 if run_doctor_cmd(config, width, lr_max, out, console) else 1)
 
 
 def main() -> None:

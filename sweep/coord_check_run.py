@@ -1,4 +1,5 @@
-"""`sweep coord-check`: build the model and data from flags, run the check, print, plot and save."""
+"""`sweep coord-check`: build the model and data from flags, refuse a model that is not μP-ready, run the
+check (attention models in both head regimes), print, plot and save."""
 from __future__ import annotations
 
 import re
@@ -10,62 +11,90 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from proxies.registry import build_model
-from sweep.coord_check import SLOPE_THRESHOLD, coord_check
+from proxies.registry import base_width_of, build_model
+from sweep.coord_check import GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coord_ready import refuse_unless_mup_ready
 from sweep.errors import InputError
 from sweep.models import open_model_data, parse_options, parse_widths
 from sweep.plots import coord_check_grid
 from trainer.atomic import atomic_path
+from trainer.optim import build_optimizer
 
-DEFAULT_LR = {"adamw": 2 ** -6, "sgd": 0.1}
+DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1}
+DEFAULT_STEPS = 8
+# Few tokens per step (4 × 32) let q and k align within the default 8 steps, so 1/√d attention shows.
+DEFAULT_BATCH = {"gpt": 4}
+# Attention models run in both regimes unless an option picks one: head dim fixed (heads grow with width;
+# 1/d and 1/√d attention differ only by a constant there) and heads fixed (head dim grows with width,
+# where only 1/d keeps the logits Θ(1): Tensor Programs V, μP attention q·k/d_head).
+ATTENTION_REGIMES = {"gpt": {"head-dim-fixed": {}, "heads-fixed": {"n_head": 4}}}
+REGIME_OPTIONS = ("n_head", "head_dim")
 
 
-def run_coord_check(*, model: str, widths: str, steps: int, seeds: int, parametrization: str, optimizer: str,
-                    lr: float | None, depth: int, batch_size: int, seq_len: int, data: str | None,
+def regimes(model: str, options: dict) -> dict[str, dict]:
+    """{regime name: extra builder options}; one unnamed regime unless the model has attention regimes."""
+    if model not in ATTENTION_REGIMES or any(key in options for key in REGIME_OPTIONS):
+        return {"": {}}
+    return ATTENTION_REGIMES[model]
+
+
+def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, parametrization: str, optimizer: str,
+                    lr: float | None, depth: int, batch_size: int | None, seq_len: int, data: str | None,
                     data_path: str | None, opt: list[str] | None, out: Path | None, console: Console) -> bool:
-    """Returns whether the model passed. Bad input raises before anything is written."""
+    """Returns whether the model passed. Bad input and models that are not μP-ready raise before any file."""
     if parametrization not in ("mup", "sp"):
         raise InputError(f"--parametrization: {parametrization!r} is not one of mup, sp")
     if optimizer not in DEFAULT_LR:
         raise InputError(f"--optimizer: {optimizer!r} is not one of {', '.join(DEFAULT_LR)}")
     lr = DEFAULT_LR[optimizer] if lr is None else lr
-    width_list = parse_widths(widths)
+    base = base_width_of(model)
+    width_list = parse_widths(widths or f"{base},{2 * base},{4 * base}")
+    batch_size = batch_size or DEFAULT_BATCH.get(model, 16)
     source = open_model_data(model, data, data_path, seq_len)
     options = {**source.model_options(), **parse_options(opt)}
 
-    def make_model(width: int) -> torch.nn.Module:
-        return build_model(model, width, depth, parametrization, **options)
+    def make_batch(seed: int):
+        return source.batch("train", batch_size, torch.Generator().manual_seed(seed))
 
-    def make_batches(seed: int) -> list:
-        g = torch.Generator().manual_seed(seed)
-        return [source.batch("train", batch_size, g) for _ in range(steps)]
-
-    make_model(width_list[0])  # bad model options fail here, before any work or any file
+    makers = {}
+    for regime, extra in regimes(model, options).items():
+        makers[regime] = lambda width, extra=extra: build_model(model, width, depth, parametrization, **options, **extra)
+        probe = makers[regime](width_list[0])  # bad options and models that are not μP-ready fail here, before any file
+        if parametrization == "mup":
+            refuse_unless_mup_ready(probe, build_optimizer(probe, name=optimizer, lr=lr), optimizer)
     out = out or Path("studies") / "coord-check" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}-{parametrization}"
 
     start = time.perf_counter()
-    with console.status(f"coord-check {model} ({parametrization}, {optimizer}, lr {lr:g}) at widths {width_list}"):
-        sizes, slopes, verdict = coord_check(make_model, make_batches, width_list, seeds, optimizer=optimizer, lr=lr)
+    frames: dict[str, list[pd.DataFrame]] = {"coords": [], "slopes": [], "verdict": []}
+    passed = True
+    title = f"{model} {parametrization} · {optimizer} lr={lr:g} · depth {depth} · {steps} steps · {seeds} seed(s)"
+    for regime, make_model in makers.items():
+        with console.status(f"coord-check {model} {regime} ({parametrization}, {optimizer}, lr {lr:g}) at widths {width_list}"):
+            coords, slopes, verdict = coord_check(make_model, make_batch, width_list, seeds, steps, optimizer=optimizer, lr=lr)
+        for name, frame in (("coords", coords), ("slopes", slopes), ("verdict", verdict.table)):
+            frames[name].append(frame.assign(regime=regime))
+        console.print(verdict_table(verdict.table, f"{title} · {regime}" if regime else title))
+        passed &= verdict.passed
     elapsed = time.perf_counter() - start
 
     meta = {"model": model, "parametrization": parametrization, "optimizer": optimizer, "lr": lr, "depth": depth}
-    for name, frame in (("sizes", sizes), ("slopes", slopes), ("verdict", verdict.table)):
+    for name, parts in frames.items():
         with atomic_path(out / f"{name}.parquet") as tmp:
-            frame.assign(**meta).to_parquet(tmp, index=False)
-    title = f"{model} {parametrization} · {optimizer} lr={lr:g} · depth {depth} · {seeds} seed(s)"
-    coord_check_grid(sizes, verdict.table, out / "coord_check.png", title)
+            pd.concat(parts, ignore_index=True).assign(**meta).to_parquet(tmp, index=False)
+    coord_check_grid(pd.concat(frames["coords"]), pd.concat(frames["verdict"]), out / "coord_check.png", title)
 
-    console.print(verdict_table(verdict.table, title))
-    outcome = "[green]PASS[/green]: behaves as μP predicts" if verdict.passed else "[red]FAIL[/red]: not in μP"
-    console.print(f"{outcome} (slope threshold +{SLOPE_THRESHOLD}); {elapsed:.1f} s; wrote {out}/")
-    return verdict.passed
+    outcome = "[green]PASS[/green]: behaves as μP predicts" if passed else "[red]FAIL[/red]: not in μP"
+    console.print(f"{outcome} (fails: a size or update slope > +{GROW_BOUND}, or an update slope < −{SHRINK_BOUND} "
+                  f"at every step); {elapsed:.1f} s; wrote {out}/")
+    return passed
 
 
 def verdict_table(table: pd.DataFrame, title: str) -> Table:
     rich_table = Table(title=title)
-    for column in ("module", "max slope", "at step", "min slope", "verdict"):
-        rich_table.add_column(column, justify="left" if column == "module" else "right")
+    for column in ("module", "kind", "max |x| slope", "max |Δx| slope", "min |Δx| slope", "at step", "verdict"):
+        rich_table.add_column(column, justify="left" if column in ("module", "kind") else "right")
     for row in table.itertuples():
-        mark = "[green]pass[/green]" if row.passed else "[red]FAIL[/red]"
-        rich_table.add_row(row.module, f"{row.max_slope:+.2f}", str(row.step), f"{row.min_slope:+.2f}", mark)
+        mark = "[green]pass[/green]" if row.passed else f"[red]FAIL[/red] {row.why}"
+        rich_table.add_row(row.module, row.kind, f"{row.max_size_slope:+.2f}", f"{row.max_delta_slope:+.2f}",
+                           f"{row.min_delta_slope:+.2f}", str(row.step), mark)
     return rich_table

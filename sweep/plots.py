@@ -12,30 +12,39 @@ import pandas as pd  # noqa: E402
 from trainer.atomic import atomic_path  # noqa: E402
 
 
-def coord_check_grid(sizes: pd.DataFrame, table: pd.DataFrame, path: str | Path, title: str) -> None:
-    """The classic coordinate-check grid: one panel per step, mean |x| against width (log-log), a line per module.
+def coord_check_grid(coords: pd.DataFrame, table: pd.DataFrame, path: str | Path, title: str) -> None:
+    """The classic coordinate-check grid, log-log against width, a line per module and one panel per step:
+    a row of mean |x_t| and a row of mean |Δx_t| = |x_t − x_0| per regime (one regime: two rows).
 
     Modules that pass are thin grey lines; those that fail are drawn in colour and named in the legend.
     """
-    failed = list(table.loc[~table["passed"], "module"])
-    colours = {module: plt.get_cmap("tab20")(i % 20) for i, module in enumerate(failed)}
-    mean = sizes.groupby(["step", "module", "width"], sort=False)["size"].mean().reset_index()
-    steps = sorted(mean["step"].unique())
-    fig, axes = plt.subplots(1, len(steps), figsize=(3.2 * len(steps), 3.4), sharey=True, squeeze=False)
-    for ax, step in zip(axes[0], steps):
-        for module, g in mean[mean["step"] == step].groupby("module", sort=False):
-            g = g[g["size"] > 0]
-            bad = module in colours
-            ax.plot(g["width"], g["size"], marker=".", lw=1.4 if bad else 0.7, alpha=1.0 if bad else 0.45,
-                    color=colours.get(module, "grey"), label=module if bad else None, zorder=2 if bad else 1)
-        ax.set(xscale="log", yscale="log", title=f"t = {step}", xlabel="width")
-        ax.set_xticks(sorted(mean["width"].unique()), labels=[str(w) for w in sorted(mean["width"].unique())])
-        ax.minorticks_off()
-    axes[0][0].set_ylabel("mean |x|")
-    if failed:
-        axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="fails", title_fontsize=7)
+    failed = table.loc[~table["passed"], ["regime", "module"]].itertuples(index=False, name=None)
+    colours = {key: plt.get_cmap("tab20")(i % 20) for i, key in enumerate(failed)}
+    mean = coords.groupby(["regime", "step", "module", "width"], sort=False)[["size", "delta"]].mean().reset_index()
+    steps, widths = sorted(mean["step"].unique()), sorted(mean["width"].unique())
+    rows = [(regime, column) for regime in mean["regime"].unique() for column in ("size", "delta")]
+    fig, axes = plt.subplots(len(rows), len(steps), figsize=(2.6 * len(steps), 2.8 * len(rows)), sharey="row", squeeze=False)
+    for (regime, column), row in zip(rows, axes):
+        for ax, step in zip(row, steps):
+            if column == "delta" and step == 0:  # Δx_0 = 0 by definition: nothing to draw
+                ax.set_axis_off()
+                continue
+            for module, g in mean[(mean["regime"] == regime) & (mean["step"] == step)].groupby("module", sort=False):
+                g = g[g[column] > 0]
+                colour = colours.get((regime, module))
+                ax.plot(g["width"], g[column], marker=".", lw=0.7 if colour is None else 1.4,
+                        alpha=0.45 if colour is None else 1.0, color=colour or "grey",
+                        label=None if colour is None else module, zorder=1 if colour is None else 2)
+            ax.set(xscale="log", yscale="log", title=f"t = {step}", xlabel="width")
+            ax.set_xticks(widths, labels=[str(w) for w in widths])
+            ax.minorticks_off()
+        first = row[0] if column == "size" else row[1]
+        first.tick_params(labelleft=True)
+        first.set_ylabel(f"{regime}\n{'mean |x|' if column == 'size' else 'mean |Δx|'}".strip())
+        if any(key[0] == regime for key in colours):
+            row[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="fails", title_fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png", bbox_inches="tight")
+        fig.savefig(tmp, dpi=90, format="png", bbox_inches="tight")
     plt.close(fig)

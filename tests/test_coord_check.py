@@ -1,4 +1,5 @@
-"""The coordinate check: zoo models pass in μP and fail in SP; planted μP bugs fail; user models work."""
+"""The coordinate check: zoo models pass in μP and fail in SP; models that are not μP-ready are refused in one
+line; user models work. Planted μP bugs: tests/mutations."""
 import mup
 import pandas as pd
 import pytest
@@ -7,99 +8,107 @@ from mup import MuReadout
 from torch import nn
 
 from proxies import mup_builder
-from proxies.data import open_data
-from proxies.gpt import CausalSelfAttention
-from proxies.registry import build_model
+from proxies.gpt import GPT
+from proxies.registry import ZOO, build_model
 from sweep import coord_check as cc
+from sweep.coord_ready import refuse_unless_mup_ready
+from sweep.errors import InputError
+from trainer.optim import build_optimizer
 
-FAST = ["--steps", "4", "--seeds", "2", "--batch-size", "8", "--seq-len", "32"]
-WIDTHS = {"gpt": "64,128,256", "mlp": "64,128,256,512", "resnet": "16,32,64"}
+FAST = ["--seeds", "2"]
 
 
-@pytest.mark.parametrize("model", ["gpt", "mlp", "resnet"])
-def test_zoo_passes_in_mup_and_fails_in_sp(run_cli, tmp_path, model):
-    code, out, _ = run_cli("coord-check", "--model", model, "--widths", WIDTHS[model], *FAST, "--out", tmp_path / "mup")
+@pytest.mark.parametrize("model,optimizer", [("gpt", "sgd"), ("mlp", "adamw"), ("mlp", "sgd"), ("resnet", "adamw"),
+                                             ("resnet", "sgd")])
+def test_zoo_passes_in_mup(run_cli, tmp_path, model, optimizer):
+    """Correct μP passes at the defaults, gpt in both attention regimes (gpt with AdamW: tests/mutations controls)."""
+    code, out, _ = run_cli("coord-check", "--model", model, "--optimizer", optimizer, *FAST, "--out", tmp_path)
     assert code == 0, out
     assert "PASS" in out
-    code, out, _ = run_cli("coord-check", "--model", model, "--parametrization", "sp", "--widths", WIDTHS[model], *FAST,
-                           "--out", tmp_path / "sp")
+    verdict = pd.read_parquet(tmp_path / "verdict.parquet")
+    assert verdict["passed"].all()
+    if model == "gpt":
+        assert set(verdict["regime"]) == {"head-dim-fixed", "heads-fixed"}
+        assert (verdict["kind"] == "attention").sum() == 2 * 2  # 2 layers × 2 regimes
+
+
+@pytest.mark.parametrize("model,extra", [("gpt", ["--opt", "head_dim=16", "--steps", "4"]), ("mlp", []),
+                                         ("resnet", ["--steps", "4"])])
+def test_sp_fails_and_writes_sizes_updates_and_grid(run_cli, tmp_path, model, extra):
+    """SP grows with width (logits and hidden updates, TP5 Figure 1): exit 1; Parquet keeps |x| and |Δx|."""
+    code, out, _ = run_cli("coord-check", "--model", model, "--parametrization", "sp", *FAST, *extra, "--out", tmp_path)
     assert code == 1, out
     assert "FAIL" in out
-    sizes = pd.read_parquet(tmp_path / "sp" / "sizes.parquet")
-    assert {"width", "seed", "step", "module", "size"} <= set(sizes.columns)
-    assert set(sizes["width"]) == {int(w) for w in WIDTHS[model].split(",")} and set(sizes["seed"]) == {0, 1}
-    assert "logits" in set(sizes["module"])
-    verdict = pd.read_parquet(tmp_path / "sp" / "verdict.parquet")
-    assert not verdict["passed"].all() and (verdict["max_slope"] > cc.SLOPE_THRESHOLD).any()
-    assert (tmp_path / "sp" / "coord_check.png").read_bytes()[:4] == b"\x89PNG"
+    coords = pd.read_parquet(tmp_path / "coords.parquet")
+    assert {"width", "seed", "step", "module", "kind", "size", "delta", "regime"} <= set(coords.columns)
+    base = ZOO[model].base_width
+    assert set(coords["width"]) == {base, 2 * base, 4 * base} and set(coords["seed"]) == {0, 1}
+    assert (coords.loc[coords["step"] == 0, "delta"] == 0).all() and (coords.loc[coords["step"] > 0, "delta"] > 0).any()
+    assert "logits" in set(coords["module"])
+    verdict = pd.read_parquet(tmp_path / "verdict.parquet")
+    assert not verdict["passed"].all()
+    assert (verdict[["max_size_slope", "max_delta_slope"]].max(axis=1) > cc.GROW_BOUND).any()
+    assert (tmp_path / "coord_check.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_sgd_multipliers_pass_in_mup_and_fail_in_sp(run_cli, tmp_path):
-    """μP for SGD (MuSGD's LR multipliers: ×m on vector-like, ×fan_out/fan_in on matrices) keeps coordinates flat."""
-    args = ["coord-check", "--model", "mlp", "--optimizer", "sgd", "--widths", WIDTHS["mlp"], *FAST]
-    assert run_cli(*args, "--out", tmp_path / "mup")[0] == 0
-    assert run_cli(*args, "--parametrization", "sp", "--out", tmp_path / "sp")[0] == 1
+def synthetic_verdict(slopes: dict[str, list[tuple[float, float]]]) -> cc.Verdict:
+    """Verdict on hand-made slopes: {module: [(size slope, delta slope) per step]}."""
+    rows = [{"module": module, "kind": "activation", "step": t, "size_slope": s, "delta_slope": d}
+            for module, per_step in slopes.items() for t, (s, d) in enumerate(per_step)]
+    return cc.verdict(pd.DataFrame(rows))
 
 
-def text_batches(steps, batch_size, seq_len):
-    source = open_data("stdlib", seq_len=seq_len)
-
-    def make(seed):
-        g = torch.Generator().manual_seed(seed)
-        return [source.batch("train", batch_size, g) for _ in range(steps)]
-
-    return make
-
-
-def gpt_factory(**options):
-    return lambda width: build_model("gpt", width, 2, "mup", vocab_size=256, block_size=64, **options)
-
-
-def test_plain_linear_readout_fails():
-    """A readout without the 1/m multiplier: logits grow with width once training starts."""
-    def make(width):
-        def plain(w):
-            model = gpt_factory()(w)
-            model.lm_head = nn.Linear(w, 256, bias=False)
-            return model
-        model, base, delta = plain(width), plain(64), plain(128)
-        return mup.set_base_shapes(model, base, delta=delta, do_assert=False, rescale_params=False)
-
-    _, _, control = cc.coord_check(gpt_factory(), text_batches(5, 16, 64), [64, 128, 256], 2)
-    _, _, verdict = cc.coord_check(make, text_batches(5, 16, 64), [64, 128, 256], 2)
-    assert control.passed
-    assert not verdict.passed
-    failed = set(verdict.table.loc[~verdict.table["passed"], "module"])
-    assert "logits" in failed
+def test_verdict_rules():
+    """Growth of sizes or updates fails; an update shrinking at every step fails; shrinking sizes
+    (μP's 1/√m logits at t = 0) and an update that lags at early steps only pass."""
+    nan = float("nan")
+    v = synthetic_verdict({
+        "flat": [(0.1, nan), (0.1, 0.2), (0.0, 0.1)],
+        "logits_at_init_shrink": [(-0.5, nan), (-0.3, -0.1), (-0.1, 0.0)],
+        "lagging_attention": [(nan, nan), (-0.6, -0.6), (-0.1, -0.1)],
+        "size_grows": [(0.5, nan), (0.2, 0.2), (0.1, 0.1)],
+        "update_grows": [(0.0, nan), (0.1, 0.6), (0.1, 0.2)],
+        "update_vanishes": [(0.0, nan), (0.0, -0.9), (0.0, -0.8)],
+    })
+    failed = dict(zip(v.table["module"], v.table["why"]))
+    assert {m for m, why in failed.items() if why} == {"size_grows", "update_grows", "update_vanishes"}
+    assert failed["update_vanishes"] == "update vanishes" and failed["update_grows"] == "update grows"
+    assert not v.passed
 
 
-def test_sqrt_d_attention_fails():
-    """1/√d_head attention in μP with a growing head dim: logits grow like √width once q and k align.
-
-    Few tokens per step and 10 steps let the alignment show at proxy widths; the same settings pass
-    the correct 1/d_head model.
-    """
-    def buggy(width):
-        model = gpt_factory(n_head=4)(width)
-        for module in model.modules():
-            if isinstance(module, CausalSelfAttention):
-                module.scale = module.head_dim ** -0.5
-        return model
-
-    batches = text_batches(10, 4, 32)
-    _, _, control = cc.coord_check(gpt_factory(n_head=4), batches, [64, 128, 256, 512], 2, lr=2 ** -5)
-    _, _, verdict = cc.coord_check(buggy, batches, [64, 128, 256, 512], 2, lr=2 ** -5)
-    assert control.passed, control.table
-    failed = set(verdict.table.loc[~verdict.table["passed"], "module"])
-    assert any(m.endswith("attn.logits") for m in failed), verdict.table
+def plain_readout_gpt(width, depth, parametrization="mup", **options):
+    model = GPT(width, depth, parametrization, **options)
+    model.lm_head = nn.Linear(width, model.lm_head.out_features, bias=False)
+    return model
 
 
-def test_unscaled_hidden_lr_fails(monkeypatch):
-    """Plain AdamW on a μP model (hidden LR not divided by m): hidden updates grow like width."""
-    monkeypatch.setattr(cc, "build_optimizer", lambda model, name, lr: torch.optim.AdamW(model.parameters(), lr=lr))
-    _, _, verdict = cc.coord_check(gpt_factory(), text_batches(5, 16, 64), [64, 128, 256], 2)
-    assert not verdict.passed
-    assert any(".mlp" in m for m in verdict.table.loc[~verdict.table["passed"], "module"])
+plain_readout_builder = mup_builder(base_width=64)(plain_readout_gpt)
+
+
+def test_plain_linear_readout_is_refused_in_one_line(run_cli, tmp_path):
+    """A plain nn.Linear readout (logits not × 1/m, TP5 Table 3) is refused up front, naming the module."""
+    code, _, err = run_cli("coord-check", "--model", f"{__name__}:plain_readout_builder", "--data", "stdlib",
+                           "--out", tmp_path / "out")
+    assert code == 2
+    assert err.count("\n") == 1 and "lm_head is a plain nn.Linear readout" in err and "MuReadout" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_model_without_base_shapes_is_refused_in_one_line(run_cli, tmp_path):
+    code, _, err = run_cli("coord-check", "--model", f"{__name__}:plain_readout_gpt", "--out", tmp_path / "out")
+    assert code == 2
+    assert err.count("\n") == 1 and "base_width" in err and "mup_builder" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_optimizer_that_is_not_width_aware_is_refused():
+    """Plain AdamW on a μP model: every group at one LR, hidden matrices not at lr/m."""
+    model = build_model("gpt", 256, 2, "mup", vocab_size=256, block_size=32)
+    with pytest.raises(InputError, match=r"^optimizer: blocks\.0\.attn\.query\.weight \(hidden\) has lr 0\.01; μP needs 0\.0025"):
+        refuse_unless_mup_ready(model, torch.optim.AdamW(model.parameters(), lr=0.01), "adamw")
+    refuse_unless_mup_ready(model, build_optimizer(model, name="adamw", lr=0.01), "adamw")
+    refuse_unless_mup_ready(model, mup.MuAdamW(model.parameters(), lr=0.01), "adamw")
+    refuse_unless_mup_ready(model, mup.MuSGD(model.parameters(), lr=0.01), "sgd")
 
 
 class UserNet(nn.Module):
@@ -127,7 +136,7 @@ def test_user_model_by_import_path(run_cli, tmp_path):
     code, out, _ = run_cli("inspect", name, "--width", "128", "--depth", "2")
     assert code == 0
     assert "body.0.0.weight" in out and "0.25" in out  # hidden Adam LR ×1/4 at 4× base width
-    args = ["coord-check", "--model", name, "--data", "synthetic-vectors", "--widths", "32,64,128,256", *FAST]
+    args = ["coord-check", "--model", name, "--data", "synthetic-vectors", *FAST]
     assert run_cli(*args, "--out", tmp_path / "mup")[0] == 0
     assert run_cli(*args, "--parametrization", "sp", "--out", tmp_path / "sp")[0] == 1
 

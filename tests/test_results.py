@@ -12,7 +12,8 @@ from tests.sweep_helpers import run_sweep, write_spec
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
-    spec = write_spec(root, trials=4, pruner={"name": "median", "options": {"n_startup_trials": 2}})
+    spec = write_spec(root, trials=4, pruner={"name": "median", "options": {"n_startup_trials": 2}},
+                      run={"signals": {"every": 5}})
     done = run_sweep(root, "proxy", spec, "--width", "16", "--enqueue", "optimizer.lr=0.001")
     assert done.returncode == 0, done.stderr
     return root, spec
@@ -40,11 +41,12 @@ def test_csv_and_table_and_top(swept):
 
 
 def test_plots_are_written_as_png_and_one_html_page(swept):
+    """Every view, the top trials' loss curves and, as the runs logged them, the best trial's signals."""
     root, _ = swept
     shown = run_sweep(root, "results", "tiny")
     assert shown.returncode == 0, shown.stderr
     folder = root / "tiny" / "plots" / "tiny-w16-mup"
-    for name in ("history.png", "parallel.png", "slice.png", "curves.png"):
+    for name in ("history.png", "parallel.png", "slice.png", "curves.png", "signals.png"):
         assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     html = (folder / "plots.html").read_text()
     assert html.count("<h2>") >= 3 and "plotly" in html.lower() and "src=\"http" not in html  # opens offline

@@ -65,6 +65,10 @@ EVERYTHING = {  # every field of every section away from its default
     "device": "cuda:1",
     "log_every": 5,
     "divergence_factor": 3.5,
+    "z_loss": 1e-4,
+    "guard": {"enabled": False, "action": "skip", "rule": "zscore", "factor": 2.0, "zscore": 4.0, "window": 50,
+              "rewind_steps": 200, "ring_every": 100, "ring_size": 3, "max_rewinds": 2},
+    "signals": {"every": 10},
     "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2},
     "checkpoint": {"every": 100, "keep": 3},
     "output": {"root": "/tmp/studies", "study": "s1", "kind": "full", "run": "r-1"},
@@ -138,6 +142,7 @@ def test_hand_written_exponent_float_in_model_options_is_a_number():
     ({"optimizer": {"lrr": 1}}, "optimizer.lrr"),
     ({"eval": {"evry": 3}}, "eval.evry"),
     ({"output": {"studdy": "x"}}, "output.studdy"),
+    ({"guard": {"k": 1.5}}, "guard.k"),
 ])
 def test_unknown_key_is_one_line_starting_with_its_path_and_listing_the_allowed_keys(tmp_path, changes, key):
     with pytest.raises(ConfigError) as info:
@@ -164,6 +169,10 @@ def test_unknown_key_is_one_line_starting_with_its_path_and_listing_the_allowed_
     ({"output": {"study": "a/b"}}, "output.study:"),
     ({"batch_size": 0}, "batch_size:"),
     ({"steps": "many"}, "steps:"),
+    ({"guard": {"factor": 1.0}}, "guard.factor:"),
+    ({"guard": {"action": "pause"}}, "guard.action:"),
+    ({"z_loss": -1e-4}, "z_loss:"),
+    ({"signals": {"every": -1}}, "signals.every:"),
 ])
 def test_out_of_range_value_names_its_key_and_the_bad_value(tmp_path, changes, start):
     with pytest.raises(ConfigError) as info:
@@ -179,6 +188,7 @@ def test_out_of_range_value_names_its_key_and_the_bad_value(tmp_path, changes, s
     ({"grad_accum": 3}, ["batch_size", "grad_accum"]),  # 8 % 3
     ({"schedule": {"warmup_steps": 1, "warmup_fraction": 0.1}}, ["schedule", "warmup_steps", "warmup_fraction"]),
     ({"eval": {"noise_scale_batches": 1}}, ["eval", "noise_scale_batches"]),
+    ({"guard": {"ring_size": 2, "ring_every": 10, "rewind_steps": 50}}, ["guard", "ring_size", "ring_every", "rewind_steps"]),
 ])
 def test_rules_across_keys_name_the_keys(tmp_path, changes, names):
     with pytest.raises(ConfigError) as info:
@@ -220,6 +230,7 @@ def test_load_of_a_missing_file(tmp_path):
     ({"eval": {"noise_scale_batches": 1}}, "noise_scale_batches"),
     ({"schedule": {"warmup_steps": 6}}, "schedule.warmup_steps"),  # raised by the trainer, not the schema
     ({"data": {"kind": "nope"}}, "data.kind"),  # raised by open_data
+    ({"guard": {"action": "pause"}}, "guard.action"),
 ])
 def test_cli_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path, run_cli, changes, key):
     root = tmp_path / "out"
@@ -289,6 +300,23 @@ def test_run_id_is_a_function_of_what_shapes_the_curve(tmp_path):
     assert resolve(a).model.base_width is not None and resolve(a).run_id() == a.run_id()
     # an explicit name wins
     assert RunConfig.parse(tiny(tmp_path, output={"run": "mine"})).run_id() == "mine"
+
+
+def test_run_id_takes_the_guard_and_z_loss_only_where_they_can_change_the_curve(tmp_path):
+    a = RunConfig.parse(tiny(tmp_path))
+    same = [{"signals": {"every": 5}},  # measuring only
+            {"guard": {"enabled": True, "action": "log"}},  # records, never changes a step
+            {"guard": {"enabled": False, "factor": 3.0}},  # off
+            {"z_loss": 0.0}]
+    for changes in same:
+        assert RunConfig.parse(tiny(tmp_path, **changes)).run_id() == a.run_id(), changes
+    rewind = RunConfig.parse(tiny(tmp_path, guard={"enabled": True}))
+    assert rewind.run_id() != a.run_id()
+    assert RunConfig.parse(tiny(tmp_path, guard={"enabled": True, "factor": 2.0})).run_id() != rewind.run_id()
+    assert RunConfig.parse(tiny(tmp_path, z_loss=1e-4)).run_id() != a.run_id()
+    # a full run has the guard on by default: the same settings as a proxy with it switched on
+    full = RunConfig.parse(tiny(tmp_path, output={"kind": "full"}))
+    assert full.guard_on() and not a.guard_on() and full.run_id() == rewind.run_id()
 
 
 # ---------------------------------------------------------------- running twice, resume

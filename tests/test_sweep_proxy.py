@@ -66,7 +66,7 @@ def test_sweep_runs_the_requested_trials_and_records_them(tmp_path):
 
 
 def test_kill_9_mid_trial_then_the_same_command_keeps_finished_trials_and_retries_the_stale_one(tmp_path):
-    spec = write_spec(tmp_path, trials=3, run={"steps": 600, "log_every": 50, "eval": {"every": 50},
+    spec = write_spec(tmp_path, trials=3, run={"steps": 300, "log_every": 50, "eval": {"every": 50},
                                                "checkpoint": {"every": 50, "keep": 2}})
     proc = subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16"), env=sweep_env(tmp_path), cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -94,7 +94,7 @@ def test_kill_9_mid_trial_then_the_same_command_keeps_finished_trials_and_retrie
     # the retry resumed the dead trial's run folder from its checkpoint: one curve, each step once
     assert retry[0].user_attrs["runs"] == stale.user_attrs["runs"]
     steps = curve(retry[0])["step"]
-    assert steps.is_unique and steps.max() == 600 and 50 in set(steps)
+    assert steps.is_unique and steps.max() == 300 and 50 in set(steps)
 
 
 def test_two_processes_on_one_journal_study_run_every_trial_once(tmp_path):

@@ -21,6 +21,10 @@ def checkpoint_path(folder: Path, step: int) -> Path:
     return folder / f"step-{step:09d}.pt"
 
 
+def step_of(path: Path) -> int:
+    return int(NAME.match(path.name).group(1))
+
+
 def list_checkpoints(folder: Path) -> list[Path]:
     """Checkpoints in `folder`, oldest first."""
     if not folder.is_dir():
@@ -38,9 +42,20 @@ def save_checkpoint(folder: Path, step: int, state: dict, keep: int) -> Path:
     return path
 
 
-def load_latest(folder: Path, map_location: str | torch.device = "cpu") -> dict | None:
-    """The newest checkpoint's state, or None when there is none."""
-    found = list_checkpoints(folder)
+def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict:
+    return torch.load(path, map_location=map_location, weights_only=True)
+
+
+def load_latest(*folders: Path, map_location: str | torch.device = "cpu") -> dict | None:
+    """The state of the newest checkpoint (highest step) across `folders`, or None when there is none."""
+    found = [p for folder in folders for p in list_checkpoints(folder)]
     if not found:
         return None
-    return torch.load(found[-1], map_location=map_location, weights_only=True)
+    return load_checkpoint(max(found, key=step_of), map_location)
+
+
+def delete_after(folder: Path, step: int) -> None:
+    """Delete the checkpoints in `folder` past `step` (a branch of the run that was abandoned)."""
+    for path in list_checkpoints(folder):
+        if step_of(path) > step:
+            path.unlink(missing_ok=True)

@@ -95,6 +95,35 @@ class CheckpointConfig(Strict):
     keep: int = Field(2, ge=1)
 
 
+class GuardConfig(Strict):
+    """Loss-spike guard (PaLM, Chowdhery et al. 2022, §5.1: restart ~100 steps before a spike, skip the
+    batches that led there); see trainer/guard.py. `enabled: null` means on for `output.kind: full`."""
+
+    enabled: Optional[bool] = None
+    action: Literal["log", "skip", "rewind"] = "rewind"
+    rule: Literal["ratio", "zscore"] = "ratio"
+    factor: float = Field(1.5, gt=1)  # ratio rule: spike when loss > factor × rolling mean
+    zscore: float = Field(6.0, gt=0)  # zscore rule: spike when (loss − mean) / std > zscore
+    window: int = Field(100, ge=2)  # rolling window of accepted losses; detection starts once it is full
+    rewind_steps: int = Field(100, ge=1)  # N: restore the newest ring checkpoint at least N steps before the spike
+    ring_every: int = Field(50, ge=1)  # steps between ring checkpoints
+    ring_size: int = Field(4, ge=2)  # ring checkpoints kept on disk
+    max_rewinds: int = Field(5, ge=0)  # rewinds (or skipped steps, for action skip) before the run stops
+
+    @model_validator(mode="after")
+    def _ring_reaches_back(self) -> "GuardConfig":
+        if self.action == "rewind" and (self.ring_size - 1) * self.ring_every < self.rewind_steps:
+            raise ValueError(f"ring_size: {self.ring_size} checkpoints {self.ring_every} steps apart cannot reach "
+                             f"{self.rewind_steps} steps back; need (ring_size − 1) × ring_every ≥ rewind_steps")
+        return self
+
+
+class SignalsConfig(Strict):
+    """Instability signals (trainer/signals.py) measured every `every` steps; 0: off."""
+
+    every: int = Field(0, ge=0)
+
+
 class OutputConfig(Strict):
     root: str = "studies"
     study: str = Field("default", pattern=r"^[A-Za-z0-9._-]+$")
@@ -125,6 +154,9 @@ class RunConfig(Strict):
     device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
     log_every: int = Field(10, ge=1)
     divergence_factor: float = Field(2.0, gt=1)  # stop when loss stays > factor × the first step's loss (or is nan/inf)
+    z_loss: float = Field(0.0, ge=0)  # coefficient on mean log²Z of the output logits (PaLM: 1e-4); 0: off
+    guard: GuardConfig = GuardConfig()
+    signals: SignalsConfig = SignalsConfig()
     eval: EvalConfig = EvalConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
     output: OutputConfig = OutputConfig()
@@ -146,13 +178,27 @@ class RunConfig(Strict):
             return self.steps
         return math.ceil(self.tokens / self.tokens_per_step(tokens_per_example))
 
+    def guard_on(self) -> bool:
+        """The spike guard's effective switch: `guard.enabled`, or by default on for full runs only."""
+        return self.guard.enabled if self.guard.enabled is not None else self.output.kind == "full"
+
     def run_id(self) -> str:
         """`output.run`, or a name derived from everything that shapes the run's curve
-        (not where it is written, how often it is logged or checkpointed, nor its provenance)."""
+        (not where it is written, how often it is logged, checkpointed or its signals measured, nor its provenance).
+
+        The spike guard enters only when it can change the curve (on, and skip or rewind), and
+        z_loss only when non-zero, so runs named before these options existed keep their names.
+        """
         if self.output.run:
             return self.output.run
         content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": True, "provenance": True,
-                                                        "checkpoint": True, "log_every": True})
+                                                        "checkpoint": True, "log_every": True, "signals": True})
+        if not self.z_loss:
+            del content["z_loss"]
+        if self.guard_on() and self.guard.action != "log":
+            content["guard"]["enabled"] = True
+        else:
+            del content["guard"]
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:10]
         name = self.model.name.rsplit(":", 1)[-1]
         return f"{name}-w{self.model.width}-d{self.model.depth}-{digest}"
@@ -162,6 +208,9 @@ class RunConfig(Strict):
 
     def curves_root(self) -> Path:
         return Path(self.output.root) / self.output.study / "curves"
+
+    def events_root(self) -> Path:
+        return Path(self.output.root) / self.output.study / "events"
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)

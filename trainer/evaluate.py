@@ -16,6 +16,18 @@ def loss_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, -2).float(), y.flatten())
 
 
+def objective(model: nn.Module, x: torch.Tensor, y: torch.Tensor, z_loss: float) -> torch.Tensor:
+    """The training loss: cross-entropy + z_loss · mean(log² Z), Z = Σ exp(logits) per prediction.
+
+    The z-loss keeps log Z near 0 so the output logits cannot drift off (PaLM, Chowdhery et al. 2022, §5,
+    coefficient 1e-4; Wortsman et al. 2023, §3.1.2, output-logit divergence). Without it, plain cross-entropy.
+    """
+    if not z_loss:
+        return loss_fn(model, x, y)
+    logits = model(x).flatten(0, -2).float()
+    return F.cross_entropy(logits, y.flatten()) + z_loss * torch.logsumexp(logits, dim=-1).square().mean()
+
+
 def part(batch: tuple[torch.Tensor, ...], index: int, parts: int) -> tuple[torch.Tensor, ...]:
     """The `index`-th of `parts` equal slices of a batch along its first dimension (a rank's share, a micro-batch)."""
     size = batch[0].shape[0] // parts

@@ -27,14 +27,16 @@ from proxies.data import open_data
 from proxies.registry import ModelError, base_width_of, build_model
 from trainer import runtime as rt
 from trainer.atomic import atomic_path
-from trainer.checkpoint import list_checkpoints, load_latest, save_checkpoint
+from trainer.checkpoint import delete_after, list_checkpoints, load_checkpoint, load_latest, save_checkpoint
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import CurveWriter
-from trainer.evaluate import evaluate, loss_fn, measure_noise_scale, part, to_device
+from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
+from trainer.guard import SpikeGuard, events_path
 from trainer.noise_scale import NoiseScale
 from trainer.optim import build_optimizer
 from trainer.schedule import Schedule, make_scheduler
+from trainer.signals import Signals
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
 DIVERGENCE_PATIENCE = 3  # logged steps in a row above divergence_factor × first loss: one noisy batch is not a blow-up
@@ -105,18 +107,31 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     noise = NoiseScale()
     step, tokens, elapsed, first_loss = 0, 0, 0.0, None
 
-    state = load_latest(ckpt_dir) if resume else None
-    if state is not None:
+    guard = SpikeGuard(cfg.guard, run_dir, events_path(cfg) if run.main else None) if cfg.guard_on() else None
+
+    def restore(state: dict, *, data: bool) -> None:
+        """Load a checkpoint's training state; `data=False` keeps the data stream where it is (a rewind)."""
+        nonlocal step, tokens, first_loss
         model.load_state_dict(state["model"])  # base shapes come from the builder: nothing is rescaled twice
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         scaler.load_state_dict(state["scaler"])
-        train_gen.set_state(state["data_generator"])
         torch.set_rng_state(state["torch_rng"])
         if run.device.type == "cuda" and "cuda_rng" in state:
             torch.cuda.set_rng_state(state["cuda_rng"])
         noise.load_state_dict(state["noise_scale"])
-        step, tokens, elapsed, first_loss = state["step"], state["tokens"], state["elapsed"], state["first_loss"]
+        step, tokens, first_loss = state["step"], state["tokens"], state["first_loss"]
+        if data:
+            train_gen.set_state(state["data_generator"])
+
+    state = load_latest(ckpt_dir, *([guard.ring_dir] if guard is not None else [])) if resume else None
+    if state is not None:
+        restore(state, data=True)
+        elapsed = state["elapsed"]
+        if guard is not None and "guard" in state:
+            guard.load_state_dict(state["guard"])
+    if guard is not None:
+        guard.write_events()  # events of a branch lost with the kill are dropped, as curve rows are
 
     writer = None
     if run.main:  # rank 0 writes; the others train
@@ -134,6 +149,7 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     forward = torch.compile(wrapped) if cfg.compile else wrapped
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
+    signals = Signals(model, optimizer, cfg.signals.every) if cfg.signals.every else None
     micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass
     tokens_per_step = cfg.tokens_per_step(data.tokens_per_example)
     flops = flops_per_token(model, data.tokens_per_example)
@@ -141,16 +157,31 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     static = {"trial": cfg.provenance.trial, "model": cfg.model.name, "parametrization": cfg.model.parametrization,
               "width": cfg.model.width, "depth": cfg.model.depth, "batch_size": cfg.batch_size}
 
-    def checkpoint() -> None:
+    def snapshot() -> dict:
+        return {
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "scaler": scaler.state_dict(), "data_generator": train_gen.get_state(), "torch_rng": torch.get_rng_state(),
+            **({"cuda_rng": torch.cuda.get_rng_state()} if run.device.type == "cuda" else {}),
+            "noise_scale": noise.state_dict(), "step": step, "tokens": tokens, "elapsed": elapsed, "first_loss": first_loss,
+            **({"guard": guard.state_dict()} if guard is not None else {}),
+        }
+
+    def checkpoint(save=lambda state: save_checkpoint(ckpt_dir, step, state, keep=cfg.checkpoint.keep)) -> None:
         if writer is not None:  # rank 0
             writer.flush()  # curves on disk never lag the checkpoint
-            save_checkpoint(ckpt_dir, step, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict(), "data_generator": train_gen.get_state(), "torch_rng": torch.get_rng_state(),
-                **({"cuda_rng": torch.cuda.get_rng_state()} if run.device.type == "cuda" else {}),
-                "noise_scale": noise.state_dict(), "step": step, "tokens": tokens, "elapsed": elapsed, "first_loss": first_loss,
-            }, keep=cfg.checkpoint.keep)
+            save(snapshot())
         rt.barrier(run)
+
+    def save_due() -> None:
+        """The checkpoints due after this step: the regular ones and the guard's ring (every step, not only logged ones)."""
+        nonlocal elapsed
+        if step >= total_steps:  # finish() writes the last one
+            return
+        elapsed = time.perf_counter() - started
+        if cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
+            checkpoint()
+        if guard is not None and guard.ring_due(step):
+            checkpoint(lambda state: guard.save_ring(step, state))
 
     def finish(status: str, train_loss, val_loss, reason=None) -> RunResult:
         result = RunResult(run_id, status, step, train_loss, val_loss, reason)
@@ -166,7 +197,12 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     last_log_time, last_log_tokens = time.perf_counter(), tokens
     train_loss = val_loss = None
     above = 0  # consecutive logged steps above divergence_factor × the first loss
+    if guard is not None and step == 0:
+        checkpoint(lambda state: guard.save_ring(0, state))  # the ring reaches back to the start
     while step < total_steps:
+        measure = signals is not None and signals.due(step + 1)
+        if measure:
+            signals.attach()
         optimizer.zero_grad(set_to_none=True)
         share = part(data.batch("train", cfg.batch_size, train_gen), run.rank, run.world)  # every process draws the global batch
         step_loss = torch.zeros((), device=run.device)
@@ -175,32 +211,63 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
             sync = wrapped.no_sync() if run.distributed and i < cfg.grad_accum - 1 else nullcontext()
             with sync:
                 with run.autocast():
-                    loss = loss_fn(forward, x, y) / cfg.grad_accum
+                    loss = objective(forward, x, y, cfg.z_loss) / cfg.grad_accum
                 scaler.scale(loss).backward()
             step_loss += loss.detach()
-        scaler.unscale_(optimizer)
-        max_norm = opt.grad_clip if opt.grad_clip is not None else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        if measure:
+            signals.detach()
+        action, loss_now = "train", None
+        if guard is not None:  # the guard needs every step's loss: one host sync per step while it is on
+            loss_now = rt.mean_across(run, step_loss).item()
+            spike = guard.check(step + 1, loss_now)
+            if spike is not None:
+                action, target = guard.respond(spike)
+                if action == "stop":
+                    step += 1
+                    return finish("diverged", loss_now, None, reason=guard.stop_reason())
+                if action == "rewind":
+                    restored = load_checkpoint(target)
+                    restore(restored, data=False)
+                    guard.rewound(restored["guard"])
+                    if writer is not None:
+                        writer.truncate_after(step)
+                        delete_after(ckpt_dir, step - 1)
+                        delete_after(guard.ring_dir, step)
+                    checkpoint(lambda state: guard.save_ring(step, state))  # the rewound state, skipped batches and all
+                    above, last_log_time, last_log_tokens = 0, time.perf_counter(), tokens
+                    continue
         lr = optimizer.param_groups[0]["lr"] / optimizer.param_groups[0]["lr_mult"]
-        scaler.step(optimizer)
-        scaler.update()
+        grad_norm = None
+        if action != "skip":
+            scaler.unscale_(optimizer)
+            if measure:
+                signals.after_unscale()
+            max_norm = opt.grad_clip if opt.grad_clip is not None else math.inf
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+        elif measure:
+            signals.after_unscale()
         scheduler.step()
         step += 1
         tokens += tokens_per_step
 
         is_eval = step % cfg.eval.every == 0 or step == total_steps
-        if step % cfg.log_every and not is_eval and step != 1:
+        if step % cfg.log_every and not is_eval and step != 1 and not measure:
+            save_due()
             continue
-        train_loss = rt.mean_across(run, step_loss).item()  # the one host sync, at the logging cadence
+        train_loss = loss_now if loss_now is not None else rt.mean_across(run, step_loss).item()  # the one host sync, at the logging cadence
         first_loss = first_loss if first_loss is not None else train_loss
         now = time.perf_counter()
         elapsed = now - started
         rate = (tokens - last_log_tokens) / max(now - last_log_time, 1e-9)
         row = {"step": step, "tokens": tokens, "wall_time": elapsed, "lr": lr, "train_loss": train_loss,
-               "grad_norm": grad_norm.item(), "tokens_per_s": rate,
+               "grad_norm": grad_norm.item() if grad_norm is not None else None, "tokens_per_s": rate,
                "mfu": flops * rate / (peak * run.world) if peak else None, **static}
-        above = above + 1 if train_loss > cfg.divergence_factor * first_loss else 0
-        if not math.isfinite(train_loss) or above >= DIVERGENCE_PATIENCE:
+        if measure:
+            row.update(signals.after_step())
+        above = above + 1 if train_loss > cfg.divergence_factor * first_loss and action != "skip" else 0
+        if (not math.isfinite(train_loss) and action != "skip") or above >= DIVERGENCE_PATIENCE:
             reason = f"diverged at step {step}: train loss {train_loss:.4g} (first step {first_loss:.4g})"
             if writer is not None:
                 writer.log(row)
@@ -223,8 +290,6 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
             on_log(row)
         if not keep_going:
             return finish("pruned", train_loss, val_loss, reason=f"stopped by on_eval at step {step}")
-        if cfg.checkpoint.every and step % cfg.checkpoint.every == 0 and step < total_steps:
-            elapsed = time.perf_counter() - started
-            checkpoint()
+        save_due()
         last_log_time, last_log_tokens = time.perf_counter(), tokens  # throughput counts training steps only
     return finish("completed", train_loss, val_loss)

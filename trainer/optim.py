@@ -23,7 +23,7 @@ WD_MODES = ("coupled", "independent")
 
 def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer: str = "adamw",
                  wd_mode: str = "coupled", decay_embeddings: bool = False) -> list[dict]:
-    """Parameter groups keyed by (LR multiplier, decays), each with `lr`, `lr_mult`, `weight_decay`, `names`."""
+    """Parameter groups keyed by (LR multiplier, decays), each with `lr`, `lr_mult`, `decays`, `weight_decay`, `names`."""
     if wd_mode not in WD_MODES:
         raise ValueError(f"optimizer.wd_mode: {wd_mode!r} is not one of {', '.join(WD_MODES)}")
     params = dict(model.named_parameters())
@@ -35,7 +35,7 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
     groups = []
     for (mult, decays), names in sorted(grouped.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         wd = 0.0 if not decays else weight_decay if wd_mode == "coupled" else weight_decay / mult
-        groups.append({"params": [params[n] for n in names], "names": names, "lr_mult": mult,
+        groups.append({"params": [params[n] for n in names], "names": names, "lr_mult": mult, "decays": decays,
                        "lr": lr * mult, "weight_decay": wd})
     return groups
 

@@ -1,6 +1,7 @@
 """Plots of a study, as PNG (matplotlib) and one self-contained HTML page (Optuna's plotly views):
 optimization history, parameter importance (PED-ANOVA, no scikit-learn), parallel coordinates,
-slice, and the loss curves of the top trials read from the Parquet curve store."""
+slice, the loss curves of the top trials read from the Parquet curve store, and the best trial's
+instability signals when its run logged them (`signals.every`)."""
 from __future__ import annotations
 
 import warnings
@@ -45,9 +46,13 @@ def write_plots(study: optuna.Study, out: Path, top: int) -> tuple[list[Path], d
                 figures.append((name, view(optuna.visualization, study)))
             except (ValueError, RuntimeError, ZeroDivisionError) as err:  # e.g. importance with one varying parameter
                 skipped[name] = " ".join(str(err).split())[:200]
-    curves = curves_figure(sorted(complete, key=lambda t: t.value)[:top])
+    ranked = sorted(complete, key=lambda t: t.value)
+    curves = curves_figure(ranked[:top])
     if curves is not None:
         written.append(save_png(curves, out / "curves.png"))
+    signals = signals_figure(ranked[0])
+    if signals is not None:
+        written.append(save_png(signals, out / "signals.png"))
     if figures:
         written.append(save_html(figures, out / "plots.html", study.study_name))
     return written, skipped
@@ -75,13 +80,17 @@ def save_html(figures: list, path: Path, title: str) -> Path:
     return path
 
 
+def read_curve(trial) -> pd.DataFrame | None:
+    """The curve of a trial's first seed, by step (None when it has none)."""
+    folder = Path(trial.user_attrs.get("curves", ""))
+    if folder.is_dir() and any(folder.glob("part-*.parquet")):
+        return pd.read_parquet(folder).sort_values("step")
+    return None
+
+
 def curves_figure(trials: list) -> plt.Figure | None:
     """Validation (markers) and training (line) loss against step for each trial's first seed."""
-    frames = []
-    for t in trials:
-        folder = Path(t.user_attrs.get("curves", ""))
-        if folder.is_dir() and any(folder.glob("part-*.parquet")):
-            frames.append((t, pd.read_parquet(folder).sort_values("step")))
+    frames = [(t, curve) for t in trials if (curve := read_curve(t)) is not None]
     if not frames:
         return None
     figure, ax = plt.subplots(figsize=(7, 4.5))
@@ -93,4 +102,33 @@ def curves_figure(trials: list) -> plt.Figure | None:
     ax.set_ylabel("loss (line: train, dots: validation)")
     ax.set_title(f"top {len(frames)} trials")
     ax.legend(fontsize=8)
+    return figure
+
+
+SIGNAL_FAMILIES = ("grad_norm", "update_ratio", "act_max", "attn_logit_max", "logit")
+
+
+def signals_figure(trial) -> plt.Figure | None:
+    """The instability signals of one trial (`trainer/signals.py` columns, when its run logged them): one
+    panel per family (grad norms, update/weight ratios, block activation maxima, attention-logit maxima,
+    output logit max and mean log Z), a line per group, block or layer, log scale."""
+    curve = read_curve(trial)
+    if curve is None:
+        return None
+    families = {f: [c for c in curve.columns if c.split(".")[0] == f or (f == "logit" and c.startswith("logit_"))]
+                for f in SIGNAL_FAMILIES}
+    families = {f: columns for f, columns in families.items() if columns and curve[columns].notna().any().any()}
+    if not families:
+        return None
+    figure, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 3.6), squeeze=False)
+    for ax, (family, columns) in zip(axes.flat, families.items()):
+        for column in columns:
+            points = curve.dropna(subset=[column])
+            ax.plot(points["step"], points[column].abs(), marker=".", ms=3, lw=1, label=column.removeprefix(f"{family}."))
+        ax.set_yscale("log")
+        ax.set_title(family, fontsize=9)
+        ax.set_xlabel("step")
+        ax.legend(fontsize=6)
+    figure.suptitle(f"signals of trial {trial.number} (best, {trial.value:.4f})", fontsize=10)
+    figure.tight_layout()
     return figure

@@ -12,6 +12,8 @@ none: every trial runs its full budget.
 """
 from __future__ import annotations
 
+import warnings
+
 import optuna
 
 from sweep.errors import InputError
@@ -27,7 +29,9 @@ def make_pruner(spec: PrunerSpec, eval_every: int, total_steps: int | None) -> o
         if spec.name == "median":
             return optuna.pruners.MedianPruner(**{"n_startup_trials": 5, "n_warmup_steps": eval_every, **options})
         if spec.name == "wilcoxon":
-            return optuna.pruners.WilcoxonPruner(**{"p_threshold": 0.1, "n_startup_steps": 2, **options})
+            with warnings.catch_warnings():  # experimental in Optuna 4-5; chosen knowingly
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.pruners.WilcoxonPruner(**{"p_threshold": 0.1, "n_startup_steps": 2, **options})
         return optuna.pruners.NopPruner(**options)
     except (TypeError, ValueError) as err:
         raise InputError(f"pruner.options: {spec.name} rejected them ({' '.join(str(err).split())})") from None

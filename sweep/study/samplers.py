@@ -10,6 +10,9 @@ gp: Optuna's Gaussian-process sampler. cmaes: CMA-ES (floats and ints; categoric
 """
 from __future__ import annotations
 
+import itertools
+import warnings
+
 import numpy as np
 import optuna
 
@@ -32,7 +35,9 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
         if spec.name == "random":
             return optuna.samplers.RandomSampler(**{"seed": spec.seed, **options})
         if spec.name == "qmc":
-            return optuna.samplers.QMCSampler(**{"qmc_type": "sobol", "scramble": True, "seed": spec.seed, **options})
+            with warnings.catch_warnings():  # experimental since Optuna 3; chosen knowingly
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.samplers.QMCSampler(**{"qmc_type": "sobol", "scramble": True, "seed": spec.seed, **options})
         options.pop("points", None)
         return GridSampler(grid(spec, space), **{"seed": spec.seed, **options})
     except (TypeError, ValueError) as err:
@@ -41,7 +46,8 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
 
 class GridSampler(optuna.samplers.GridSampler):
     """Optuna's grid sampler without its stop at the last point: `Study.stop` works only inside
-    `optimize`, and the sweep already caps the trial count at the grid's size."""
+    `optimize`, and the sweep already caps the trial count at the grid's size. The points are queued
+    when the study is created (`grid_points`); this sampler only fills in if that was interrupted."""
 
     def after_trial(self, study, trial, state, values) -> None:
         pass
@@ -64,6 +70,15 @@ def grid_values(param: Param, points: int) -> list:
 def grid(spec: SamplerSpec, space: Space) -> dict[str, list]:
     points = spec.options.get("points", GRID_POINTS)
     return {name: grid_values(p, points) for name, p in space.searched().items()}
+
+
+def grid_points(spec: SamplerSpec, space: Space) -> list[dict]:
+    """Every point of a grid sampler's grid, in order (none for the other samplers). Optuna's grid
+    sampler draws an unvisited point per trial, and two workers drawing at once can draw the same."""
+    if spec.name != "grid":
+        return []
+    axes = grid(spec, space)
+    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
 
 
 def grid_size(spec: SamplerSpec, space: Space) -> int | None:

@@ -25,7 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sweep.errors import InputError
 from sweep.study.liveness import retry_stale
 from sweep.study.pruners import make_pruner
-from sweep.study.samplers import make_sampler
+from sweep.study.samplers import grid_points, make_sampler
 from sweep.study.spec import StudySpec
 from sweep.study.storage import StorageURL
 
@@ -86,8 +86,12 @@ def open_study(job: SweepJob, storage: optuna.storages.BaseStorage, *, create: b
     pruner = make_pruner(job.spec.pruner, job.eval_every, job.total_steps)
     if not exists and not create:
         raise InputError(f"study: no study {name} in {job.storage.redacted}")
-    study = optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler,
-                                pruner=pruner, load_if_exists=True)
+    try:
+        study = optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler, pruner=pruner)
+        for params in grid_points(job.spec.sampler, job.spec.space()):  # queued by the one creator: no two workers
+            study.enqueue_trial(params)                                 # can draw the same point
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner)
     recorded = study.user_attrs.get("spec_hash")
     if recorded is None:
         for key, value in {"spec_name": job.spec.name, "width": job.width, "parametrization": job.parametrization,

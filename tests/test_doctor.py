@@ -1,0 +1,124 @@
+"""`sweep doctor`: the zoo's μP models pass; each planted bug fails the row that names it."""
+import pandas as pd
+import pytest
+import torch
+import yaml
+from torch import nn
+
+from proxies import mup_builder
+from proxies.data import open_data
+from proxies.gpt import GPT
+from sweep.doctor import run_doctor
+from trainer.config import RunConfig
+
+GPT_RUN = {"model": {"name": "gpt", "width": 64, "depth": 2}, "data": {"kind": "stdlib", "seq_len": 32},
+           "batch_size": 8, "steps": 10}
+MLP_RUN = {"model": {"name": "mlp", "width": 64, "depth": 2}, "data": {"kind": "synthetic-vectors", "seq_len": 1},
+           "batch_size": 64, "steps": 10}
+
+
+def failed(table: pd.DataFrame) -> list[str]:
+    return table.loc[~table["passed"], "check"].tolist()
+
+
+def test_cli_passes_the_zoo_gpt_prints_the_table_and_writes_parquet(tmp_path, run_cli):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({**GPT_RUN, "output": {"root": str(tmp_path), "study": "d"}}))
+    code, out, err = run_cli("doctor", path, "--width", "1024", "--out", tmp_path / "doctor.parquet")
+    assert code == 0, out + err
+    assert "PASS" in out and "coordinate check" in out and "width 1024" in out
+    table = pd.read_parquet(tmp_path / "doctor.parquet")
+    assert table["passed"].all() and len(table) >= 12
+    assert {"check", "measured", "expected", "passed"} <= set(table.columns)
+
+
+def test_a_study_is_checked_at_its_proxy_width_and_the_top_of_its_lr_range(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "studies"))
+    spec = tmp_path / "study.yaml"
+    spec.write_text(yaml.safe_dump({"name": "doc", "run": GPT_RUN,
+                                    "search": {"optimizer.lr": {"low": 1e-3, "high": 0.05, "log": True}}}))
+    code, out, err = run_cli("doctor", spec, "--width", "128")
+    assert code == 0, out + err
+    table = pd.read_parquet(tmp_path / "studies" / "doc" / "doctor-w128-mup.parquet")
+    assert "grad norm after 5 steps at lr 0.05" in set(table["check"])  # the searched maximum, not the base lr
+    assert table["run"].str.contains("w128").all()
+
+
+def test_the_zoo_mlp_passes():
+    table, passed = run_doctor(RunConfig.parse(MLP_RUN))
+    assert passed, table.to_string()
+    assert "labels shifted (copy model's loss)" not in set(table["check"])  # a classifier has no shift to check
+
+
+class Unshifted:
+    """Token data whose labels are the inputs themselves (the shift forgotten)."""
+
+    def __init__(self, data):
+        self.data, self.tokens_per_example = data, data.tokens_per_example
+
+    def batch(self, split, batch_size, generator):
+        x, _ = self.data.batch(split, batch_size, generator)
+        return x, x.clone()
+
+    def model_options(self):
+        return self.data.model_options()
+
+
+def test_unshifted_labels_fail_their_row():
+    data = Unshifted(open_data("stdlib", seq_len=32))
+    table, passed = run_doctor(RunConfig.parse(GPT_RUN), data=data, coord_check=False)
+    assert not passed
+    assert failed(table) == ["labels shifted (copy model's loss)"]
+
+
+class ListGPT(GPT):
+    """A GPT with an extra layer kept in a plain Python list: it trains nothing, and nobody notices."""
+
+    def __init__(self, width, depth, parametrization, **options):
+        super().__init__(width, depth, parametrization, **options)
+        self.extra = [nn.Linear(width, width)]  # should have been nn.ModuleList
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x + self.extra[0](x)))
+
+
+@mup_builder(base_width=64)
+def list_gpt(width, depth, parametrization="mup", **options):
+    return ListGPT(width, depth, parametrization, **options)
+
+
+class DeadBlockGPT(GPT):
+    """A GPT whose last block's residual branch is multiplied by zero: its parameters never get a gradient."""
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for i, block in enumerate(self.blocks):
+            x = block(x) if i < len(self.blocks) - 1 else x + 0 * (block(x) - x)
+        return self.lm_head(self.ln_f(x))
+
+
+@mup_builder(base_width=64)
+def dead_block_gpt(width, depth, parametrization="mup", **options):
+    return DeadBlockGPT(width, depth, parametrization, **options)
+
+
+@pytest.mark.parametrize("builder,row", [("list_gpt", "parameters outside the optimizer"),
+                                         ("dead_block_gpt", "parameters without gradient")])
+def test_planted_model_bugs_fail_the_row_that_names_them(builder, row):
+    cfg = RunConfig.parse({**GPT_RUN, "model": {**GPT_RUN["model"], "name": f"{__name__}:{builder}"}})
+    table, passed = run_doctor(cfg, coord_check=False)
+    assert not passed
+    assert failed(table) == [row]
+    if builder == "dead_block_gpt":
+        assert "blocks.1." in table.set_index("check").loc[row, "measured"]
+
+
+def test_bad_config_exits_2_with_one_line(tmp_path, run_cli):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({**GPT_RUN, "guard": {"factor": 0.5}}))
+    code, out, err = run_cli("doctor", path)
+    assert code == 2 and err.startswith("error: guard.factor:") and err.count("\n") == 1
+    assert not list(tmp_path.rglob("*.parquet"))
