@@ -9,7 +9,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from sweep.study.study import counts
-from tests.sweep_helpers import load, run_sweep, states, sweep_cmd, sweep_env, write_spec
+from tests.sweep_helpers import first_part, load, run_sweep, states, sweep_cmd, sweep_env, write_spec
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -67,8 +67,7 @@ def test_scontrol_requeue_of_a_running_task_resumes_its_trial_from_the_checkpoin
     subprocess.run(["scontrol", "requeue", task], check=True)
     wait_for(lambda: "PENDING" in subprocess.run(["squeue", "-h", "-j", task, "-o", "%T"], capture_output=True,
                                                  text=True).stdout, 60, "the task to be requeued")
-    curve_dir = next((tmp_path / "tiny" / "curves").rglob("run=*"))
-    written = {p.name for p in curve_dir.glob("part-*.parquet")}  # by the first attempt, up to its checkpoint
+    part, inode = first_part(tmp_path)  # written by the first attempt before its first checkpoint
     subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"], check=True)  # skip SLURM's requeue delay
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
@@ -80,5 +79,4 @@ def test_scontrol_requeue_of_a_running_task_resumes_its_trial_from_the_checkpoin
     assert retry.user_attrs["runs"] == first.user_attrs["runs"]  # the same run folder, resumed
     curve = pd.read_parquet(retry.user_attrs["curves"])
     assert curve["step"].is_unique and curve["step"].max() == 3000  # no step logged twice
-    # it went on from the checkpoint: a restart from step 0 would have dropped the first attempt's curve parts
-    assert written and written <= {p.name for p in curve_dir.glob("part-*.parquet")}
+    assert part.stat().st_ino == inode  # it went on from the checkpoint: a restart would have rewritten the part

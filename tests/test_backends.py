@@ -10,7 +10,6 @@ from tests.sweep_helpers import file_tree, load, run_sweep, write_spec
 
 
 def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_path, slurm_cluster):
-    pytest.importorskip("ray.tune")
     spec = write_spec(tmp_path, trials=3)
     journal = f"journal:{tmp_path / 'shared' / 'tiny.log'}"
     common = ("proxy", spec, "--width", "16", "--storage", journal)

@@ -14,8 +14,11 @@ Tune gives what is Ray's: placement (fractional GPUs, CPUs per trial), concurren
 
 The driver (ray.init, Tuner.fit, ray.shutdown) is a child process in its own session, so every
 process the local Ray instance starts can be found and killed when it ends: none outlives the
-command. The instance's session files and auth token go to a temp dir removed afterwards, never to
-/tmp/ray or ~/.ray; Tune's output goes to ROOT/NAME/ray/STUDY.log.
+command. Three paths end them: the driver itself after ray.shutdown (before it releases the trials
+Tune stopped, so their workers are known gone); this command after the driver exits; and, when this
+command is killed with SIGKILL (Linux then kills the driver, see `die_with_parent`), a reaper forked
+by the driver that outlives it. The instance's session files and auth token go to a temp dir removed
+afterwards, never to /tmp/ray or ~/.ray; Tune's output goes to ROOT/NAME/ray/STUDY.log.
 """
 from __future__ import annotations
 
@@ -26,11 +29,10 @@ import shutil
 import signal
 import socket
 import tempfile
-import time
 from pathlib import Path
 
 from sweep.backends.base import Backend, Execution
-from sweep.backends.local import die_with_parent
+from sweep.backends.processes import become_subreaper, die_with_parent, end_session, reap_children, start_reaper
 from sweep.errors import InputError
 from sweep.study.spec import RaySpec
 from sweep.study.study import SweepJob
@@ -91,15 +93,11 @@ class RayExecution(Execution):
         self.clean_up()
 
     def clean_up(self) -> None:
-        """Kill what the driver's session left (a driver killed before ray.shutdown), remove the temp dir."""
+        """End what the driver's session left (a driver killed before ray.shutdown), remove the temp dir."""
         if self.driver.is_alive():
             self.driver.kill()
         self.driver.join()
-        for pid in session_members(self.driver.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        end_session(self.driver.pid, STOP_TIMEOUT_S)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def errors(self) -> list[str]:
@@ -114,23 +112,18 @@ class RayExecution(Execution):
                 f"{self.options.gpus_per_trial:g} GPU per trial (driver pid {self.driver.pid}, log {self.log})")
 
 
-def session_members(sid: int) -> list[int]:
-    """The processes of session `sid` (Linux /proc), its leader included."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid:  # field 6, counted after the command name
-            members.append(int(stat.parent.name))
-    return members
+def end_driver_session(temp_dir: str) -> None:
+    """In the reaper, once the driver is gone: end the rest of its session and remove the temp dir."""
+    end_session(os.getsid(0), STOP_TIMEOUT_S, spare=(os.getpid(),))
+    shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: str, log: str) -> None:
     """Start (or join) Ray, run Tune until the study has its count, release what was stopped, shut down."""
     os.setsid()  # Ray's processes join this session: the parent finds them all by its id
     die_with_parent()
+    become_subreaper()  # Ray's processes orphaned by the shutdown are reaped here, not left as zombies
+    start_reaper(lambda: end_driver_session(temp_dir))
     with open(log, "a") as out:
         os.dup2(out.fileno(), 1)
         os.dup2(out.fileno(), 2)
@@ -163,6 +156,7 @@ def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: 
         pass
     finally:
         ray.shutdown()
-        time.sleep(0.5)
-        retry_stale(searcher.study)  # trials of workers stopped with Tune are released for the next command
+        end_session(os.getpid(), STOP_TIMEOUT_S, spare=(os.getpid(),))  # what shutdown left, the reaper too
+        reap_children()
+        retry_stale(searcher.study)  # trials whose workers Tune stopped are released for the next command
 
