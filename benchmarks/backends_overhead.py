@@ -2,12 +2,16 @@
 
 The study is sweep_overhead.py's (a μP gpt, width 64), each trial sized to train about
 `--trial-seconds`, one trial at a time on each backend (local `--workers 1`, ray `--max-concurrent 1`,
-slurm one array task), on a journal storage. Per backend:
-- in-trial overhead: median of Optuna's trial duration (ask → tell) minus the trainer's own wall
-  time. For ray it includes starting the Tune trial's Ray worker (the trial is asked in the driver
-  and waits for its worker); for slurm and local the worker is already up when it asks.
-- per trial, all in: (the whole command's wall time − local's) / trials, on top of local's — where
-  the rest goes: Ray's start and shutdown, SLURM's scheduling and the task's Python start.
+slurm one array task), each trial with all the machine's cores as torch threads (local's default; ray
+`--cpus-per-trial`, slurm `--cpus-per-task`), on a journal storage. Per backend:
+- overhead per trial, all in: (the whole command's wall time − the trainer's own wall time summed over
+  trials) / trials, and its excess over local's. It holds everything that is not training: Python and
+  imports, Ray's start and shutdown, Tune's scheduling and worker start, SLURM's submission, scheduling
+  and the task's start, the polling between them.
+- in-trial overhead: median of Optuna's trial duration (ask → tell) minus the trainer's wall time.
+  For ray it includes starting the Tune trial's Ray worker (the trial is asked in the driver and waits
+  for its worker); for slurm and local the worker is already up when it asks.
+Subtracting the training time keeps the figures apart from how fast training runs (a loaded machine).
 Needs the SLURM test cluster (scripts/slurm-test-cluster.sh start, SLURM_CONF exported) for slurm.
 
     .venv/bin/python benchmarks/backends_overhead.py          # ~4 min on 2 idle cores
@@ -29,7 +33,8 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 from sweep_overhead import SPEC, calibrate_steps, per_trial_overhead
 
 REPO = Path(__file__).resolve().parents[1]
-BACKENDS = {"local": [], "ray": ["--max-concurrent", "1"], "slurm": []}
+CORES = str(os.cpu_count())
+BACKENDS = {"local": [], "ray": ["--max-concurrent", "1", "--cpus-per-trial", CORES], "slurm": ["--cpus-per-task", CORES]}
 
 
 def run(root: Path, spec: dict, backend: str) -> tuple[float, optuna.Study]:
@@ -58,15 +63,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             wall, study = run(Path(tmp), spec, backend)
             pairs = per_trial_overhead(study)
-        rows[backend] = (wall, statistics.median(d - w for d, w in pairs), statistics.median(w for _, w in pairs))
-    local_wall = rows["local"][0]
-    print(f"{args.trials} trials of {steps} steps, one at a time, journal storage")
-    print(f"{'backend':8} {'command s':>10} {'per trial s':>12} {'vs local s/trial':>17} {'in-trial overhead s':>20} {'train s':>8}")
-    for backend, (wall, inside, train) in rows.items():
-        print(f"{backend:8} {wall:10.1f} {wall / args.trials:12.2f} {(wall - local_wall) / args.trials:17.2f} "
-              f"{inside:20.2f} {train:8.2f}")
-    print("ratios of whole-command time to local: " + ", ".join(
-        f"{b} {rows[b][0] / local_wall:.2f}" for b in ("ray", "slurm")))
+        train = sum(w for _, w in pairs)
+        rows[backend] = (wall, train, (wall - train) / args.trials, statistics.median(d - w for d, w in pairs))
+    local = rows["local"][2]
+    print(f"{args.trials} trials of {steps} steps, one at a time, {CORES} torch threads, journal storage")
+    print(f"{'backend':8} {'command s':>10} {'train s':>8} {'overhead s/trial':>17} {'vs local s/trial':>17} "
+          f"{'in-trial overhead s':>20}")
+    for backend, (wall, train, overhead, inside) in rows.items():
+        print(f"{backend:8} {wall:10.1f} {train:8.1f} {overhead:17.2f} {overhead - local:17.2f} {inside:20.2f}")
 
 
 if __name__ == "__main__":

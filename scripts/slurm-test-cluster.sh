@@ -24,7 +24,7 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 wait_for() { # wait_for SECONDS WHAT COMMAND...
   local until=$((SECONDS + $1)) what=$2; shift 2
   until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $until ] || { echo "slurm-test-cluster: timed out waiting for $what (logs in $dir/log)" >&2; return 1; }
+    [ $SECONDS -lt $until ] || { echo "slurm-test-cluster: timed out waiting for $what (logs in $dir/log)" >&2; tail -n 5 "$dir"/log/*.log >&2; return 1; }
     sleep 0.2
   done
 }

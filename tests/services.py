@@ -89,7 +89,9 @@ def start_slurm() -> tuple[str, bool]:
         missing("SLURM test cluster (as root: slurm-wlm munge slurmdbd mariadb-server)")
     status = subprocess.run(["bash", str(SLURM_SCRIPT), "status"], capture_output=True, text=True, timeout=60)
     if status.returncode != 0:
-        subprocess.run(["bash", str(SLURM_SCRIPT), "start"], check=True, capture_output=True, timeout=300)
+        started = subprocess.run(["bash", str(SLURM_SCRIPT), "start"], capture_output=True, text=True, timeout=300)
+        if started.returncode != 0:
+            pytest.fail(f"{SLURM_SCRIPT.name} start failed: {started.stderr.strip()}")
     conf = next(line.split("=", 1)[1] for line in subprocess.run(
         ["bash", str(SLURM_SCRIPT), "status"], check=True, capture_output=True, text=True).stdout.splitlines()
         if line.startswith("export SLURM_CONF="))
