@@ -41,11 +41,12 @@ def no_ray_left():
 
 def test_ray_runs_a_4_trial_study_and_leaves_nothing_behind(tmp_path, no_ray_left):
     spec = write_spec(tmp_path, trials=4)
+    # a relative storage path means the command's folder, also in Ray's workers (Tune's default is a trial folder)
     done = run_sweep(tmp_path, "proxy", spec, "--width", "16", "--backend", "ray", "--workers", "2",
-                     "--cpus-per-trial", "1", timeout=400)
+                     "--cpus-per-trial", "1", "--storage", "journal:shared/tiny.log", timeout=400)
     assert done.returncode == 0, done.stderr
     assert "Ray Tune on a local Ray instance, 2 trial(s) at once" in done.stdout
-    study = load(tmp_path)
+    study = load(tmp_path, storage=f"journal:{tmp_path / 'shared' / 'tiny.log'}")
     assert states(study) == {"COMPLETE": 4}
     for t in study.trials:
         curve = pd.read_parquet(t.user_attrs["curves"])

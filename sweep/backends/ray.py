@@ -142,10 +142,14 @@ def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: 
     from sweep.backends.ray_tune import StudySearcher, run_one
     from sweep.study.liveness import retry_stale
 
+    # Tune would run each trial in its own trial folder; relative paths (a journal, the spec's data) mean
+    # the command's folder, where the workers of a local instance start
+    runtime_env = {"env_vars": {"RAY_CHDIR_TO_TRIAL_DIR": "0"}}
     if options.address is None:
-        ray.init(num_cpus=os.cpu_count(), _temp_dir=temp_dir, include_dashboard=False, log_to_driver=False)
+        ray.init(num_cpus=os.cpu_count(), _temp_dir=temp_dir, include_dashboard=False, log_to_driver=False,
+                 runtime_env=runtime_env)
     else:
-        ray.init(address=options.address, log_to_driver=False)
+        ray.init(address=options.address, log_to_driver=False, runtime_env=runtime_env)
     searcher = StudySearcher(job)
     try:
         trainable = tune.with_resources(tune.with_parameters(run_one, job=job),
