@@ -4,9 +4,11 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
+from sweep.backends import get_backend
+from sweep.study.spec import parse_spec
 from sweep.study.study import counts
 from tests.services import free_port
-from tests.sweep_helpers import file_tree, load, run_sweep, write_spec
+from tests.sweep_helpers import file_tree, load, run_sweep, spec_dict, write_spec
 
 
 def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_path, slurm_cluster):
@@ -43,4 +45,22 @@ def test_a_bad_backend_option_is_one_line_exit_2_and_nothing_written(tmp_path, r
     args = [a.replace("{port}", str(free_port())) for a in args]
     code, out, err = run_cli("proxy", spec, "--width", "16", *args)
     assert code == 2 and err.startswith(f"error: {message}") and err.count("\n") == 1, err
+    assert file_tree(tmp_path) == before
+
+
+def test_backend_settings_come_from_the_spec_and_flags_override_them():
+    spec = parse_spec(spec_dict(ray={"cpus_per_trial": 2, "max_concurrent": 3},
+                                slurm={"partition": "gpu", "time": 30, "mem": 4}))
+    ray = get_backend("ray", spec, 2, {"cpus_per_trial": 1, "gpus_per_trial": None})
+    assert (ray.options.cpus_per_trial, ray.options.max_concurrent, ray.max_concurrent) == (1, 3, 3)
+    slurm = get_backend("slurm", spec, 4, {"partition": "debug", "account": None})
+    assert (slurm.options.partition, slurm.options.time, slurm.options.mem, slurm.workers) == ("debug", 30, 4, 4)
+
+
+def test_a_bad_backend_setting_in_the_spec_is_one_line_naming_its_key(tmp_path, run_cli, monkeypatch):
+    spec = write_spec(tmp_path, slurm={"gpus_per_task": -1})
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    before = file_tree(tmp_path)
+    code, out, err = run_cli("proxy", spec, "--width", "16", "--backend", "slurm")
+    assert code == 2 and err.startswith("error: slurm.gpus_per_task") and err.count("\n") == 1, err
     assert file_tree(tmp_path) == before
