@@ -8,7 +8,7 @@ from sweep.backends import get_backend
 from sweep.study.spec import parse_spec
 from sweep.study.study import counts
 from tests.services import free_port
-from tests.sweep_helpers import file_tree, load, run_sweep, spec_dict, write_spec
+from tests.sweep_helpers import file_tree, load, run_sweep, spec_dict, sweep_env, write_spec
 
 
 def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_path, slurm_cluster):
@@ -33,6 +33,7 @@ def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_p
     (("--backend", "slurm", "--gpus-per-task", "-1", "--storage", "journal:j.log"), "--gpus-per-task: Input should be greater than or equal to 0"),
     (("--backend", "slurm"), "--storage: --backend slurm needs a storage every node reaches"),
     (("--backend", "ray", "--gpus-per-trial", "-0.5"), "--gpus-per-trial: Input should be greater than or equal to 0"),
+    (("--backend", "ray", "--gpus-per-trial", "1.5"), "--gpus-per-trial: Value error, a fraction is allowed up to 1"),
     (("--backend", "ray", "--address", "127.0.0.1:{port}", "--storage", "journal:j.log"), "--address: cannot reach the Ray cluster at 127.0.0.1:"),
     (("--backend", "local", "--partition", "gpu"), "--partition: an option of --backend slurm, not local"),
     (("--backend", "ray", "--detach"), "--detach: only --backend slurm"),
@@ -64,3 +65,13 @@ def test_a_bad_backend_setting_in_the_spec_is_one_line_naming_its_key(tmp_path, 
     code, out, err = run_cli("proxy", spec, "--width", "16", "--backend", "slurm")
     assert code == 2 and err.startswith("error: slurm.gpus_per_task") and err.count("\n") == 1, err
     assert file_tree(tmp_path) == before
+
+
+def test_gpus_per_trial_on_a_local_ray_instance_without_a_gpu_is_refused(tmp_path):
+    """Tune would wait forever for a GPU the machine does not have (no GPU visible: CUDA_VISIBLE_DEVICES empty)."""
+    spec = write_spec(tmp_path, trials=2)
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "16", "--backend", "ray", "--gpus-per-trial", "0.5",
+                     env={**sweep_env(tmp_path), "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 2 and done.stderr == ("error: --gpus-per-trial: 0.5, but this machine has no GPU for the "
+                                                    "local Ray instance (0, or --address of a cluster with GPUs)\n")
+    assert file_tree(tmp_path) == {"spec.yaml"}

@@ -55,6 +55,12 @@ class RayBackend(Backend):
 
     def check(self, job: SweepJob) -> None:
         address = self.options.address
+        if address is None and self.options.gpus_per_trial > 0:
+            import torch
+
+            if torch.cuda.device_count() == 0:  # Tune would wait for a GPU forever
+                raise InputError(f"--gpus-per-trial: {self.options.gpus_per_trial:g}, but this machine has no GPU for "
+                                 "the local Ray instance (0, or --address of a cluster with GPUs)")
         if address is None or address == "auto":
             return
         if job.storage.url.startswith("sqlite:"):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sweep.errors import InputError
 from sweep.study.space import HALFLIFE_FIELDS, HalflifeParam, Space, parse_param, set_path
@@ -76,6 +76,14 @@ class RaySpec(Strict):
     gpus_per_trial: float = Field(0.0, ge=0)
     cpus_per_trial: float = Field(1.0, gt=0)
     max_concurrent: Optional[int] = Field(None, ge=1)  # default: --workers
+
+    @field_validator("gpus_per_trial", "cpus_per_trial")
+    @classmethod
+    def whole_above_one(cls, value: float) -> float:
+        """Ray shares one GPU or CPU between trials (0.5 each), but never gives a trial part of a second one."""
+        if value > 1 and not value.is_integer():
+            raise ValueError("a fraction is allowed up to 1, above it whole numbers only")
+        return value
 
 
 class StudySpec(Strict):
