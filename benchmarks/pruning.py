@@ -4,20 +4,23 @@ present, else the built-in corpus).
 
 1. Search quality: 40-trial multivariate TPE over lr, weight decay, warmup, β1, β2 (half-life)
    against an LR-only grid (12 log-spaced learning rates, the other settings at RunConfig defaults).
-2. Pruning: the compute (training steps summed over trials, pruned ones at the steps they ran) to
-   reach the target, the median over sampler seeds of plain TPE's best without pruning; per method
-   the median over seeds of that compute, divided by plain TPE's. Methods:
+2. Pruning: the compute (training steps summed over trials in order of completion, pruned ones at
+   the steps they ran) to reach the target, the median over sampler seeds of plain TPE's best
+   without pruning; per method the median over seeds of that compute, divided by plain TPE's (inf
+   when a seed never reaches it). A pruned trial costs less, so the pruned methods get twice the
+   trials (`--pruned-trials`): a trial budget equal to plain TPE's would end them with compute to
+   spare. Beside it, the best each method found within plain TPE's total compute. Methods:
    - tpe: no pruning (the reference, 1.0×);
    - tpe+hyperband: Optuna's Hyperband, rungs at the evaluation cadence;
    - tpe+wilcoxon: the Wilcoxon signed-rank test over the whole evaluation curve against the best
      trial's (a pruner that reads the curve, not one rung);
-   - tpe+hyperband+warm: μP warm start: a 20-trial Hyperband study at width 32 first, then its best
+   - tpe+hyperband+warm: μP warm start: a Hyperband study at width 32 (half the trials) first, then its best
      3 enqueued at width 64 (`--warm-start 32`); the width-32 study's steps are charged at the
      ratio of the two widths' FLOPs per token.
    Trials run on 2 local workers, so the order of completion (and the compute counted before the
    target) is that of a real sweep.
 
-    .venv/bin/python benchmarks/pruning.py               # ~25 min on 2 idle cores
+    .venv/bin/python benchmarks/pruning.py               # ~35 min on 2 idle cores
     .venv/bin/python benchmarks/pruning.py --seeds 1 --trials 20   # a quick look
 The last line is `hyperband compute to target vs plain TPE: X.XX×`.
 """
@@ -71,6 +74,17 @@ def steps_to(hist: list[tuple[int, float]], target: float, start: float = 0.0) -
     return math.inf
 
 
+def best_within(hist: list[tuple[int, float]], budget: float, start: float = 0.0) -> float:
+    """The best value among the trials completed before the compute spent passes `budget`."""
+    spent, best = start, math.inf
+    for steps, value in hist:
+        spent += steps
+        if spent > budget:
+            break
+        best = min(best, value)
+    return best
+
+
 def flop_ratio(narrow: int, wide: int) -> float:
     def fpt(width: int) -> float:
         return flops_per_token(build_model("gpt", width, 2, "mup", vocab_size=256, block_size=64), 64)
@@ -81,20 +95,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--pruned-trials", type=int, default=None, help="trials of the pruned methods [default: 2 × --trials]")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     ratio32 = flop_ratio(32, 64)
+    pruned_trials = args.pruned_trials or 2 * args.trials
     runs: dict[str, list] = {m: [] for m in ("tpe", "tpe+hyperband", "tpe+wilcoxon", "tpe+hyperband+warm")}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for seed in range(args.seeds):
             for method, pruner in (("tpe", "none"), ("tpe+hyperband", "hyperband"), ("tpe+wilcoxon", "wilcoxon")):
-                _, study = run_sweep(root, spec(f"{method.replace('+', '-')}-{seed}", args.trials, seed, pruner), 64, args.workers)
+                trials = args.trials if pruner == "none" else pruned_trials
+                _, study = run_sweep(root, spec(f"{method.replace('+', '-')}-{seed}", trials, seed, pruner), 64, args.workers)
                 runs[method].append((history(study), 0.0))
             name = f"warm-{seed}"
-            _, narrow = run_sweep(root, spec(name, args.trials // 2, seed, "hyperband"), 32, args.workers)
-            _, wide = run_sweep(root, spec(name, args.trials, seed, "hyperband"), 64, args.workers, "--warm-start", "32")
+            _, narrow = run_sweep(root, spec(name, pruned_trials // 2, seed, "hyperband"), 32, args.workers)
+            _, wide = run_sweep(root, spec(name, pruned_trials, seed, "hyperband"), 64, args.workers, "--warm-start", "32")
             runs["tpe+hyperband+warm"].append((history(wide), ratio32 * sum(s for s, _ in history(narrow))))
         grid = {"name": "grid", "trials": 12, "run": RUN, "sampler": {"name": "grid", "options": {"points": 12}},
                 "search": {"optimizer.lr": SEARCH["optimizer.lr"]}, "pruner": {"name": "none"}}
@@ -103,18 +120,21 @@ def main() -> None:
     bests = {m: [min(v for _, v in h) for h, _ in r] for m, r in runs.items()}
     target = statistics.median(bests["tpe"])
     reference = statistics.median(steps_to(h, target, c) for h, c in runs["tpe"])
-    print(f"μP gpt w64, {STEPS} steps, {args.trials} trials × {args.seeds} sampler seeds, data {RUN['data']['kind']}")
+    budget = statistics.median(sum(s for s, _ in h) for h, _ in runs["tpe"])
+    print(f"μP gpt w64, {STEPS} steps, {args.trials} trials ({pruned_trials} when pruned) × {args.seeds} sampler seeds, "
+          f"data {RUN['data']['kind']}")
     print(f"LR-only grid (12 points) best: {grid_study.best_value:.4f} at lr {grid_study.best_params['optimizer.lr']:.3g}")
-    print(f"target (median of plain TPE's best): {target:.4f}")
-    print(f"{'method':<22}{'best per seed':<30}{'steps to target (median)':>26}{'vs tpe':>9}{'total steps':>13}")
+    print(f"target (median of plain TPE's best): {target:.4f}; plain TPE's compute: {budget:,.0f} steps")
+    print(f"{'method':<20}{'best per seed':<26}{'best within TPE compute':>25}{'steps to target':>17}{'vs tpe':>8}"
+          f"{'total steps':>13}")
     ratios = {}
     for method, r in runs.items():
-        to_target = [steps_to(h, target, c) for h, c in r]
-        med = statistics.median(to_target)
+        med = statistics.median(steps_to(h, target, c) for h, c in r)
         ratios[method] = med / reference
+        within = statistics.median(best_within(h, budget, c) for h, c in r)
         total = statistics.median(c + sum(s for s, _ in h) for h, c in r)
-        print(f"{method:<22}{', '.join(f'{b:.4f}' for b in bests[method]):<30}{med:>26,.0f}{ratios[method]:>8.2f}×"
-              f"{total:>13,.0f}")
+        print(f"{method:<20}{', '.join(f'{b:.4f}' for b in bests[method]):<26}{within:>25.4f}{med:>17,.0f}"
+              f"{ratios[method]:>7.2f}×{total:>13,.0f}")
     print(f"TPE (5 params) beats the LR-only grid: {np.median(bests['tpe']):.4f} vs {grid_study.best_value:.4f}")
     print(f"hyperband compute to target vs plain TPE: {ratios['tpe+hyperband']:.2f}×")
 
