@@ -80,21 +80,38 @@ def proxy_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
     width: Optional[int] = typer.Option(None, help="proxy width [default: the spec's run.model.width]"),
     trials: Optional[int] = typer.Option(None, help="trials to reach [default: the spec's trials]"),
-    workers: int = typer.Option(1, help="worker processes (local backend)"),
+    workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
     storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: sqlite in the study folder]"),
     storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
     enqueue: Optional[list[str]] = typer.Option(None, help="a trial to run first, NAME=VALUE,… (repeatable)"),
     timeout: Optional[float] = typer.Option(None, help="minutes after which no new trial starts"),
-    backend: str = typer.Option("local", help="where trials run: local"),
+    backend: str = typer.Option("local", help="where trials run: local, ray or slurm"),
     parametrization: Optional[str] = typer.Option(None, help="mup or sp [default: the spec's]"),
     warm_start: Optional[int] = typer.Option(None, help="enqueue the best trials of this (narrower) width's study first"),
+    address: Optional[str] = typer.Option(None, help="ray: cluster address [default: a local Ray instance]"),
+    gpus_per_trial: Optional[float] = typer.Option(None, help="ray: GPUs per trial (fractions share a GPU)"),
+    cpus_per_trial: Optional[float] = typer.Option(None, help="ray: CPUs per trial"),
+    max_concurrent: Optional[int] = typer.Option(None, help="ray: trials at once [default: --workers]"),
+    partition: Optional[str] = typer.Option(None, help="slurm: partition"),
+    gpus_per_task: Optional[int] = typer.Option(None, help="slurm: GPUs per array task"),
+    cpus_per_task: Optional[int] = typer.Option(None, help="slurm: CPUs per array task"),
+    mem: Optional[float] = typer.Option(None, help="slurm: memory per array task, GB"),
+    time: Optional[int] = typer.Option(None, "--time", help="slurm: minutes per task before it requeues"),
+    account: Optional[str] = typer.Option(None, help="slurm: account"),
+    qos: Optional[str] = typer.Option(None, help="slurm: quality of service"),
+    array_parallelism: Optional[int] = typer.Option(None, help="slurm: tasks running at once"),
+    detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
 ):
     """Create or resume the spec's study at one width and run its trials; the same command resumes it."""
     from sweep.proxy import run_proxy
 
     code = run_proxy(spec, width=width, trials=trials, workers=workers, storage=storage,
                      password_env=storage_password_env, enqueue=enqueue or [], timeout=timeout, backend=backend,
-                     parametrization=parametrization, warm_start=warm_start, console=console)
+                     parametrization=parametrization, warm_start=warm_start, console=console, detach=detach,
+                     backend_flags=dict(address=address, gpus_per_trial=gpus_per_trial, cpus_per_trial=cpus_per_trial,
+                                        max_concurrent=max_concurrent, partition=partition, gpus_per_task=gpus_per_task,
+                                        cpus_per_task=cpus_per_task, mem=mem, time=time, account=account, qos=qos,
+                                        array_parallelism=array_parallelism))
     raise typer.Exit(code)
 
 

@@ -18,12 +18,17 @@ from sweep.study.study import SweepJob, open_study, progress, study_name
 
 def run_proxy(spec_path: Path, *, width: Optional[int], trials: Optional[int], workers: int, storage: Optional[str],
               password_env: Optional[str], enqueue: list[str], timeout: Optional[float], backend: str,
-              parametrization: Optional[str], warm_start: Optional[int], console: Console) -> int:
-    """Returns the exit code: 0 when the study has its trials, 1 when workers failed or time ran out."""
+              parametrization: Optional[str], warm_start: Optional[int], console: Console,
+              backend_flags: Optional[dict] = None, detach: bool = False) -> int:
+    """Returns the exit code: 0 when the study has its trials (or the sweep was detached), 1 when workers
+    failed or time ran out."""
     spec = load_spec(spec_path)
     job = prepare(spec, width=width, parametrization=parametrization, trials=trials, storage=storage,
                   password_env=password_env, timeout_min=timeout)
-    executor = get_backend(backend, workers=workers)
+    executor = get_backend(backend, spec, workers, backend_flags)
+    if detach and backend != "slurm":
+        raise InputError("--detach: only --backend slurm runs on without this command")
+    executor.check(job)
     space = spec.space()
     try:
         enqueued = [space.parse_assignments(text) for text in enqueue]
@@ -45,6 +50,9 @@ def run_proxy(spec_path: Path, *, width: Optional[int], trials: Optional[int], w
     if done < job.n_trials:
         execution = executor.launch(job)
         console.print(f"running on {execution.describe()}")
+        if detach:
+            console.print("detached: the same command without --detach follows it again")
+            return 0
         try:
             watch(study, job.n_trials, execution, console)
         except KeyboardInterrupt:

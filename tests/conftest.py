@@ -40,3 +40,17 @@ def postgres():
         server.stop()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The single-node SLURM cluster of scripts/slurm-test-cluster.sh (root only); stopped at the end if
+    this session started it. Yields the SLURM_CONF path the clients need."""
+    from tests.services import start_slurm
+
+    conf, started = start_slurm()
+    yield conf
+    if started:
+        import subprocess
+
+        subprocess.run(["bash", "scripts/slurm-test-cluster.sh", "stop"], capture_output=True, timeout=120)

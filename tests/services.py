@@ -1,7 +1,7 @@
-"""Real services for the tests: a throwaway PostgreSQL server on loopback.
+"""Real services for the tests: a throwaway PostgreSQL server on loopback, a single-node SLURM cluster.
 
 A missing component skips a test only outside CI; with CI set, it is a failure (`.ci/run` installs
-Debian's postgresql, so CI always has it).
+Debian's postgresql, slurm-wlm, munge, slurmdbd and mariadb-server, so CI always has them).
 """
 from __future__ import annotations
 
@@ -78,3 +78,22 @@ def start_postgres(folder: Path) -> Postgres:
     subprocess.run([*admin, f"CREATE ROLE sweep LOGIN PASSWORD '{server.password}'"], check=True, capture_output=True)
     subprocess.run([*admin, "CREATE DATABASE sweep OWNER sweep"], check=True, capture_output=True)
     return server
+
+
+SLURM_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-test-cluster.sh"
+
+
+def start_slurm() -> tuple[str, bool]:
+    """Start the test cluster unless it runs; returns (its SLURM_CONF, whether this call started it)."""
+    if os.geteuid() != 0 or not all(shutil.which(c) for c in ("slurmctld", "slurmd", "slurmdbd", "munged", "mariadbd")):
+        missing("SLURM test cluster (as root: slurm-wlm munge slurmdbd mariadb-server)")
+    status = subprocess.run(["bash", str(SLURM_SCRIPT), "status"], capture_output=True, text=True, timeout=60)
+    if status.returncode != 0:
+        started = subprocess.run(["bash", str(SLURM_SCRIPT), "start"], capture_output=True, text=True, timeout=300)
+        if started.returncode != 0:
+            pytest.fail(f"{SLURM_SCRIPT.name} start failed: {started.stderr.strip()}")
+    conf = next(line.split("=", 1)[1] for line in subprocess.run(
+        ["bash", str(SLURM_SCRIPT), "status"], check=True, capture_output=True, text=True).stdout.splitlines()
+        if line.startswith("export SLURM_CONF="))
+    os.environ["SLURM_CONF"] = conf  # for this process's squeue/scontrol and the sweeps it starts
+    return conf, status.returncode != 0

@@ -85,3 +85,11 @@ def states(study: optuna.Study) -> dict[str, int]:
 
 def file_tree(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def first_part(root: Path, run: str = "w16-mup-t00000-s0") -> tuple[Path, int]:
+    """The earliest curve part of a run in the tiny study, with its inode. A run resumed from a checkpoint
+    keeps the parts written before it (same inode); one started over rewrites them (temp file + rename)."""
+    [folder] = (root / "tiny" / "curves").glob(f"study=*/kind=proxy/run={run}")
+    path = min(folder.glob("part-*.parquet"))
+    return path, path.stat().st_ino

@@ -75,6 +75,19 @@ def test_a_dead_local_worker_is_stale_at_once_and_its_trial_is_retried_once(stud
     assert study.ask().suggest_float("x", 0, 1) == failed.params["x"]  # the retry runs the same point
 
 
+def test_a_worker_that_exited_but_was_never_reaped_is_gone():
+    """A zombie (exited, unreaped: an orphan of a container whose PID 1 never reaps) is not alive."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    assert liveness.process_start(child.pid) is not None
+    child.stdin.close()  # it exits
+    deadline = time.time() + 60
+    while liveness.process_start(child.pid) is not None:  # until it has exited (still unreaped: no wait)
+        assert time.time() < deadline, "the child never exited"
+        time.sleep(0.05)
+    assert open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie, not reaped
+    child.wait()
+
+
 def test_a_live_worker_is_left_alone_and_a_silent_remote_one_times_out(study):
     trial = study.ask()
     with Heartbeat(study._storage, trial._trial_id, interval=0.05) as beat:

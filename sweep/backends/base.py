@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from sweep.study.spec import StudySpec, with_flags
 from sweep.study.study import SweepJob
 
 
@@ -28,6 +29,16 @@ class Execution(ABC):
 
 class Backend(ABC):
     name: str
+    flags: tuple[str, ...] = ()  # its own command-line options (also settable in the spec's section of its name)
+
+    @classmethod
+    def create(cls, spec: StudySpec, workers: int, flags: dict) -> "Backend":
+        """The backend with its settings: the spec's section of its name, if it has one, under the flags given."""
+        section = getattr(spec, cls.name, None)
+        return cls(workers) if section is None else cls(workers, with_flags(section, flags))
+
+    def check(self, job: SweepJob) -> None:
+        """Reject what this backend cannot run (an InputError), before anything is written."""
 
     @abstractmethod
     def launch(self, job: SweepJob) -> Execution:

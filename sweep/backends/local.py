@@ -8,13 +8,13 @@ asks the kernel for SIGKILL when its parent exits (Linux PR_SET_PDEATHSIG), so a
 """
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import signal
 from dataclasses import replace
 
 from sweep.backends.base import Backend, Execution
+from sweep.backends.processes import die_with_parent
 from sweep.errors import InputError
 from sweep.study.study import SweepJob
 
@@ -64,18 +64,6 @@ class LocalExecution(Execution):
     def describe(self) -> str:
         pids = ", ".join(str(p.pid) for p in self.processes)
         return f"{len(self.processes)} local worker(s), {self.threads} torch thread(s) each (pids {pids})"
-
-
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent exits (no-op elsewhere)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    except OSError:
-        return
-    PR_SET_PDEATHSIG = 1
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() == 1:  # the parent died before the request took effect
-        os._exit(1)
 
 
 def worker_main(job: SweepJob) -> None:

@@ -41,12 +41,16 @@ def machine_id() -> str:
 
 
 def process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (tells a reused pid apart), None if gone."""
+    """The process's start time in clock ticks since boot (tells a reused pid apart), None if gone.
+
+    A zombie is gone: it has exited and waits only to be reaped, which PID 1 of some containers never does.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
+    fields = stat.rsplit(")", 1)[1].split()  # fields 3, 4, … counted after the command name
+    return None if fields[0] == "Z" else fields[19]  # field 3: the state; field 22: the start time
 
 
 def this_worker() -> dict:

@@ -9,6 +9,8 @@
     pruner: {name: hyperband, options: {}}
     seeds_per_trial: 1
     storage: null                    # default: sqlite:///ROOT/NAME/optuna.db
+    slurm: {partition: gpu, gpus_per_task: 1, time: 60}   # `--backend slurm` settings; flags override
+    ray: {address: null, gpus_per_trial: 0.5}             # `--backend ray` settings; flags override
 
 Everything is validated before anything is written: a bad key, a search path that is not a
 RunConfig field, or a range the field rejects is one line naming it (an `InputError`, exit 2).
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sweep.errors import InputError
 from sweep.study.space import HALFLIFE_FIELDS, HalflifeParam, Space, parse_param, set_path
@@ -56,6 +58,34 @@ class ObjectiveSpec(Strict):
     last: int = Field(1, ge=1)  # mean of the last k evaluations; 1: the final validation loss
 
 
+class SlurmSpec(Strict):
+    """Where `--backend slurm` runs each array task (the flags of the same names override these)."""
+    partition: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
+    gpus_per_task: int = Field(0, ge=0)
+    cpus_per_task: int = Field(1, ge=1)
+    mem: Optional[float] = Field(None, gt=0)  # GB per task
+    time: int = Field(60, ge=1)  # minutes per task; a timed-out task requeues and resumes its trial
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    array_parallelism: Optional[int] = Field(None, ge=1)  # tasks running at once (default: all)
+
+
+class RaySpec(Strict):
+    """Where `--backend ray` runs trials (the flags of the same names override these)."""
+    address: Optional[str] = None  # a running cluster (HOST:PORT, ray://HOST:PORT, auto); none: a local instance
+    gpus_per_trial: float = Field(0.0, ge=0)
+    cpus_per_trial: float = Field(1.0, gt=0)
+    max_concurrent: Optional[int] = Field(None, ge=1)  # default: --workers
+
+    @field_validator("gpus_per_trial", "cpus_per_trial")
+    @classmethod
+    def whole_above_one(cls, value: float) -> float:
+        """Ray shares one GPU or CPU between trials (0.5 each), but never gives a trial part of a second one."""
+        if value > 1 and not value.is_integer():
+            raise ValueError("a fraction is allowed up to 1, above it whole numbers only")
+        return value
+
+
 class StudySpec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
     trials: int = Field(20, ge=1)
@@ -67,6 +97,8 @@ class StudySpec(Strict):
     seeds_per_trial: int = Field(1, ge=1)
     storage: Optional[str] = None
     storage_password_env: Optional[str] = None
+    slurm: SlurmSpec = SlurmSpec()
+    ray: RaySpec = RaySpec()
 
     def space(self) -> Space:
         return Space({path: parse_param(raw) for path, raw in self.search.items()})
@@ -108,6 +140,18 @@ def parse_spec(raw: dict) -> StudySpec:
         if isinstance(param, HalflifeParam) and path not in HALFLIFE_FIELDS:
             raise InputError(f"search.{path}: type halflife applies to {', '.join(HALFLIFE_FIELDS)} only")
     return spec
+
+
+def with_flags(section: BaseModel, flags: dict[str, Any]) -> BaseModel:
+    """A backend section of the spec with the command-line flags given (not None) put over it."""
+    given = {name: value for name, value in flags.items() if value is not None}
+    try:
+        checked = type(section).model_validate(given)
+    except ValidationError as err:
+        first = err.errors()[0]
+        flag = "--" + str(first["loc"][0]).replace("_", "-")
+        raise InputError(f"{flag}: {first['msg']} (got {first.get('input')!r})") from None
+    return section.model_copy(update={name: getattr(checked, name) for name in given})
 
 
 def check_search_path(path: str) -> None:

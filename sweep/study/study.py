@@ -110,24 +110,35 @@ def progress(study: optuna.Study) -> tuple[int, int]:
     return sum(map(counts, trials)), sum(t.state == TrialState.RUNNING for t in trials)
 
 
+WAIT = "wait"  # claim_once: the last places are held by running trials; ask again later
+
+
 def claim(study: optuna.Study, n_trials: int, deadline: Optional[float] = None) -> Optional[optuna.Trial]:
     """The next trial to run, or None when the study has `n_trials` counted (or the deadline passed).
 
     While the last places are held by running trials this waits: one of them may die and be retried.
     """
     while deadline is None or time.time() < deadline:
-        retry_stale(study)
-        done, running = progress(study)
-        if done >= n_trials:
-            return None
-        if done + running >= n_trials:
-            time.sleep(POLL_S)
-            continue
-        trial = study.ask()
-        ahead = sum(1 for t in study.get_trials(deepcopy=False)
-                    if t.number < trial.number and (counts(t) or t.state == TrialState.RUNNING))
-        if ahead < n_trials:
+        trial = claim_once(study, n_trials)
+        if trial is not WAIT:
             return trial
-        trial.set_user_attr("reason", f"surplus: {n_trials} trials were already taken")
-        study.tell(trial, state=TrialState.FAIL)
+        time.sleep(POLL_S)
     return None
+
+
+def claim_once(study: optuna.Study, n_trials: int) -> optuna.Trial | str | None:
+    """One attempt of `claim`, without waiting: a trial, None when the study has its count, or WAIT."""
+    retry_stale(study)
+    done, running = progress(study)
+    if done >= n_trials:
+        return None
+    if done + running >= n_trials:
+        return WAIT
+    trial = study.ask()
+    ahead = sum(1 for t in study.get_trials(deepcopy=False)
+                if t.number < trial.number and (counts(t) or t.state == TrialState.RUNNING))
+    if ahead < n_trials:
+        return trial
+    trial.set_user_attr("reason", f"surplus: {n_trials} trials were already taken")
+    study.tell(trial, state=TrialState.FAIL)
+    return WAIT

@@ -1,0 +1,128 @@
+"""The SLURM backend: one submitit job array; each task is a worker on the shared Optuna storage.
+
+Each array task runs `run_worker` (claim trials until the study has its count), so the array's
+size is `--workers` and how many run at once is `--array-parallelism`; the study, not SLURM,
+decides how many trials run. The storage must be reachable from every node (a journal file on a
+shared filesystem, or a SQLAlchemy URL): SQLite is refused. Its password stays in the environment
+(sbatch exports it to the tasks); the job pickled to disk holds only the redacted URL form.
+
+Preemption and timeouts: a task is `Checkpointable`. On SLURM's warning signal submitit calls
+`checkpoint` (the same call is resubmitted), requeues the task and exits; the exit unwinds
+`run_worker`, which releases the running trial. A task killed outright (`scontrol requeue`, a lost
+node) leaves its trial RUNNING: the requeued task finds it stale (its process is gone on this
+node; on another one after the heartbeat grace) and retries it. Either way the retry trains in the
+same run folder and resumes from the run's last checkpoint.
+
+The array's id and log folder are kept on the study (user attr `slurm_job`), so the same
+`sweep proxy` command re-attaches to an array still queued or running instead of submitting another.
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from sweep.backends.base import Backend, Execution
+from sweep.errors import InputError
+from sweep.study.spec import SlurmSpec
+from sweep.study.storage import open_storage
+from sweep.study.study import SweepJob, open_study
+
+JOB_ATTR = "slurm_job"
+STOP_TIMEOUT_S = 30.0
+FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "CANCELLED")
+
+
+class SlurmBackend(Backend):
+    name = "slurm"
+    flags = tuple(SlurmSpec.model_fields)
+
+    def __init__(self, workers: int, options: SlurmSpec):
+        if workers < 1:
+            raise InputError(f"--workers: must be at least 1 (array tasks), got {workers}")
+        self.workers, self.options = workers, options
+
+    def check(self, job: SweepJob) -> None:
+        if job.storage.url.startswith("sqlite:"):
+            raise InputError("--storage: --backend slurm needs a storage every node reaches: journal:PATH on a "
+                             "shared filesystem or a SQLAlchemy URL (postgresql://…); SQLite is for one machine")
+        try:
+            subprocess.run(["sinfo", "--version"], capture_output=True, check=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            raise InputError("--backend slurm: no SLURM here (sinfo does not run); submit from a login node") from None
+
+    def launch(self, job: SweepJob) -> "SlurmExecution":
+        study = open_study(job, open_storage(job.storage), create=False)
+        recorded = study.user_attrs.get(JOB_ATTR)
+        if recorded and active(recorded["id"]):
+            return SlurmExecution(recorded["id"], Path(recorded["folder"]), recorded["tasks"], attached=True)
+        import submitit
+
+        folder = Path(job.root) / job.spec.name / "slurm" / job.study_name
+        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=1000)
+        o = self.options
+        executor.update_parameters(
+            job_name=job.study_name, partition=o.partition, gpus_per_task=o.gpus_per_task or None,
+            cpus_per_task=o.cpus_per_task, mem=f"{round(o.mem * 1024)}M" if o.mem else None, time=o.time, account=o.account,
+            qos=o.qos, array_parallelism=o.array_parallelism or self.workers, signal_delay_s=min(90, 10 * o.time))
+        job = replace(job, threads=job.threads or o.cpus_per_task)
+        try:
+            tasks = executor.map_array(SlurmTask(), [replace(job, worker=i) for i in range(self.workers)])
+        except Exception as err:  # sbatch's refusal: unknown partition, account, QOS, too many resources
+            raise InputError(f"--backend slurm: sbatch refused the array ({' '.join(str(err).split())[:300]})") from None
+        array_id = tasks[0].job_id.split("_")[0]
+        study.set_user_attr(JOB_ATTR, {"id": array_id, "folder": str(folder), "tasks": self.workers})
+        return SlurmExecution(array_id, folder, self.workers, attached=False)
+
+
+def active(array_id: str) -> bool:
+    """Whether a task of the array is queued or running (squeue forgets finished jobs)."""
+    done = subprocess.run(["squeue", "-h", "-j", array_id, "-o", "%T"], capture_output=True, text=True, timeout=60)
+    return done.returncode == 0 and bool(done.stdout.split())
+
+
+class SlurmTask:
+    """One array task: a worker. Checkpointable (the default `checkpoint` resubmits the same call)."""
+
+    def __call__(self, job: SweepJob) -> int:
+        from sweep.study.worker import run_worker
+
+        return run_worker(job)
+
+    def checkpoint(self, job: SweepJob):
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(self, job)
+
+
+class SlurmExecution(Execution):
+    def __init__(self, array_id: str, folder: Path, tasks: int, attached: bool):
+        self.array_id, self.folder, self.tasks, self.attached = array_id, folder, tasks, attached
+
+    def running(self) -> bool:
+        return active(self.array_id)
+
+    def stop(self) -> None:
+        """Cancel what is queued; interrupt what runs (each task releases its trial), then cancel the rest."""
+        subprocess.run(["scancel", "--state=PENDING", self.array_id], capture_output=True, timeout=60)
+        subprocess.run(["scancel", "--signal=INT", self.array_id], capture_output=True, timeout=60)
+        deadline = time.time() + STOP_TIMEOUT_S
+        while active(self.array_id) and time.time() < deadline:
+            time.sleep(0.5)
+        subprocess.run(["scancel", self.array_id], capture_output=True, timeout=60)
+
+    def errors(self) -> list[str]:
+        done = subprocess.run(["sacct", "-n", "-X", "-P", "-j", self.array_id, "-o", "JobID,State,ExitCode"],
+                              capture_output=True, text=True, timeout=60)
+        lines = []
+        for row in done.stdout.splitlines():
+            task, state, code = row.split("|")
+            if state.split()[0] in FAILED_STATES:
+                lines.append(f"SLURM task {task} ended {state} (exit {code}); log: {self.folder}/{task}_0_log.err")
+        return lines
+
+    def describe(self) -> str:
+        how = "re-attached to" if self.attached else "submitted"
+        return f"SLURM job array {self.array_id} ({how}, {self.tasks} task(s)); logs in {self.folder}"
+
