@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests start for real, when it is missing (Debian; needs root): PostgreSQL for
 # the storage tests; SLURM, munge, slurmdbd and MariaDB for the SLURM backend's test cluster
-# (scripts/slurm-test-cluster.sh, started and stopped by the tests). Nothing runs after.
+# (scripts/slurm-test-cluster.sh, started and stopped by the tests); Chromium, headless, for the
+# HTML plots page. Nothing runs after.
 # Where it cannot be installed the tests that need it skip, except in CI (CI set), where that fails.
 set -euo pipefail
 have_postgres() { command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; }
@@ -9,6 +10,7 @@ have_slurm() { command -v slurmctld && command -v slurmd && command -v slurmdbd 
 packages=()
 have_postgres || packages+=(postgresql)
 have_slurm || packages+=(slurm-wlm munge slurmdbd mariadb-server)
+command -v chromium >/dev/null || packages+=(chromium)
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
     echo "test-services: ${packages[*]} missing and cannot be installed here (as root: apt-get install ${packages[*]}); their tests will skip" >&2

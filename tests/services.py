@@ -1,7 +1,7 @@
 """Real services for the tests: a throwaway PostgreSQL server on loopback, a single-node SLURM cluster.
 
 A missing component skips a test only outside CI; with CI set, it is a failure (`.ci/run` installs
-Debian's postgresql, slurm-wlm, munge, slurmdbd and mariadb-server, so CI always has them).
+Debian's postgresql, slurm-wlm, munge, slurmdbd, mariadb-server and chromium, so CI always has them).
 """
 from __future__ import annotations
 
