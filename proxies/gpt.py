@@ -16,6 +16,13 @@ Read top to bottom like nanoGPT. The μP choices (Tensor Programs V, Table 3 and
   which stops attention-logit growth at high learning rates. Its gains are norm gains (Adam LR lr, over
   d_head coordinates); the logits keep the μP 1/d_head scale. With it, a zero-initialised query is moot:
   the norm brings q to unit size after the first update.
+
+Depth transfer, off unless `depth_alpha` is given (CompleteP: Dey et al. 2025, arXiv 2505.01618, Table 1;
+α = 0.5 is Depth-μP, Yang et al. 2023, "Tensor Programs VI"): with m_L = depth / base_depth, every block is
+x ← x + m_L^−α · attn(ln_1(x)), then x ← x + m_L^−α · mlp(ln_2(x)), α ∈ [0.5, 1] (1 is CompleteP). The blocks'
+Adam LR × m_L^(α−1) and AdamW ε × m_L^−α are set by the optimizer's groups (`proxies.parametrization`), from the
+blocks' `branch_mult` and `depth_lr_mult`; init does not change with depth. `base_depth`, the proxy's depth, is
+required with it. It applies under SP as under μP: it is a depth rule, independent of the width rules.
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from mup import MuReadout, MuSharedReadout
 from torch import nn
 
 from proxies.base_shapes import mup_builder
+from proxies.parametrization import depth_multipliers
 
 BASE_WIDTH = 64
 EMBEDDING_STD = 0.02
@@ -90,16 +98,20 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width: int, n_head: int, scale: float, norm: str, bias: bool, qk_norm: bool = False):
+    """Pre-norm residual block; each branch is scaled by `branch_mult` (m_L^−α, 1 without depth transfer)."""
+
+    def __init__(self, width: int, n_head: int, scale: float, norm: str, bias: bool, qk_norm: bool = False,
+                 branch_mult: float = 1.0, depth_lr_mult: float = 1.0):
         super().__init__()
         self.ln_1 = make_norm(norm, width, bias)
         self.attn = CausalSelfAttention(width, n_head, scale, bias, qk_norm)
         self.ln_2 = make_norm(norm, width, bias)
         self.mlp = MLP(width, bias)
+        self.branch_mult, self.depth_lr_mult = branch_mult, depth_lr_mult  # read by proxies.parametrization
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
+        x = x + self.branch_mult * self.attn(self.ln_1(x))
+        return x + self.branch_mult * self.mlp(self.ln_2(x))
 
 
 class TiedReadout(MuSharedReadout):
@@ -125,8 +137,10 @@ class GPT(nn.Module):
     def __init__(self, width: int, depth: int, parametrization: str, *, vocab_size: int = 256, block_size: int = 128,
                  head_dim: int = 16, n_head: int | None = None, norm: str = "layernorm", bias: bool = True,
                  tie_embeddings: bool = False, zero_query: bool = True, zero_readout: bool = False,
-                 attn_mult: float | None = None, output_mult: float = 1.0, qk_norm: bool = False):
+                 attn_mult: float | None = None, output_mult: float = 1.0, qk_norm: bool = False,
+                 depth_alpha: float | None = None, base_depth: int | None = None):
         super().__init__()
+        branch_mult, depth_lr_mult = depth_multipliers(depth, depth_alpha, base_depth)
         if n_head is None:  # head dim fixed, heads grow with width
             if width % head_dim:
                 raise ValueError(f"model.width: {width} is not a multiple of the head dim {head_dim} (or fix n_head)")
@@ -143,7 +157,8 @@ class GPT(nn.Module):
         self.block_size = block_size
         self.wte = nn.Embedding(vocab_size, width)
         self.wpe = nn.Embedding(block_size, width)
-        self.blocks = nn.ModuleList(Block(width, n_head, scale, norm, bias, qk_norm) for _ in range(depth))
+        self.blocks = nn.ModuleList(Block(width, n_head, scale, norm, bias, qk_norm, branch_mult, depth_lr_mult)
+                                    for _ in range(depth))
         self.ln_f = make_norm(norm, width, bias)
         if tie_embeddings:
             self.lm_head = TiedReadout(self.wte.weight, bias=False, output_mult=output_mult)

@@ -13,6 +13,25 @@ forward multiplier is the readout's.
 
 Init is whatever the model drew (measured here, not assumed). Weight decay applies to weight
 matrices only: never to biases or norm gains, to embeddings only when asked.
+
+Depth transfer, optional (CompleteP: Dey et al. 2025, "Don't be lazy: CompleteP enables compute-efficient
+deep transformers", arXiv 2505.01618, Table 1, α column; α = 1/2 is Depth-μP, Yang et al. 2023, "Tensor
+Programs VI"). For m_L = depth / base depth and α ∈ [1/2, 1]:
+
+| where                                           | forward           | Adam LR      | AdamW ε    |
+| each residual branch (attention, MLP)           | x + m_L^−α · F(x) |              |            |
+| in residual blocks: weights, biases, norm gains |                   | × m_L^(α−1)  | × m_L^−α   |
+| embeddings, readout, final norm                 |                   | × 1          | × 1        |
+
+The depth factors multiply the width ones above (hidden Adam LR: lr · m_L^(α−1) / m). Init and weight
+decay have no depth factor (Table 1). SGD gets no depth factor: Table 1 gives AdamW rules only. Table 1
+also scales the blocks' ε by 1/m_N, but in its μP column, i.e. as a width rule with or without depth; this
+table's μP (TP5, mup's MuAdamW) leaves ε alone in width, so only the depth factor is applied here.
+
+A module declares itself a residual block with two attributes, which a user model can set the same way:
+`branch_mult` (m_L^−α, the multiplier its forward applies to each branch) and `depth_lr_mult` (m_L^(α−1));
+`depth_multipliers` computes both. Its parameters get Adam LR × depth_lr_mult and AdamW ε × branch_mult (the
+branch multiplier scales their gradients, so ε follows it: Table 1's m_L^−α).
 """
 from __future__ import annotations
 
@@ -35,6 +54,24 @@ class ParamRule:
     sgd_lr_mult: float
     decays: bool
     forward_mult: float
+    depth_lr_mult: float  # the depth factor m_L^(α−1), already in adam_lr_mult
+    eps_mult: float  # AdamW ε multiplier, m_L^−α inside residual blocks
+
+
+def depth_multipliers(depth: int, depth_alpha: float | None, base_depth: int | None) -> tuple[float, float]:
+    """(branch_mult, depth_lr_mult) = (m_L^−α, m_L^(α−1)) with m_L = depth / base_depth (CompleteP Table 1);
+    (1, 1) when depth_alpha is None. Bad options raise a one-line ValueError naming the field."""
+    if base_depth is not None and (isinstance(base_depth, bool) or not isinstance(base_depth, int) or base_depth < 1):
+        raise ValueError(f"model.options.base_depth: {base_depth!r} is not a positive integer (the proxy's depth)")
+    if depth_alpha is None:
+        return 1.0, 1.0
+    if isinstance(depth_alpha, bool) or not isinstance(depth_alpha, (int, float)) or not 0.5 <= depth_alpha <= 1:
+        raise ValueError(f"model.options.depth_alpha: {depth_alpha!r} is not a number in [0.5, 1] "
+                         "(0.5: Depth-μP, 1: CompleteP; leave it unset for plain residuals)")
+    if base_depth is None:
+        raise ValueError("model.options.base_depth: required with depth_alpha (the proxy's depth; m_L = depth / base_depth)")
+    m = depth / base_depth
+    return m ** -depth_alpha, m ** (depth_alpha - 1)
 
 
 def _roles(model: nn.Module) -> dict[int, tuple[str, float]]:
@@ -52,9 +89,19 @@ def _roles(model: nn.Module) -> dict[int, tuple[str, float]]:
     return roles
 
 
+def _depth(model: nn.Module) -> dict[int, tuple[float, float]]:
+    """Map id(parameter) → (depth LR multiplier, ε multiplier) for parameters inside residual blocks."""
+    depth: dict[int, tuple[float, float]] = {}
+    for module in model.modules():
+        if hasattr(module, "branch_mult"):
+            for p in module.parameters():
+                depth[id(p)] = (module.depth_lr_mult, module.branch_mult)
+    return depth
+
+
 def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamRule]:
     """One `ParamRule` per parameter of a model whose base shapes are set."""
-    roles = _roles(model)
+    roles, depth = _roles(model), _depth(model)
     rules = []
     for name, p in model.named_parameters():
         infshape = p.infshape
@@ -69,9 +116,11 @@ def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamR
         else:
             adam, sgd = 1.0, float(infshape.width_mult()) if ninf == 1 else 1.0
         decays = p.ndim >= 2 and (role not in ("embedding", "tied") or decay_embeddings)
+        depth_lr, eps = depth.get(id(p), (1.0, 1.0))
         rules.append(ParamRule(
             name=name, shape=tuple(p.shape), inf_dims=tuple(i for i, d in enumerate(infshape) if d.isinf()),
             role=role, init_std=float(p.detach().float().std()) if p.numel() > 1 else 0.0,
-            adam_lr_mult=adam, sgd_lr_mult=sgd, decays=decays, forward_mult=forward,
+            adam_lr_mult=adam * depth_lr, sgd_lr_mult=sgd, decays=decays, forward_mult=forward,
+            depth_lr_mult=depth_lr, eps_mult=eps,
         ))
     return rules

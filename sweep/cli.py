@@ -132,6 +132,63 @@ def results_cmd(
                 plots=plots, console=console)
 
 
+@app.command("verify", short_help="Show the optimum does not move with width: drift per parametrization, Figure 1")
+def verify_cmd(
+    spec: Path = typer.Argument(..., help="study spec YAML"),
+    widths: str = typer.Option("32,64,128,256", help="comma-separated widths"),
+    param: str = typer.Option("optimizer.lr", help="the setting on the grid (a RunConfig path with positive values)"),
+    values: Optional[str] = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
+    span: Optional[str] = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
+                                       "[default: the base value × 2^-3 … 2^3]"),
+    parametrizations: str = typer.Option("mup,sp", help="mup, sp or both"),
+    seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
+    trials_from: str = typer.Option("best", help="other settings from the sweep's best trial, or the spec's defaults: best|spec"),
+    proxy_width: Optional[int] = typer.Option(None, help="the sweep's width whose best trial is used [default: its only one]"),
+    max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
+    backend: str = typer.Option("local", help="where the runs go: local, ray or slurm"),
+    workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the verify folder]"),
+    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+):
+    """A grid of the setting × width per parametrization (resumable studies): each width's optimum as a fitted
+    vertex with its seed spread, the drift, LR sensitivity; Figure-1 PNG and Parquet; exit 1 if μP drifts."""
+    from sweep.verify.command import run_verify
+
+    raise typer.Exit(run_verify(spec, widths=widths, param=param, values=values, span=span,
+                                parametrizations=parametrizations, seeds=seeds, trials_from=trials_from,
+                                proxy_width=proxy_width, max_drift=max_drift, backend=backend, workers=workers,
+                                storage=storage, password_env=storage_password_env, backend_flags=None, console=console))
+
+
+@app.command("transfer", short_help="Write the full-size RunConfig from a proxy trial, with rules and provenance")
+def transfer_cmd(
+    spec: Path = typer.Argument(..., help="study spec YAML of the proxy sweep"),
+    width: int = typer.Option(..., help="the full run's width"),
+    depth: Optional[int] = typer.Option(None, help="the full run's depth (needs the proxy's depth rule) [default: kept]"),
+    batch_size: Optional[int] = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
+    tokens: Optional[int] = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
+    steps: Optional[int] = typer.Option(None, help="the full run's steps (instead of --tokens)"),
+    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt or noise"),
+    warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: fraction|tokens"),
+    beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
+    wd_rule: str = typer.Option("tokens", help="weight decay at a constant AdamW timescale in tokens, as a fraction "
+                                "of the run, or left: tokens|fraction|none"),
+    trial: str = typer.Option("best", help="the proxy trial: best or its number"),
+    proxy_width: Optional[int] = typer.Option(None, help="the sweep's width to take the trial from [default: its only one]"),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
+    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    out: Optional[Path] = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
+):
+    """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
+    from sweep.rules import Target
+    from sweep.transfer import run_transfer
+
+    target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
+                    warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule)
+    run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
+                 password_env=storage_password_env, out=out, console=console)
+
+
 @app.command("doctor", short_help="Pre-flight checklist of a RunConfig or a study: one verdict table")
 def doctor_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML, or a study spec (its base run at --width)"),

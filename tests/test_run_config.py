@@ -73,6 +73,7 @@ EVERYTHING = {  # every field of every section away from its default
     "checkpoint": {"every": 100, "keep": 3},
     "output": {"root": "/tmp/studies", "study": "s1", "kind": "full", "run": "r-1"},
     "provenance": {"study": "s0", "trial": 12, "storage": "postgresql://u@db/optuna", "created_by": "sweep transfer (μP)",
+                   "trial_value": 2.5, "proxy": {"width": 64, "batch_size": 8}, "verify": {"drift_mup": 0.25},
                    "rules": [{"name": "lr", "field": "optimizer.lr", "before": 1e-8, "after": 3e-4,
                               "formula": "lr * (base / width)"},
                              {"name": "batch", "field": "batch_size", "before": 8, "after": 24, "formula": None}]},

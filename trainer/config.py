@@ -136,7 +136,10 @@ class Provenance(Strict):
     trial: Optional[int] = None
     storage: Optional[str] = None  # the Optuna storage URL, never with a password
     created_by: Optional[str] = None
-    rules: list[dict[str, Any]] = []  # transfer rules applied: name, field, before, after, formula
+    trial_value: Optional[float] = None  # the proxy trial's objective (a transferred run)
+    proxy: dict[str, Any] = {}  # the proxy's width, depth, batch, tokens, parametrization (a transferred run)
+    verify: dict[str, Any] = {}  # the drift `sweep verify` measured, when it was run
+    rules: list[dict[str, Any]] = []  # transfer rules applied: rule, field, before, after, formula
 
 
 class RunConfig(Strict):

@@ -41,3 +41,30 @@ def load_studies(name: str, url: StorageURL, width: Optional[int] = None) -> lis
         at = f" at width {width}" if width is not None else ""
         raise InputError(f"study: sweep {name!r} has no study{at} in {url.redacted}")
     return sorted(studies, key=lambda s: (s.user_attrs.get("width", 0), s.user_attrs.get("parametrization", "")))
+
+
+def pick_trial(name: str, url: StorageURL, *, width: Optional[int], parametrization: str,
+               trial: str = "best") -> tuple[optuna.Study, optuna.trial.FrozenTrial]:
+    """The sweep's study at `width` (the only one in `parametrization` when no width is given) and one of
+    its COMPLETE trials: the best, or the one numbered `trial`."""
+    studies = [s for s in load_studies(name, url, width) if s.user_attrs.get("parametrization") == parametrization]
+    if not studies:
+        raise InputError(f"study: sweep {name!r} has no {parametrization} study"
+                         + (f" at width {width}" if width is not None else ""))
+    if len(studies) > 1:
+        widths = ", ".join(str(s.user_attrs.get("width")) for s in studies)
+        raise InputError(f"--proxy-width: sweep {name!r} has {parametrization} studies at widths {widths}; name one")
+    study = studies[0]
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+    if trial == "best":
+        if not complete:
+            raise InputError(f"--trial: study {study.study_name} has no complete trial yet")
+        return study, min(complete, key=lambda t: t.value)
+    if not trial.isdigit():
+        raise InputError(f"--trial: {trial!r} is not 'best' nor a trial number")
+    chosen = next((t for t in study.get_trials(deepcopy=False) if t.number == int(trial)), None)
+    if chosen is None:
+        raise InputError(f"--trial: study {study.study_name} has no trial {trial}")
+    if chosen.state != optuna.trial.TrialState.COMPLETE:
+        raise InputError(f"--trial: trial {trial} of {study.study_name} is {chosen.state.name}, not COMPLETE")
+    return study, chosen

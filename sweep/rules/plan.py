@@ -1,0 +1,229 @@
+"""The rules composed: a proxy trial's RunConfig and a target → the full-size RunConfig and what changed.
+
+Order (each step reads what the steps before it set; tests/test_transfer_rules.py holds it):
+1. width: μP keeps the base settings; the multipliers follow m = width / base width.
+2. depth: only under the proxy's own depth rule (`model.options.depth_alpha`, CompleteP).
+3. budget: the target's steps or tokens (default: the proxy's tokens).
+4. batch: `none`, `linear`, `sqrt` or `noise` sets the LR (sqrt also β₁, β₂, ε).
+5. warmup: as a fraction of the run or as tokens; never fewer steps than the proxy's when 4 raised the LR.
+6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt keeps the same half-life to first order).
+7. weight decay at a constant AdamW timescale 1/(η·λ), with the η of step 4.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from proxies.registry import base_width_of
+from sweep.errors import InputError
+from sweep.rules import batch as batch_rules
+from sweep.rules import horizon
+from sweep.rules.change import Change
+from trainer.config import ConfigError, RunConfig
+
+BATCH_RULES = ("none", "linear", "sqrt", "noise")
+WARMUP_RULES = ("fraction", "tokens")
+BETA2_RULES = ("halflife", "none")
+WEIGHT_DECAY_RULES = ("tokens", "fraction", "none")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The full-size run: its width, and what else changes from the proxy (None: kept)."""
+
+    width: int
+    depth: Optional[int] = None
+    batch_size: Optional[int] = None
+    steps: Optional[int] = None
+    tokens: Optional[int] = None
+    batch_rule: str = "none"
+    warmup: str = "fraction"
+    beta2: str = "halflife"
+    weight_decay: str = "tokens"
+
+    def check(self) -> None:
+        for flag, value, allowed in (("--batch-rule", self.batch_rule, BATCH_RULES), ("--warmup-rule", self.warmup, WARMUP_RULES),
+                                     ("--beta2-rule", self.beta2, BETA2_RULES),
+                                     ("--wd-rule", self.weight_decay, WEIGHT_DECAY_RULES)):
+            if value not in allowed:
+                raise InputError(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
+        for flag, value in (("--width", self.width), ("--depth", self.depth), ("--batch-size", self.batch_size),
+                            ("--steps", self.steps), ("--tokens", self.tokens)):
+            if value is not None and value < 1:
+                raise InputError(f"{flag}: must be a positive integer, got {value}")
+        if self.steps is not None and self.tokens is not None:
+            raise InputError("--steps, --tokens: give one, not both")
+
+
+@dataclass
+class Transferred:
+    config: RunConfig
+    changes: list[Change] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Edit:
+    """The target's values as a RunConfig dict, with every change recorded."""
+
+    def __init__(self, proxy: RunConfig):
+        self.run = proxy.model_dump(mode="json")
+        self.changes: list[Change] = []
+
+    def get(self, path: str) -> Any:
+        node = self.run
+        for part in path.split("."):
+            node = node[part]
+        return node
+
+    def set(self, rule: str, path: str, after: Any, formula: str) -> None:
+        *parents, last = path.split(".")
+        node = self.run
+        for part in parents:
+            node = node[part]
+        before = node[last]
+        if before != after:
+            node[last] = after
+            self.changes.append(Change(rule, path, before, after, formula))
+
+
+def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int, b_noise: Optional[float] = None) -> Transferred:
+    """Apply the rules in order (module docstring) to the proxy's RunConfig; bad targets are InputErrors."""
+    target.check()
+    edit, warnings = _Edit(proxy), []
+    opt = proxy.optimizer
+    _width(edit, proxy, target)
+    _depth(edit, proxy, target)
+
+    batch, tps = proxy.batch_size, proxy.batch_size * tokens_per_example
+    proxy_steps = proxy.total_steps(tokens_per_example)
+    new_batch = target.batch_size or batch
+    kappa = new_batch / batch
+    edit.set("batch", "batch_size", new_batch, "the target's batch size")
+    if new_batch % proxy.grad_accum:
+        edit.set("batch", "grad_accum", 1, f"grad_accum {proxy.grad_accum} does not divide batch {new_batch}")
+    _budget(edit, proxy, target, proxy_steps * tps)
+    new_tps = new_batch * tokens_per_example
+    new_steps = RunConfig.parse({**edit.run, "provenance": {}}).total_steps(tokens_per_example)
+
+    lr = _batch(edit, proxy, target, kappa, b_noise, warnings)
+    _warmup(edit, proxy, target, proxy_steps, new_steps, tps, new_tps, lr_grew=lr > opt.lr)
+    if opt.name == "adamw" and target.beta2 == "halflife" and target.batch_rule != "sqrt":
+        edit.set("horizon.beta2", "optimizer.beta2", horizon.beta_constant_halflife(opt.beta2, tps, new_tps),
+                 f"β2' = β2^(B'/B): half-life {horizon.halflife_tokens(opt.beta2, tps):.4g} tokens kept")
+    if opt.weight_decay > 0 and target.weight_decay != "none":
+        fraction = target.weight_decay == "fraction"
+        wd = horizon.weight_decay_constant_timescale(opt.weight_decay, opt.lr, lr, tps, new_tps,
+                                                     proxy_steps * tps if fraction else None,
+                                                     new_steps * new_tps if fraction else None)
+        tau = horizon.adamw_timescale(opt.lr, opt.weight_decay) * tps
+        kept = f"τ/D = {tau / (proxy_steps * tps):.4g} of the run" if fraction else f"τ = B/(η·λ) = {tau:.4g} tokens"
+        edit.set(f"horizon.weight_decay.{target.weight_decay}", "optimizer.weight_decay", wd,
+                 f"AdamW timescale kept (Wang & Aitchison 2024): {kept}")
+    try:
+        config = RunConfig.parse(edit.run)
+    except ConfigError as err:
+        raise InputError(f"transfer: the transferred config is invalid ({err})") from None
+    return Transferred(config, edit.changes, warnings)
+
+
+def _width(edit: _Edit, proxy: RunConfig, target: Target) -> None:
+    model = proxy.model
+    if target.width == model.width:
+        return
+    if model.parametrization != "mup":
+        raise InputError(f"--width: the proxy is in {model.parametrization}, whose optimal settings move with width "
+                         "(Tensor Programs V, Fig. 1); transfer across width needs a μP proxy")
+    base = model.base_width or base_width_of(model.name)
+    edit.set("width", "model.width", target.width,
+             f"μP: base settings kept; multipliers follow m = width/{base} = {model.width / base:g} → {target.width / base:g}")
+
+
+def _depth(edit: _Edit, proxy: RunConfig, target: Target) -> None:
+    model = proxy.model
+    if target.depth is None or target.depth == model.depth:
+        return
+    alpha = model.options.get("depth_alpha")
+    if alpha is None:
+        raise InputError(f"--depth: μP transfers across width, not depth; the proxy has depth {model.depth} and no depth "
+                         "rule (sweep the proxy with model.options.depth_alpha: 1 (CompleteP) or 0.5 and base_depth, "
+                         f"or keep --depth {model.depth})")
+    base = model.options.get("base_depth", model.depth)
+    m_before, m_after = model.depth / base, target.depth / base
+    edit.set("depth.completep", "model.depth", target.depth,
+             f"CompleteP α={alpha:g} (Dey et al. 2025): branches × m_L^-α, hidden Adam LR × m_L^(α-1), ε × m_L^-α, "
+             f"m_L = depth/{base} = {m_before:g} → {m_after:g}")
+
+
+def _budget(edit: _Edit, proxy: RunConfig, target: Target, proxy_tokens: int) -> None:
+    if target.steps is not None:
+        edit.set("budget", "tokens", None, "--steps given")
+        edit.set("budget", "steps", target.steps, "the target's steps")
+    elif target.tokens is not None:
+        edit.set("budget", "steps", None, "--tokens given")
+        edit.set("budget", "tokens", target.tokens, "the target's tokens")
+    elif target.batch_size not in (None, proxy.batch_size):
+        edit.set("budget", "steps", None, "the proxy's tokens kept at the new batch")
+        edit.set("budget", "tokens", proxy_tokens, "the proxy's tokens kept at the new batch")
+
+
+def _batch(edit: _Edit, proxy: RunConfig, target: Target, kappa: float, b_noise: Optional[float],
+           warnings: list[str]) -> float:
+    """Step 4; returns the target's LR."""
+    opt, rule = proxy.optimizer, target.batch_rule
+    if kappa == 1:
+        return opt.lr
+    if rule == "none":
+        warnings.append(f"batch size {proxy.batch_size} → {edit.get('batch_size')} with --batch-rule none: "
+                        "the settings were tuned at the proxy's batch")
+        return opt.lr
+    if rule == "linear":
+        lr = batch_rules.linear(opt.lr, kappa)
+        edit.set("batch.linear", "optimizer.lr", lr, f"η' = κ·η, κ = {kappa:g} (Goyal et al. 2017)")
+        return lr
+    if rule == "sqrt":
+        if opt.name != "adamw":
+            raise InputError(f"--batch-rule sqrt: the square-root rule is for Adam; the proxy uses {opt.name} (use linear)")
+        try:
+            lr, b1, b2, eps = batch_rules.sqrt_adam(opt.lr, opt.beta1, opt.beta2, opt.eps, kappa)
+        except ValueError as err:
+            raise InputError(str(err)) from None
+        source = f"κ = {kappa:g} (Malladi et al. 2022)"
+        edit.set("batch.sqrt", "optimizer.lr", lr, f"η' = √κ·η, {source}")
+        edit.set("batch.sqrt", "optimizer.beta1", b1, f"1 − β1' = κ(1 − β1), {source}")
+        edit.set("batch.sqrt", "optimizer.beta2", b2, f"1 − β2' = κ(1 − β2), {source}")
+        edit.set("batch.sqrt", "optimizer.eps", eps, f"ε' = ε/√κ, {source}")
+        return lr
+    if b_noise is None:
+        raise InputError("--batch-rule noise: the proxy trial measured no gradient noise scale "
+                         "(eval.noise_scale_batches: 0); pick another rule or sweep with it on")
+    try:
+        lr = batch_rules.noise(opt.lr, proxy.batch_size, edit.get("batch_size"), b_noise)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    edit.set("batch.noise", "optimizer.lr", lr,
+             f"η' = η·(1 + B_noise/B)/(1 + B_noise/B'), B_noise = {b_noise:.4g} examples (McCandlish et al. 2018)")
+    if edit.get("batch_size") > b_noise:
+        warnings.append(f"batch {edit.get('batch_size')} exceeds the critical batch ≈ B_noise = {b_noise:.4g} measured on "
+                        "the proxy: more steps' worth of tokens per step buy little (McCandlish et al. 2018), and for "
+                        "Adam the optimal LR can fall again past it (Li et al. 2024, the surge)")
+    return lr
+
+
+def _warmup(edit: _Edit, proxy: RunConfig, target: Target, steps: int, new_steps: int, tps: int, new_tps: int,
+            lr_grew: bool) -> None:
+    warmup = proxy.schedule.warmup_for(steps)
+    if warmup == 0 or (new_steps, new_tps) == (steps, tps):
+        return
+    if target.warmup == "fraction":
+        fraction = proxy.schedule.warmup_fraction or warmup / steps
+        new = horizon.warmup_fraction_steps(fraction, new_steps)
+        formula = f"kept at {fraction:.4g} of the run"
+    else:
+        new = horizon.warmup_tokens_steps(warmup, tps, new_tps)
+        formula = f"kept at {warmup * tps} tokens"
+    if lr_grew and new < warmup:
+        new, formula = warmup, f"{formula}, but not below the proxy's {warmup} steps since the LR grew"
+    elif target.warmup == "fraction" and proxy.schedule.warmup_fraction is not None:
+        return  # the fraction carries over as it is
+    edit.set("horizon.warmup", "schedule.warmup_fraction", None, "written as steps")
+    edit.set(f"horizon.warmup.{target.warmup}", "schedule.warmup_steps", new, formula)

@@ -1,0 +1,106 @@
+"""`sweep transfer`: the best proxy trial (or a chosen one) → a complete RunConfig for the full-size run.
+
+The proxy's own RunConfig (stored on the trial) goes through the rules of `sweep.rules` in their stated
+order; the result is a full run (`output.kind: full`, checkpoints at every evaluation so it can resume)
+whose provenance names the study, the storage (never a password), the trial and its value, the proxy's
+shape and budget, the verify drift when one was measured, and every rule with its before and after.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from proxies.data import open_data
+from sweep.errors import InputError
+from sweep.results.studies import locate, pick_trial
+from sweep.rules import Change, Target, transfer_run
+from sweep.study.study import package_version
+from sweep.verify.command import read_summary
+from trainer.atomic import atomic_path
+from trainer.config import Provenance, RunConfig
+
+LIMITS = ("Tensor Programs V proves transfer across width only: regularization and depth transfer, and the batch and "
+          "horizon rules, are empirical. Compare the full run's first evaluations with the proxy's before trusting it.")
+
+
+def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: Optional[int], storage: Optional[str],
+                 password_env: Optional[str], out: Optional[Path], console: Console) -> Path:
+    target.check()
+    name, url = locate(str(spec_path), storage=storage, password_env=password_env)
+    study, chosen = pick_trial(name, url, width=proxy_width, parametrization="mup", trial=trial)
+    proxy = RunConfig.from_yaml(chosen.user_attrs["config"])
+    data = proxy.data
+    tokens_per_example = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype,
+                                   vocab_size=data.vocab_size, val_fraction=data.val_fraction, seed=proxy.seed,
+                                   **data.options).tokens_per_example
+    b_noise = measured_noise_scale(chosen) if target.batch_rule == "noise" else None
+    result = transfer_run(proxy, target, tokens_per_example, b_noise)
+
+    changes = list(result.changes)
+    checkpoint = result.config.checkpoint
+    if checkpoint.every == 0:
+        every = result.config.eval.every
+        checkpoint = checkpoint.model_copy(update={"every": every})
+        changes.append(Change("full-run", "checkpoint.every", 0, every, "a full run checkpoints at every evaluation to resume"))
+    verify = read_summary(proxy.output.root, name)
+    provenance = Provenance(
+        study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
+        created_by=f"sweep transfer {package_version()}",
+        proxy={"width": proxy.model.width, "depth": proxy.model.depth, "parametrization": proxy.model.parametrization,
+               "batch_size": proxy.batch_size, "steps": proxy.total_steps(tokens_per_example),
+               "tokens": proxy.total_steps(tokens_per_example) * proxy.batch_size * tokens_per_example},
+        verify=verify_record(verify), rules=[c.record() for c in changes])
+    full = RunConfig.parse({**result.config.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
+                            "output": {**proxy.output.model_dump(), "kind": "full", "run": None},
+                            "provenance": provenance.model_dump(mode="json")})
+    path = out or Path(proxy.output.root) / name / "transfer" / f"w{full.model.width}-d{full.model.depth}-b{full.batch_size}.yaml"
+    with atomic_path(path) as tmp:
+        tmp.write_text(full.to_yaml())
+
+    console.print(f"from trial {chosen.number} of {study.study_name} (objective {chosen.value:.4f})")
+    console.print(changes_table(changes))
+    if not verify:
+        console.print(f"[yellow]no verify yet[/]: `sweep verify {spec_path}` measures whether the optimum holds across width")
+    elif verify["parametrizations"].get("mup", {}).get("passed") is False:
+        console.print(f"[red]verify failed[/]: the μP optimum drifted {verify['parametrizations']['mup']['drift']:.2f} octaves")
+    for warning in result.warnings:
+        console.print(f"[yellow]warning[/]: {warning}")
+    console.print(f"[yellow]note[/]: {LIMITS}")
+    console.print(f"wrote {path}; train it with: sweep train {path}")
+    return path
+
+
+def measured_noise_scale(trial) -> float:
+    """The last gradient noise scale B_simple (examples) in the proxy trial's curve."""
+    folder = trial.user_attrs.get("curves")
+    if folder and Path(folder).is_dir():
+        curve = pd.read_parquet(folder, columns=["step", "noise_scale"]).dropna().sort_values("step")
+        if len(curve):
+            return float(curve["noise_scale"].iloc[-1])
+    raise InputError("--batch-rule noise: the proxy trial's curve holds no gradient noise scale "
+                     "(eval.noise_scale_batches: 0); pick another rule or sweep with it on")
+
+
+def verify_record(summary: Optional[dict]) -> dict:
+    if not summary:
+        return {}
+    return {"param": summary["param"], "widths": summary["widths"], "seeds": summary["seeds"],
+            "max_drift": summary["max_drift"], **{f"drift_{p}": v["drift"] for p, v in summary["parametrizations"].items()},
+            **{f"noise_{p}": v["noise"] for p, v in summary["parametrizations"].items()}}
+
+
+def changes_table(changes: list[Change]) -> Table:
+    table = Table(title="proxy → full run: every setting a rule changed")
+    for column in ("setting", "proxy", "full run", "rule", "why"):
+        table.add_column(column)
+    for c in changes:
+        table.add_row(c.field, show(c.before), show(c.after), c.rule, c.formula)
+    return table
+
+
+def show(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,52 @@
+"""From the verify grid's losses to the optimum per width, its seed spread, the drift and the verdict.
+
+Input: one row per (parametrization, width, value, seed) with `loss` (NaN when the run diverged) and
+`loss_init` (the run's first training loss, ≈ the loss at initialization).
+The optimum of a width is the vertex fitted to the mean over seeds; its spread is the standard
+deviation of the vertices fitted to each seed alone; the seed noise of a parametrization is the
+mean spread over its widths. The drift is max − min of the optima across widths (octaves).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from sweep.verify.fit import drift, sensitivity, vertex
+
+
+@dataclass(frozen=True)
+class Verdict:
+    parametrization: str
+    drift: float  # octaves
+    noise: float  # mean over widths of the seed spread of the optimum (octaves)
+    passed: bool | None  # None when not judged (SP is shown for contrast)
+
+
+def optima(points: pd.DataFrame) -> pd.DataFrame:
+    """One row per (parametrization, width): optimum x, its value 2^x, seed spread, loss there, sensitivity."""
+    rows = []
+    for (param, width), group in points.groupby(["parametrization", "width"], sort=True):
+        mean = group.groupby("x")["loss"].apply(lambda seeds: seeds.mean(skipna=False))  # NaN: a seed diverged there
+        best = vertex(mean.index.to_numpy(), mean.to_numpy())
+        per_seed = [vertex(g["x"].to_numpy(), g["loss"].to_numpy()) for _, g in group.groupby("seed")]
+        seeds = [v.x for v in per_seed if v is not None]
+        rows.append({"parametrization": param, "width": int(width),
+                     "optimum_x": best.x if best else np.nan, "optimum": 2.0 ** best.x if best else np.nan,
+                     "fitted": bool(best and best.fitted), "seed_spread": float(np.std(seeds)) if len(seeds) > 1 else 0.0,
+                     "loss": best.loss if best else np.nan,
+                     "sensitivity": sensitivity(mean.to_numpy(), float(group["loss_init"].median())),
+                     "diverged": int(group["loss"].isna().sum())})
+    return pd.DataFrame(rows)
+
+
+def verdicts(table: pd.DataFrame, max_drift: float) -> list[Verdict]:
+    """Drift and seed noise per parametrization; μP passes when its drift is at most `max_drift` octaves."""
+    out = []
+    for param, group in table.groupby("parametrization", sort=True):
+        found = group["optimum_x"].dropna().tolist()
+        d = drift(found) if len(found) == len(group) else float("nan")
+        passed = bool(d <= max_drift) if param == "mup" else None  # NaN (a width all diverged) fails
+        out.append(Verdict(param, d, float(group["seed_spread"].mean()), passed))
+    return out

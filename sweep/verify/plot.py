@@ -1,0 +1,46 @@
+"""The Figure-1 plot of Tensor Programs V: loss against log₂ of the setting, a line per width, one panel
+per parametrization (μP beside SP), each width's fitted optimum marked, the drift in the title."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sweep.verify.analysis import Verdict  # noqa: E402
+from trainer.atomic import atomic_path  # noqa: E402
+
+NAMES = {"mup": "μP", "sp": "SP"}
+
+
+def figure_one(points: pd.DataFrame, table: pd.DataFrame, verdicts: list[Verdict], param: str, path: Path) -> None:
+    params = sorted(points["parametrization"].unique(), key=lambda p: p != "mup")
+    widths = sorted(points["width"].unique())
+    colours = {w: plt.get_cmap("viridis")(i / max(1, len(widths) - 1)) for i, w in enumerate(widths)}
+    fig, axes = plt.subplots(1, len(params), figsize=(5.2 * len(params), 4.2), sharey=True, squeeze=False)
+    by_param = {v.parametrization: v for v in verdicts}
+    finite = points["loss"].dropna()
+    top = float(min(points["loss_init"].median(), finite.quantile(0.9) + 0.25)) if len(finite) else 1.0
+    for ax, p in zip(axes[0], params):
+        for w in widths:
+            g = points[(points["parametrization"] == p) & (points["width"] == w)]
+            mean = g.groupby("x")["loss"].apply(lambda seeds: seeds.mean(skipna=False))
+            ax.plot(mean.index, mean.to_numpy(), marker=".", color=colours[w], label=f"width {w}")
+            best = table[(table["parametrization"] == p) & (table["width"] == w)].iloc[0]
+            if np.isfinite(best["optimum_x"]):
+                ax.plot(best["optimum_x"], best["loss"], marker="*", markersize=13, color=colours[w], mec="black", mew=0.6)
+        v = by_param[p]
+        ax.set_title(f"{NAMES.get(p, p)}: drift {v.drift:.2f} octaves (seed noise ±{v.noise:.2f})", fontsize=10)
+        ax.set_xlabel(f"log₂ {param}")
+        ax.set_ylim(bottom=float(finite.min()) - 0.03 if len(finite) else None, top=top)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("validation loss")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)

@@ -1,0 +1,82 @@
+"""`sweep transfer` end to end: a tiny proxy sweep → a full-size RunConfig that trains as is."""
+import json
+
+import pandas as pd
+import pytest
+
+from tests.sweep_helpers import run_sweep, write_spec
+from trainer.config import RunConfig
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    root = tmp_path_factory.mktemp("transfer")
+    spec = write_spec(root, trials=3)
+    done = run_sweep(root, "proxy", spec, "--width", "16")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root, spec
+
+
+def test_the_emitted_config_validates_records_its_provenance_and_trains(swept):
+    root, spec = swept
+    out = root / "full.yaml"
+    done = run_sweep(root, "transfer", spec, "--width", "64", "--batch-size", "8", "--batch-rule", "sqrt",
+                     "--steps", "12", "--out", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cfg = RunConfig.load(out)
+    assert (cfg.model.width, cfg.batch_size, cfg.steps, cfg.output.kind) == (64, 8, 12, "full")
+    assert cfg.checkpoint.every > 0 and cfg.guard_on()
+    prov = cfg.provenance
+    assert prov.study == "tiny-w16-mup" and prov.trial is not None and prov.trial_value is not None
+    assert prov.proxy == {"width": 16, "depth": 1, "parametrization": "mup", "batch_size": 4, "steps": 20, "tokens": 1280}
+    fields = {r["field"]: r for r in prov.rules}
+    assert fields["optimizer.lr"]["after"] == pytest.approx(fields["optimizer.lr"]["before"] * 2 ** 0.5)
+    assert fields["optimizer.beta1"]["after"] == pytest.approx(1 - 2 * (1 - 0.9))
+    assert "optimizer.lr" in done.stdout and "Malladi" in done.stdout and "Tensor Programs V" in done.stdout
+
+    trained = run_sweep(root, "train", out, "--quiet")
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    curve = pd.read_parquet(cfg.curves_root() / "study=tiny" / "kind=full")
+    assert curve["step"].max() == 12
+
+
+def test_a_named_trial_is_taken_as_is(swept):
+    root, spec = swept
+    out = root / "t0.yaml"
+    assert run_sweep(root, "transfer", spec, "--width", "32", "--trial", "0", "--out", out).returncode == 0
+    cfg = RunConfig.load(out)
+    assert cfg.provenance.trial == 0 and cfg.model.width == 32
+    assert [r["field"] for r in cfg.provenance.rules] == ["model.width", "checkpoint.every"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--width", "0"], "--width: must be a positive integer"),
+    (["--width", "64", "--batch-rule", "cubic"], "--batch-rule: 'cubic' is not one of none, linear, sqrt, noise"),
+    (["--width", "64", "--trial", "99"], "--trial: study tiny-w16-mup has no trial 99"),
+    (["--width", "64", "--depth", "4"], "--depth: μP transfers across width, not depth"),
+    (["--width", "64", "--batch-size", "8", "--batch-rule", "noise"], "--batch-rule noise: "),
+    (["--width", "64", "--proxy-width", "32"], "study: sweep 'tiny' has no study at width 32"),
+])
+def test_bad_transfer_inputs_are_one_line_exit_2_and_write_nothing(swept, flags, message):
+    root, spec = swept
+    before = sorted(root.rglob("*"))
+    done = run_sweep(root, "transfer", spec, *flags)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert sorted(root.rglob("*")) == before
+
+
+def test_the_verify_drift_reaches_the_provenance(swept, tmp_path):
+    root, spec = swept
+    folder = root / "tiny-verify-lr"
+    folder.mkdir(exist_ok=True)
+    summary = {"param": "optimizer.lr", "widths": [16, 32], "grid": [1e-3], "seeds": 2, "source": "x", "max_drift": 1.0,
+               "parametrizations": {"mup": {"drift": 0.25, "noise": 0.1, "passed": True}}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    try:
+        out = tmp_path / "v.yaml"
+        done = run_sweep(root, "transfer", spec, "--width", "64", "--out", out)
+        assert done.returncode == 0, done.stderr
+        assert RunConfig.load(out).provenance.verify["drift_mup"] == 0.25
+    finally:
+        (folder / "summary.json").unlink()

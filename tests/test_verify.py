@@ -1,0 +1,120 @@
+"""`sweep verify`: the fitted optimum, the drift per parametrization, the verdict, on real runs."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from sweep.verify.analysis import optima, verdicts
+from sweep.verify.fit import sensitivity, vertex
+from tests.sweep_helpers import run_sweep, sweep_env
+
+REPO = Path(__file__).resolve().parents[1]  # so the runs can import tests.drifting
+
+
+def test_the_optimum_is_the_vertex_of_the_parabola_not_the_argmin():
+    x = np.arange(-10.0, -1.0)
+    y = 0.1 * (x + 6.3) ** 2 + 2.0
+    y[0] = y[-1] = 9.0  # far points outside the fitted window do not pull the vertex
+    best = vertex(x, y)
+    assert best.fitted and best.x == pytest.approx(-6.3) and best.loss == pytest.approx(2.0)
+
+
+def test_without_an_upward_parabola_the_optimum_is_the_best_point_and_diverged_points_are_skipped():
+    x = np.arange(5.0)
+    assert vertex(x, -x).x == 4.0 and not vertex(x, -x).fitted  # monotone: the edge, not an extrapolation
+    y = np.array([2.8, 2.2, 2.0, 2.2, np.nan])  # 0.2·(x − 2)² + 2, the last diverged
+    assert vertex(x, y).x == pytest.approx(2.0)
+    assert vertex(x, np.full(5, np.nan)) is None
+
+
+def test_sensitivity_caps_each_point_at_the_loss_at_init():
+    """Wortsman et al. 2023: mean over the grid of min(loss, loss at init) − the best loss."""
+    assert sensitivity(np.array([3.0, 2.0, np.nan]), loss_init=2.5) == pytest.approx((2.5 + 2.0 + 2.5) / 3 - 2.0)
+
+
+def synthetic(optimum_of) -> pd.DataFrame:
+    rows = []
+    for param in ("mup", "sp"):
+        for width in (32, 64, 128, 256):
+            for seed in (0, 1):
+                for x in np.arange(-12.0, -2.0):
+                    top = optimum_of(param, width) + (0.1 if seed else -0.1)
+                    rows.append(dict(parametrization=param, width=width, x=x, seed=seed, loss_init=5.5,
+                                     loss=0.05 * (x - top) ** 2 + 2.0))
+    return pd.DataFrame(rows)
+
+
+def test_drift_is_measured_per_parametrization_with_its_seed_noise():
+    table = optima(synthetic(lambda p, w: -7.0 if p == "mup" else -5.0 - np.log2(w / 32)))
+    judged = {v.parametrization: v for v in verdicts(table, max_drift=1.0)}
+    assert judged["mup"].drift == pytest.approx(0.0, abs=1e-9) and judged["mup"].passed
+    assert judged["sp"].drift == pytest.approx(3.0) and judged["sp"].passed is None  # shown, not judged
+    assert judged["mup"].noise == pytest.approx(0.1)  # two seeds at ±0.1: the vertices' std
+
+
+def test_a_mup_optimum_that_moves_with_width_fails():
+    table = optima(synthetic(lambda p, w: -5.0 - 0.5 * np.log2(w / 32)))  # half an octave per doubling
+    judged = {v.parametrization: v for v in verdicts(table, max_drift=1.0)}
+    assert judged["mup"].drift == pytest.approx(1.5) and judged["mup"].passed is False
+
+
+def test_a_width_where_every_point_diverged_fails():
+    points = synthetic(lambda p, w: -7.0)
+    points.loc[points["width"] == 256, "loss"] = np.nan
+    judged = {v.parametrization: v for v in verdicts(optima(points), max_drift=1.0)}
+    assert judged["mup"].passed is False
+
+
+SPEC = {
+    "name": "v",
+    "trials": 2,
+    "run": {"model": {"name": "mlp", "depth": 2, "width": 32},
+            "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
+            "optimizer": {"name": "adamw"}, "batch_size": 32, "steps": 40, "log_every": 10,
+            "eval": {"every": 20, "batches": 2, "noise_scale_batches": 0}},
+    "search": {"optimizer.lr": {"low": 1e-3, "high": 0.1, "log": True}},
+    "pruner": {"name": "none"},
+}
+VERIFY = ["--trials-from", "spec", "--widths", "32,256", "--parametrizations", "mup",
+          "--range", "2^-11,2^-3,9", "--seeds", "2", "--workers", "2"]
+
+
+@pytest.mark.parametrize("model, code", [("mlp", 0), ("tests.drifting:drifting_mlp", 1)])
+def test_verify_passes_mup_and_fails_a_model_whose_optimum_follows_width(tmp_path, model, code):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({**SPEC, "run": {**SPEC["run"], "model": {**SPEC["run"]["model"], "name": model}}}))
+    env = sweep_env(tmp_path, PYTHONPATH=str(REPO))
+    done = run_sweep(tmp_path, "verify", spec, *VERIFY, env=env)
+    assert done.returncode == code, done.stdout + done.stderr
+    out = tmp_path / "v-verify-lr"
+    summary = json.loads((out / "summary.json").read_text())
+    drift = summary["parametrizations"]["mup"]["drift"]
+    assert (drift <= 1.0) == (code == 0), drift
+    assert f"drift {drift:.2f} octaves" in done.stdout
+    assert (out / "figure1.png").stat().st_size > 10_000
+    points = pd.read_parquet(out / "points.parquet")
+    assert len(points) == 2 * 9 * 2 and set(points["width"]) == {32, 256}
+    assert pd.read_parquet(out / "optima.parquet")["optimum_x"].notna().all()
+    if code == 0:  # the same command resumes: every study has its trials, nothing runs again
+        again = run_sweep(tmp_path, "verify", spec, *VERIFY, env=env)
+        assert again.returncode == 0 and "COMPLETE" not in again.stdout
+        assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_bad_verify_flags_are_one_line_and_write_nothing(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    before = sorted(tmp_path.rglob("*"))
+    for flags, message in (([ "--widths", "32"], "--widths: at least two"),
+                           (["--range", "0.1,0.01,5"], "--range: need 0 < LO < HI"),
+                           (["--values", "1e-3,x,3"], "--values: 'x' is not a number"),
+                           (["--parametrizations", "mup,ntk"], "--parametrizations:"),
+                           (["--param", "model.width"], "search.model.width: set by the sweep"),
+                           (["--trials-from", "best"], "study: no sweep named 'v'")):
+        done = run_sweep(tmp_path, "verify", spec, *["--trials-from", "spec", "--widths", "32,64", *flags])
+        assert done.returncode == 2, (flags, done.stdout, done.stderr)
+        assert done.stderr.count("\n") == 1 and message in done.stderr, (flags, done.stderr)
+    assert sorted(tmp_path.rglob("*")) == before
