@@ -48,20 +48,29 @@ def run_proxy(spec_path: Path, *, width: Optional[int], trials: Optional[int], w
     done, _ = progress(study)
     console.print(f"study {job.study_name} in {job.storage.redacted}: {done}/{job.n_trials} trials counted")
     if done < job.n_trials:
-        execution = executor.launch(job)
-        console.print(f"running on {execution.describe()}")
-        if detach:
-            console.print("detached: the same command without --detach follows it again")
-            return 0
-        try:
-            watch(study, job.n_trials, execution, console)
-        except KeyboardInterrupt:
-            execution.stop()
-            console.print("stopped: running trials were released; the same command resumes the study")
-            return 130
-        for line in execution.errors():
-            console.print(f"[red]worker failed[/]: {line}")
+        stopped = run_workers(study, job, executor, console, detach=detach)
+        if stopped is not None:
+            return stopped
     return summarize(study, job, console)
+
+
+def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, detach: bool = False) -> Optional[int]:
+    """Launch the backend's workers on the study and follow them to the end; an exit code when the
+    command must stop here (130 on Ctrl-C, 0 when detached), else None."""
+    execution = executor.launch(job)
+    console.print(f"running on {execution.describe()}")
+    if detach:
+        console.print("detached: the same command without --detach follows it again")
+        return 0
+    try:
+        watch(study, job.n_trials, execution, console)
+    except KeyboardInterrupt:
+        execution.stop()
+        console.print("stopped: running trials were released; the same command resumes the study")
+        return 130
+    for line in execution.errors():
+        console.print(f"[red]worker failed[/]: {line}")
+    return None
 
 
 def enqueue_best_of(store, job: SweepJob, width: int, study: optuna.Study, top: int = 3) -> int:

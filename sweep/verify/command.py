@@ -27,9 +27,9 @@ from rich.table import Table
 
 from sweep.backends import get_backend
 from sweep.errors import InputError
-from sweep.live import watch
+from sweep.proxy import run_workers
 from sweep.results.studies import locate, pick_trial
-from sweep.study.preflight import prepare, results_root
+from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
@@ -126,18 +126,10 @@ def run_verify(spec_path: Path, *, widths: str, param: str, values: Optional[str
 
 def run_study(job: SweepJob, store, executor, console: Console) -> int:
     study = open_study(job, store, create=True)
-    done, _ = progress(study)
-    if done >= job.n_trials:
-        return 0
-    execution = executor.launch(job)
-    try:
-        watch(study, job.n_trials, execution, console)
-    except KeyboardInterrupt:
-        execution.stop()
-        console.print("stopped: the same command resumes the verify")
-        return 130
-    for line in execution.errors():
-        console.print(f"[red]worker failed[/]: {line}")
+    if progress(study)[0] < job.n_trials:
+        stopped = run_workers(study, job, executor, console)
+        if stopped is not None:
+            return stopped
     done, _ = progress(study)
     if done < job.n_trials:
         console.print(f"{job.study_name}: {done}/{job.n_trials} trials; the same command resumes it")
