@@ -36,7 +36,8 @@ def coord_check_cmd(
     data_path: Optional[str] = typer.Option(None, help="file or folder for text/tokens data"),
     opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable; gpt: n_head= or head_dim= "
                                             "picks one attention regime, else both run)"),
-    out: Optional[Path] = typer.Option(None, help="output folder [default: studies/coord-check/MODEL-PARAMETRIZATION]"),
+    out: Optional[Path] = typer.Option(None, help="output folder [default: ROOT/coord-check/MODEL-PARAMETRIZATION, "
+                                       "ROOT = $SWEEP_ROOT or ./studies]"),
 ):
     """Check that activations and their updates stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
     from sweep.coord_check_run import run_coord_check
@@ -204,6 +205,20 @@ def doctor_cmd(
     from sweep.doctor_cmd import run_doctor_cmd
 
     raise typer.Exit(0 if run_doctor_cmd(config, width, lr_max, out, console) else 1)
+
+
+@app.command("report", short_help="One self-contained HTML report of a sweep, coordinate check to full run")
+def report_cmd(
+    study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
+    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    out: Optional[Path] = typer.Option(None, help="the HTML file [default: ROOT/NAME/report.html]"),
+):
+    """Coordinate check, sweep history, importance, parallel coordinates, Figure 1 with its drift, the
+    transferred configs with provenance, full runs beside their proxies: images embedded, opens offline."""
+    from sweep.results.report import run_report
+
+    run_report(study, storage=storage, password_env=storage_password_env, out=out, console=console)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from sweep.coord_ready import refuse_unless_mup_ready
 from sweep.errors import InputError
 from sweep.models import open_model_data, parse_options, parse_widths
 from sweep.plots import coord_check_grid
+from sweep.study.preflight import results_root
 from trainer.atomic import atomic_path
 from trainer.optim import build_optimizer
 
@@ -62,7 +63,7 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
         probe = makers[regime](width_list[0])  # bad options and models that are not μP-ready fail here, before any file
         if parametrization == "mup":
             refuse_unless_mup_ready(probe, build_optimizer(probe, name=optimizer, lr=lr), optimizer)
-    out = out or Path("studies") / "coord-check" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}-{parametrization}"
+    out = out or results_root() / "coord-check" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}-{parametrization}"
 
     start = time.perf_counter()
     frames: dict[str, list[pd.DataFrame]] = {"coords": [], "slopes": [], "verdict": []}

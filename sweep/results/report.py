@@ -1,0 +1,166 @@
+"""`sweep report`: one self-contained HTML file of a sweep, from coordinate check to full run.
+
+Sections: the coordinate check, the sweep's history, parameter importance and parallel coordinates
+(its μP study; `sweep results`' plots), the Figure-1 plot of `sweep verify` with its drift, each
+transferred config with its provenance, and the full runs' curves beside the proxy trials whose
+settings they carry. Images are embedded as data URIs and nothing is fetched, so the file opens
+offline and can be mailed. A section whose step has not run says which command makes it.
+One line of inline script marks each image the browser loaded and sized once the page has loaded
+(`data-rendered`, its pixel width), which the headless-browser test reads back from the DOM.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+from sweep.results.plots import read_curve, write_plots  # noqa: E402
+from sweep.results.studies import load_studies, locate  # noqa: E402
+from sweep.study.preflight import results_root  # noqa: E402
+from sweep.verify.command import verify_name  # noqa: E402
+from trainer.atomic import atomic_path  # noqa: E402
+from trainer.config import RunConfig  # noqa: E402
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+section{border-top:1px solid #ccc;padding:.5em 0 1.5em}img{max-width:100%}pre{background:#f6f6f6;padding:1em;
+overflow-x:auto;font-size:12px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}
+.missing{color:#a60}"""
+MARK_RENDERED = ("<script>addEventListener('load',()=>document.querySelectorAll('img').forEach(i=>"
+                 "{if(i.complete&&i.naturalWidth)i.dataset.rendered=i.naturalWidth}))</script>")
+
+
+def png_tag(data: bytes, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+
+
+def figure_png(figure: plt.Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=90, format="png", bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def missing(command: str) -> str:
+    return f'<p class="missing">not run yet: <code>{html.escape(command)}</code></p>'
+
+
+def section(key: str, title: str, body: str) -> str:
+    return f'<section id="{key}"><h2>{html.escape(title)}</h2>{body}</section>'
+
+
+def coord_check_section(root: Path, model: str) -> str:
+    folder = root / "coord-check" / f"{model}-mup"
+    if not (folder / "coord_check.png").is_file():
+        return missing(f"sweep coord-check --model {model}")
+    verdict = pd.read_parquet(folder / "verdict.parquet")
+    passed = int(verdict["passed"].sum())
+    return (f"<p>{passed} of {len(verdict)} module checks pass ({folder})</p>"
+            + png_tag((folder / "coord_check.png").read_bytes(), "coordinate check"))
+
+
+def sweep_sections(study, plots: Path) -> dict[str, str]:
+    written, skipped = write_plots(study, plots, top=5)
+    names = {p.stem: p for p in written}
+    out = {}
+    for key in ("history", "importance", "parallel"):
+        out[key] = png_tag(names[key].read_bytes(), key) if key in names else \
+            f'<p class="missing">{html.escape(skipped.get(key, skipped.get("all", "no plot")))}</p>'
+    return out
+
+
+def verify_section(root: Path, name: str, spec: str) -> str:
+    folder = root / verify_name(name, "optimizer.lr")
+    if not (folder / "summary.json").is_file():
+        return missing(f"sweep verify {spec}")
+    summary = json.loads((folder / "summary.json").read_text())
+    rows = "".join(f"<tr><td>{p}</td><td>{v['drift']:.2f}</td><td>±{v['noise']:.2f}</td>"
+                   f"<td>{'' if v['passed'] is None else 'pass' if v['passed'] else 'FAIL'}</td></tr>"
+                   for p, v in summary["parametrizations"].items())
+    return (f"<p>optimum of {summary['param']} across widths {summary['widths']}, {summary['seeds']} seed(s); "
+            f"bound {summary['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
+            f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
+            + png_tag((folder / "figure1.png").read_bytes(), "figure 1"))
+
+
+def transfer_section(root: Path, name: str, spec: str) -> tuple[str, list[RunConfig]]:
+    configs = sorted((root / name / "transfer").glob("*.yaml"))
+    if not configs:
+        return missing(f"sweep transfer {spec} --width W"), []
+    loaded = [RunConfig.load(path) for path in configs]
+    body = "".join(f"<h3>{html.escape(path.name)}</h3><pre>{html.escape(cfg.to_yaml())}</pre>"
+                   for path, cfg in zip(configs, loaded))
+    return body, loaded
+
+
+def full_curves(root: Path, name: str) -> dict[str, pd.DataFrame]:
+    folder = root / name / "curves" / f"study={name}" / "kind=full"
+    return {run.name.removeprefix("run="): pd.read_parquet(run).sort_values("step")
+            for run in sorted(folder.glob("run=*")) if any(run.glob("part-*.parquet"))}
+
+
+def proxy_vs_full_section(root: Path, name: str, studies: list) -> str:
+    """Validation loss against the fraction of each run done: full runs solid, their proxy trials dashed."""
+    runs = full_curves(root, name)
+    if not runs:
+        return missing("sweep train ROOT/NAME/transfer/CONFIG.yaml")
+    trials = {(s.study_name, t.number): t for s in studies for t in s.get_trials(deepcopy=False)}
+    figure, ax = plt.subplots(figsize=(8, 4.5))
+    for run_id, curve in runs.items():
+        config = RunConfig.load(root / name / "runs" / run_id / "config.yaml")
+        val = curve.dropna(subset=["val_loss"])
+        line, = ax.plot(val["step"] / curve["step"].max(), val["val_loss"], "o-", ms=3,
+                        label=f"full {run_id} (width {config.model.width})")
+        source = trials.get((config.provenance.study, config.provenance.trial))
+        proxy = read_curve(source) if source is not None else None
+        if proxy is not None:
+            pval = proxy.dropna(subset=["val_loss"])
+            ax.plot(pval["step"] / proxy["step"].max(), pval["val_loss"], "s--", ms=3, color=line.get_color(),
+                    label=f"proxy {config.provenance.study} trial {config.provenance.trial}")
+    ax.set(xlabel="fraction of the run", ylabel="validation loss", title="full runs beside their proxy trials")
+    ax.legend(fontsize=8)
+    return png_tag(figure_png(figure), "proxy vs full")
+
+
+def build_report(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str]) -> tuple[str, Path]:
+    name, url = locate(spec_or_name, storage=storage, password_env=password_env)
+    studies = load_studies(name, url)
+    root = results_root()
+    mup = [s for s in studies if s.user_attrs.get("parametrization") == "mup"] or studies
+    proxy = mup[-1]  # the widest μP study
+    model = proxy.user_attrs.get("spec", {}).get("run", {}).get("model", {}).get("name", "gpt")
+    plots = sweep_sections(proxy, root / name / "plots" / proxy.study_name)
+    transfer, _ = transfer_section(root, name, spec_or_name)
+    parts = [
+        section("coord-check", "Coordinate check", coord_check_section(root, model)),
+        section("history", f"Sweep history ({proxy.study_name})", plots["history"]),
+        section("importance", "Parameter importance (PED-ANOVA)", plots["importance"]),
+        section("parallel", "Parallel coordinates", plots["parallel"]),
+        section("verify", "Verify: the optimum across widths (Figure 1)", verify_section(root, name, spec_or_name)),
+        section("transfer", "Transferred config and its provenance", transfer),
+        section("curves", "Proxy and full-run curves", proxy_vs_full_section(root, name, studies)),
+    ]
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(name)}: μP sweep report</title>"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(name)}: μP sweep report</h1>"
+            f"<p>storage {html.escape(url.redacted)} · studies {', '.join(html.escape(s.study_name) for s in studies)}</p>"
+            + "".join(parts) + MARK_RENDERED + "</body></html>")
+    return page, root / name / "report.html"
+
+
+def run_report(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str], out: Optional[Path],
+               console: Console) -> Path:
+    page, default = build_report(spec_or_name, storage=storage, password_env=password_env)
+    path = out or default
+    with atomic_path(path) as tmp:
+        tmp.write_text(page)
+    console.print(f"report: {path} ({len(page) / 1e6:.1f} MB, self-contained)")
+    return path

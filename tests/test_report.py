@@ -1,0 +1,64 @@
+"""`sweep report`: one offline HTML file whose every section renders in headless Chromium."""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.services import missing
+from tests.sweep_helpers import run_sweep, write_spec
+
+SECTIONS = ("coord-check", "history", "importance", "parallel", "verify", "transfer", "curves")
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    """coordinate check → proxy sweep → verify → transfer → the full run, on a tiny budget."""
+    root = tmp_path_factory.mktemp("report")
+    spec = write_spec(root, trials=3)
+    for args in (("coord-check", "--model", "gpt", "--widths", "32,64", "--steps", "3", "--seeds", "1", "--opt", "head_dim=16"),
+                 ("proxy", spec, "--width", "16"),
+                 ("verify", spec, "--widths", "16,32", "--values", "3e-3,1e-2,3e-2", "--seeds", "1"),
+                 ("transfer", spec, "--width", "32", "--steps", "10")):
+        done = run_sweep(root, *args)
+        assert done.returncode in (0, 1), done.stdout + done.stderr  # coord-check / verify verdicts may fail this small
+    config = next((root / "tiny" / "transfer").glob("*.yaml"))
+    assert run_sweep(root, "train", config, "--quiet").returncode == 0
+    return root, spec
+
+
+def test_the_report_renders_every_section_offline_in_chromium(pipeline):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        missing("chromium (Debian's package; scripts/test-services.sh installs it)")
+    root, spec = pipeline
+    done = run_sweep(root, "report", spec)
+    assert done.returncode == 0, done.stderr
+    page = root / "tiny" / "report.html"
+    text = page.read_text()
+    assert 'src="http' not in text and "<link" not in text  # nothing fetched
+    assert 'class="missing"' not in text  # every step of the pipeline is in it
+    browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000"]
+    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    for key in SECTIONS:
+        body = re.search(rf'<section id="{key}">(.*?)</section>', dom, re.S)
+        assert body, key
+        if key == "transfer":
+            assert "provenance:" in body.group(1) and "trial_value:" in body.group(1)
+        else:
+            widths = re.findall(r'data-rendered="(\d+)"', body.group(1))
+            assert widths and all(int(w) > 100 for w in widths), (key, body.group(1)[:300])
+    shot = root / "report.png"
+    subprocess.run([*browser, "--window-size=1100,3000", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_a_report_before_verify_and_transfer_says_which_command_makes_each_section(tmp_path):
+    spec = write_spec(tmp_path, trials=2)
+    assert run_sweep(tmp_path, "proxy", spec, "--width", "16").returncode == 0
+    done = run_sweep(tmp_path, "report", "tiny")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "tiny" / "report.html").read_text()
+    for command in ("sweep coord-check --model gpt", "sweep verify tiny", "sweep transfer tiny --width W"):
+        assert f"not run yet: <code>{command}" in text
