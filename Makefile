@@ -7,10 +7,7 @@ setup:
 	bash scripts/setup.sh
 
 demo: setup
-	$(PY) -m sweep coord-check --model gpt
-	$(PY) -m sweep train studies/gpt-proxy-run.yaml --resume
-	$(PY) -m sweep proxy studies/demo.yaml --width 32 --workers 2
-	$(PY) -m sweep results studies/demo.yaml --top 5
+	$(PY) -m sweep demo
 
 test: setup
 	bash scripts/test-services.sh

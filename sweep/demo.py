@@ -1,0 +1,80 @@
+"""`sweep demo`: the whole path on the built-in corpus, on a laptop CPU in about ten minutes.
+
+coordinate check → a proxy sweep (studies/demo.yaml, width 32) → verify over widths 32, 64, 128
+(μP beside SP) → transfer to width 256 at twice the batch (square-root rule) → a local run of that
+config → the HTML report. Every step is the command of its own name, run in this process; each
+resumes, so a second `sweep demo` only re-reads what the first one wrote.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.rule import Rule
+
+from sweep.coord_check_run import run_coord_check
+from sweep.proxy import run_proxy
+from sweep.results.report import run_report
+from sweep.rules import Target
+from sweep.study.preflight import results_root
+from sweep.study.spec import load_spec
+from sweep.train_cmd import run_train
+from sweep.transfer import run_transfer
+from sweep.verify.command import run_verify, verify_name
+
+SPEC = Path(__file__).resolve().parents[1] / "studies" / "demo.yaml"
+PROXY_WIDTH = 32
+VERIFY_WIDTHS = "32,64,128"
+TARGET = Target(width=256, batch_size=32, batch_rule="sqrt")
+
+
+def run_demo(workers: int, console: Console) -> int:
+    root = results_root()
+    name = load_spec(SPEC).name
+    steps = ["coordinate check", "proxy sweep", "verify", "transfer", "full run", "report"]
+
+    def header(i: int) -> None:
+        console.print(Rule(f"step {i + 1}/{len(steps)}: {steps[i]}"))
+
+    header(0)
+    coord = root / "coord-check" / "gpt-mup" / "verdict.parquet"
+    if coord.is_file():
+        console.print(f"done before: {coord.parent}/")
+        coord_passed = bool(pd.read_parquet(coord)["passed"].all())
+    else:
+        coord_passed = run_coord_check(model="gpt", widths=None, steps=8, seeds=3, parametrization="mup",
+                                       optimizer="adamw", lr=None, depth=2, batch_size=None, seq_len=32, data=None,
+                                       data_path=None, opt=None, out=None, console=console)
+    header(1)
+    code = run_proxy(SPEC, width=PROXY_WIDTH, trials=None, workers=workers, storage=None, password_env=None, enqueue=[],
+                     timeout=None, backend="local", parametrization=None, warm_start=None, console=console)
+    if code:
+        return code
+    header(2)
+    verify_code = run_verify(SPEC, widths=VERIFY_WIDTHS, param="optimizer.lr", values=None, span=None,
+                             parametrizations="mup,sp", seeds=1, trials_from="best", proxy_width=None, max_drift=1.0,
+                             backend="local", workers=workers, storage=None, password_env=None, backend_flags=None,
+                             console=console)
+    if verify_code not in (0, 1):
+        return verify_code
+    header(3)
+    config = run_transfer(SPEC, TARGET, trial="best", proxy_width=None, storage=None, password_env=None, out=None,
+                          console=console)
+    header(4)
+    result = run_train(config, steps=None, resume=True, quiet=False, console=console)
+    header(5)
+    report = run_report(str(SPEC), storage=None, password_env=None, out=None, console=console)
+
+    console.print(Rule("demo: what it found"))
+    drift = json.loads((root / verify_name(name, "optimizer.lr") / "summary.json").read_text())["parametrizations"]
+    console.print(f"coordinate check: {'PASS' if coord_passed else 'FAIL'} (the zoo's gpt behaves as μP predicts)")
+    for p, v in drift.items():
+        verdict = "" if v["passed"] is None else " — pass" if v["passed"] else " — FAIL"
+        console.print(f"verify {p}: the optimal LR moved {v['drift']:.2f} octaves over widths {VERIFY_WIDTHS}{verdict}")
+    console.print(f"transferred to width {TARGET.width}, batch {TARGET.batch_size} ({TARGET.batch_rule} rule): {config}")
+    val = f"{result.val_loss:.4f}" if result.val_loss is not None else "-"
+    console.print(f"full run: {result.status} at step {result.step}, val loss {val}")
+    console.print(f"report: {report}")
+    return 0 if coord_passed and verify_code == 0 and result.status == "completed" else 1
