@@ -29,7 +29,7 @@ def run_export(study: str, *, fmt: str, out: Optional[Path], storage: Optional[s
     for table, order in ORDER.items():
         path = folder / f"{table}.{fmt}"
         write_result(con.sql(f"SELECT * FROM {table} ORDER BY {order}"), path, fmt)
-        rows = con.sql(f"SELECT count(*) FROM {table}").fetchone()[0]
+        [(rows,)] = con.sql(f"SELECT count(*) FROM {table}").fetchall()
         console.print(f"{table}: {rows} rows -> {path}")
         written.append(path)
     return written
