@@ -150,7 +150,7 @@ def test_compare_a_trial_shows_its_full_run_too(cli, swept):
 
 
 @pytest.mark.parametrize("args,message", [
-    (("nope",), f"compare: no run or trial 'nope' under"),
+    (("nope",), "compare: no run or trial 'nope' under"),
     (("tiny-w16-mup#7",), "compare: no run or trial 'tiny-w16-mup#7' under"),
     (("tiny-w16-mup#x",), "compare: 'tiny-w16-mup#x': a trial reference is STUDY#N"),
     ((FULL_RUN, "--x", "time"), "--x: 'time' is not one of step, tokens, fraction"),
