@@ -133,6 +133,52 @@ def results_cmd(
                 plots=plots, console=console)
 
 
+@app.command("sql", short_help="One read-only SQL query over trials, runs and curves (DuckDB)")
+def sql_cmd(
+    statement: str = typer.Argument(..., help="one SELECT over the views trials, runs and curves"),
+    study: Optional[str] = typer.Option(None, help="one sweep (spec YAML or name) [default: every sweep under the root]"),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage URL of the trials [default: the spec's, or sqlite in each study folder]"),
+    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    format: str = typer.Option("table", "--format", help="table, csv or parquet"),
+    out: Optional[Path] = typer.Option(None, help="file to write (csv, parquet) [default: csv to stdout]"),
+):
+    """Run one SELECT (DuckDB) over `trials` (a row per Optuna trial), `runs` (a row per run folder, with
+    provenance) and `curves` (the Parquet curve store); anything but a SELECT is refused."""
+    from sweep.results.sql import run_sql
+
+    run_sql(statement, study=study, storage=storage, password_env=storage_password_env, fmt=format, out=out,
+            console=console)
+
+
+@app.command("export", short_help="Write a sweep's trials, runs and curves as CSV or Parquet")
+def export_cmd(
+    study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
+    format: str = typer.Option("parquet", "--format", help="csv or parquet"),
+    out: Optional[Path] = typer.Option(None, help="folder [default: ROOT/NAME/export]"),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
+    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+):
+    """trials, runs and curves of one sweep as files (each atomically), for pandas, spreadsheets or DuckDB."""
+    from sweep.results.export import run_export
+
+    run_export(study, fmt=format, out=out, storage=storage, password_env=storage_password_env, console=console)
+
+
+@app.command("compare", short_help="Runs side by side: final and best loss, curves on one plot")
+def compare_cmd(
+    refs: list[str] = typer.Argument(..., help="run ids (folder names under runs/) or STUDY#N (a trial's runs)"),
+    x: str = typer.Option("step", "--x", help="x axis: step, tokens or fraction (step / total steps)"),
+    metric: str = typer.Option("val_loss", help="val_loss or train_loss"),
+    study: Optional[str] = typer.Option(None, help="look in this sweep only [default: every sweep under the root]"),
+    out: Optional[Path] = typer.Option(None, help="PNG to write [default: ROOT/compare.png]"),
+):
+    """A table (run, kind, width, batch, steps, final and best metric, the trial it came from) and one plot;
+    proxies dashed, full runs solid."""
+    from sweep.results.compare import run_compare
+
+    run_compare(refs, x=x, metric=metric, study=study, out=out, console=console)
+
+
 @app.command("verify", short_help="Show the optimum does not move with width: drift per parametrization, Figure 1")
 def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),

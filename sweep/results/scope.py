@@ -1,0 +1,43 @@
+"""What `sweep sql`, `export` and `compare` look at: the results root, one sweep's folder or every sweep
+under it, and the Optuna storages that hold their trials."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from sweep.errors import InputError
+from sweep.results.studies import locate
+from sweep.study.preflight import results_root
+from sweep.study.storage import StorageURL, storage_url
+
+
+@dataclass(frozen=True)
+class Scope:
+    root: Path  # the results root, absolute
+    sweep: Optional[str]  # one sweep's name (its folder ROOT/NAME), or None: every sweep under root
+    storages: tuple[StorageURL, ...]  # where the trials are; with `sweep` set only its studies are read
+
+    def folders(self) -> list[Path]:
+        """The sweeps' folders (ROOT/NAME), each holding runs/ and curves/ when it has any."""
+        if self.sweep is not None:
+            return [self.root / self.sweep]
+        return sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+
+
+def scope(study: Optional[str], *, storage: Optional[str], password_env: Optional[str]) -> Scope:
+    """One sweep (a spec or a name) with its storage, or every sweep under the results root with every
+    default SQLite storage there (or the one `storage` given). A folder without a storage, e.g. one
+    written by `sweep train`, has runs and curves but no trials."""
+    root = results_root().resolve()
+    if study is None:
+        if storage:
+            return Scope(root, None, (storage_url(storage, password_env, default_sqlite=Path()),))
+        return Scope(root, None, tuple(StorageURL(f"sqlite:///{db}") for db in sorted(root.glob("*/optuna.db"))))
+    path = Path(study)
+    if not (storage or path.suffix in (".yaml", ".yml") or path.is_file()) and not (root / study / "optuna.db").is_file():
+        if not (root / study).is_dir():
+            raise InputError(f"--study: no sweep named {study!r} under {root}")
+        return Scope(root, study, ())
+    name, url = locate(study, storage=storage, password_env=password_env)
+    return Scope(root, name, (url,))

@@ -1,0 +1,56 @@
+"""A DuckDB connection over a scope's results, as three read-only views:
+
+- `curves`: the Parquet curve store of every sweep in the scope (ROOT/SWEEP/curves/study=…/kind=…/run=…/
+  part-*.parquet), read in place with Hive partitioning (study, kind and run as text columns) and
+  union_by_name (a part without a column, e.g. signals, reads it as NULL);
+- `trials`: one row per Optuna trial (trials_table.py);
+- `runs`: one row per run folder (runs_table.py).
+
+`trials` needs the Optuna storages and `runs` reads every run's config, so each is built only when asked
+for. Once the views exist the connection is locked: files are readable only under the results root,
+nothing outside it (no other file, no URL), no extension is installed or loaded, and no setting changes.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import duckdb
+
+from sweep.results.runs_table import run_rows
+from sweep.results.scope import Scope
+from sweep.results.trials_table import trial_rows
+from trainer.curves import FLOAT_COLUMNS, PARTITIONS
+
+TABLES = ("curves", "trials", "runs")
+CURVE_PARTS = "curves/study=*/kind=*/run=*/part-*.parquet"
+
+
+def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConnection:
+    """A locked connection with the `curves` view and whichever of `trials` and `runs` are in `tables`."""
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con.execute(f"CREATE VIEW curves AS {curves_query(scope)}")
+    if "trials" in tables:
+        con.register("trials", trial_rows(scope))
+    if "runs" in tables:
+        con.register("runs", run_rows(scope))
+    con.execute("SET python_enable_replacements = false")  # no Python variable is a table
+    con.execute(f"SET allowed_directories = [{quote(str(scope.root))}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def curves_query(scope: Scope) -> str:
+    """read_parquet over the sweeps that have curves; with none, an empty table of the known columns."""
+    patterns = [str(folder / CURVE_PARTS) for folder in scope.folders() if next(folder.glob(CURVE_PARTS), None)]
+    if not patterns:
+        columns = ["NULL::BIGINT AS step", *(f"NULL::DOUBLE AS {c}" for c in FLOAT_COLUMNS),
+                   *(f"NULL::VARCHAR AS {p}" for p in PARTITIONS)]
+        return f"SELECT {', '.join(columns)} WHERE false"
+    types = ", ".join(f"{p}: VARCHAR" for p in PARTITIONS)
+    return (f"SELECT * FROM read_parquet([{', '.join(map(quote, patterns))}], hive_partitioning = true, "
+            f"union_by_name = true, hive_types = {{{types}}})")
+
+
+def quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
