@@ -24,7 +24,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from rich.console import Console  # noqa: E402
 
-from sweep.results.plots import read_curve, write_plots  # noqa: E402
+from sweep.results.compare import compare_figure  # noqa: E402
+from sweep.results.compare import read_curve as read_run_curve  # noqa: E402
+from sweep.results.plots import write_plots  # noqa: E402
+from sweep.results.runs_table import run_rows  # noqa: E402
+from sweep.results.scope import Scope  # noqa: E402
 from sweep.results.studies import load_studies, locate  # noqa: E402
 from sweep.study.preflight import results_root  # noqa: E402
 from sweep.verify.command import verify_name  # noqa: E402
@@ -92,54 +96,37 @@ def verify_section(root: Path, name: str, spec: str) -> str:
             + png_tag((folder / "figure1.png").read_bytes(), "figure 1"))
 
 
-def transfer_section(root: Path, name: str, spec: str) -> tuple[str, list[RunConfig]]:
+def transfer_section(root: Path, name: str, spec: str) -> str:
     configs = sorted((root / name / "transfer").glob("*.yaml"))
     if not configs:
-        return missing(f"sweep transfer {spec} --width W"), []
-    loaded = [RunConfig.load(path) for path in configs]
-    body = "".join(f"<h3>{html.escape(path.name)}</h3><pre>{html.escape(cfg.to_yaml())}</pre>"
-                   for path, cfg in zip(configs, loaded))
-    return body, loaded
+        return missing(f"sweep transfer {spec} --width W")
+    return "".join(f"<h3>{html.escape(path.name)}</h3><pre>{html.escape(RunConfig.load(path).to_yaml())}</pre>"
+                   for path in configs)
 
 
-def full_curves(root: Path, name: str) -> dict[str, pd.DataFrame]:
-    folder = root / name / "curves" / f"study={name}" / "kind=full"
-    return {run.name.removeprefix("run="): pd.read_parquet(run).sort_values("step")
-            for run in sorted(folder.glob("run=*")) if any(run.glob("part-*.parquet"))}
-
-
-def proxy_vs_full_section(root: Path, name: str, studies: list) -> str:
-    """Validation loss against the fraction of each run done: full runs solid, their proxy trials dashed."""
-    runs = full_curves(root, name)
-    if not runs:
+def proxy_vs_full_section(where: Scope) -> str:
+    """`sweep compare` of every full run with the proxy runs of the trial it came from, x = fraction of the run."""
+    runs = run_rows(where)
+    full = runs[runs["kind"] == "full"]
+    if full.empty:
         return missing("sweep train ROOT/NAME/transfer/CONFIG.yaml")
-    trials = {(s.study_name, t.number): t for s in studies for t in s.get_trials(deepcopy=False)}
-    figure, ax = plt.subplots(figsize=(8, 4.5))
-    for run_id, curve in runs.items():
-        config = RunConfig.load(root / name / "runs" / run_id / "config.yaml")
-        val = curve.dropna(subset=["val_loss"])
-        line, = ax.plot(val["step"] / curve["step"].max(), val["val_loss"], "o-", ms=3,
-                        label=f"full {run_id} (width {config.model.width})")
-        source = trials.get((config.provenance.study, config.provenance.trial))
-        proxy = read_curve(source) if source is not None else None
-        if proxy is not None:
-            pval = proxy.dropna(subset=["val_loss"])
-            ax.plot(pval["step"] / proxy["step"].max(), pval["val_loss"], "s--", ms=3, color=line.get_color(),
-                    label=f"proxy {config.provenance.study} trial {config.provenance.trial}")
-    ax.set(xlabel="fraction of the run", ylabel="validation loss", title="full runs beside their proxy trials")
-    ax.legend(fontsize=8)
-    return png_tag(figure_png(figure), "proxy vs full")
+    sources = set(zip(full["provenance_study"], full["provenance_trial"]))
+    from_source = runs[["provenance_study", "provenance_trial"]].apply(tuple, axis=1).isin(sources)
+    proxies = runs[(runs["kind"] == "proxy") & from_source]
+    shown = pd.concat([full, proxies]).reset_index(drop=True)
+    curves = {run.path: read_run_curve(run, "val_loss") for run in shown.itertuples()}
+    return png_tag(figure_png(compare_figure(shown, curves, "fraction", "val_loss")), "proxy vs full")
 
 
 def build_report(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str]) -> tuple[str, Path]:
     name, url = locate(spec_or_name, storage=storage, password_env=password_env)
     studies = load_studies(name, url)
-    root = results_root()
+    root = results_root().resolve()
     mup = [s for s in studies if s.user_attrs.get("parametrization") == "mup"] or studies
     proxy = mup[-1]  # the widest μP study
     model = proxy.user_attrs.get("spec", {}).get("run", {}).get("model", {}).get("name", "gpt")
     plots = sweep_sections(proxy, root / name / "plots" / proxy.study_name)
-    transfer, _ = transfer_section(root, name, spec_or_name)
+    transfer = transfer_section(root, name, spec_or_name)
     parts = [
         section("coord-check", "Coordinate check", coord_check_section(root, model)),
         section("history", f"Sweep history ({proxy.study_name})", plots["history"]),
@@ -147,7 +134,7 @@ def build_report(spec_or_name: str, *, storage: Optional[str], password_env: Opt
         section("parallel", "Parallel coordinates", plots["parallel"]),
         section("verify", "Verify: the optimum across widths (Figure 1)", verify_section(root, name, spec_or_name)),
         section("transfer", "Transferred config and its provenance", transfer),
-        section("curves", "Proxy and full-run curves", proxy_vs_full_section(root, name, studies)),
+        section("curves", "Full runs beside their proxy trials", proxy_vs_full_section(Scope(root, name, (url,)))),
     ]
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(name)}: μP sweep report</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(name)}: μP sweep report</h1>"
