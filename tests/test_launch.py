@@ -200,3 +200,11 @@ def test_d_a_missing_or_bad_config_is_one_line_exit_2(tmp_path, run_cli, monkeyp
     assert file_tree(tmp_path) == {"run.yaml"}
     code, _, err = run_cli("status", "nope")
     assert code == 2 and err.startswith("error: study: no sweep named 'nope'")
+
+
+def test_d_sbatch_refusing_the_job_is_one_line_exit_2_and_leaves_no_folder(tmp_path, slurm_cluster, run_cli, monkeypatch):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    path = write_run(tmp_path)
+    code, _, err = run_cli("launch", path, "--backend", "slurm", "--partition", "nope")
+    assert code == 2 and err.startswith("error: --backend slurm: sbatch refused the job") and len(err.splitlines()) == 1
+    assert file_tree(tmp_path) == {"run.yaml"}
