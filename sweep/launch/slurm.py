@@ -12,11 +12,12 @@ again re-attaches to a job still queued or running instead of submitting another
 """
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 import time
-from contextlib import contextmanager
+from contextlib import redirect_stderr
 from pathlib import Path
 from typing import Optional
 
@@ -101,25 +102,12 @@ def submit(cfg: RunConfig, request: LaunchRequest) -> str:
                                timeout_min=minutes, slurm_signal_delay_s=min(90, 10 * minutes),
                                **{k: v for k, v in given.items() if v is not None})
     try:
-        with quiet_stderr():  # submitit echoes sbatch's stderr; its exception holds the same text
+        with redirect_stderr(io.StringIO()):  # submitit echoes sbatch's stderr; its exception holds the same text
             return executor.submit(SlurmRun(), cfg, os.getcwd()).job_id
     except Exception as err:  # sbatch's refusal
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
         raise InputError(f"--backend slurm: sbatch refused the job ({' '.join(str(err).split())[:300]})") from None
-
-
-@contextmanager
-def quiet_stderr():
-    """Send this process's stderr (file descriptor 2, which child processes inherit) to /dev/null for a while."""
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def follow(job_id: str, record: dict, console: Console) -> int:
