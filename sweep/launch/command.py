@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 from rich.console import Console
 
@@ -42,9 +43,9 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     if state := finished_state(run_dir):
         return report(state, cfg, console)
     record = read_record(run_dir)
-    if record and record["backend"] in ("local", "ray") and process_alive(record["process"]) \
-            and record["process"]["pid"] != os.getpid():
-        console.print(f"already running ({record['backend']}, {record['job']}); not starting it twice")
+    where = still_launched(record)
+    if where and not (request.backend == record["backend"] == "slurm"):  # a SLURM job of this backend is re-attached
+        console.print(f"already {where}; not starting it twice")
         return 0
     if request.backend == "local":
         from sweep.launch.local import launch_local
@@ -60,6 +61,20 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
         code = launch_ray(cfg, request.address, request.gpus, console)
     state = finished_state(run_dir)
     return report(state, cfg, console) if state and not request.detach else code
+
+
+def still_launched(record: Optional[dict]) -> Optional[str]:
+    """Where the recorded launch still holds the run (a SLURM job queued or running, a launcher process alive
+    on this machine other than this one), or None."""
+    if record is None:
+        return None
+    if record["backend"] == "slurm":
+        from sweep.launch.slurm import active, job_state
+
+        state = job_state(record["job"])[0]
+        return f"{state.lower()} as SLURM job {record['job']}" if active(state) else None
+    alive = process_alive(record["process"]) and record["process"]["pid"] != os.getpid()
+    return f"running ({record['backend']}, {record['job']})" if alive else None
 
 
 def report(state: str, cfg: RunConfig, console: Console) -> int:

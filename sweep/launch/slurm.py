@@ -116,19 +116,18 @@ def follow(job_id: str, record: dict, console: Console) -> int:
     Ctrl-C stops following only: the job goes on."""
     seen = None
     try:
-        while active(state := job_state(job_id)[0]):
-            if state != seen:
+        while active((now := job_state(job_id))[0]):
+            if now != seen:
+                state, restarts = seen = now
                 logged = last_logged(Path(record["curve"]))
                 at = f" at step {logged['step']}, loss {logged['train_loss']:.4f}" if logged else ""
-                requeued = " (requeued)" if seen in RUNNING and state in WAITING else ""
-                console.print(f"job {job_id}: {state.lower()}{requeued}{at}")
-                seen = state
+                console.print(f"job {job_id}: {state.lower()}" + (f" (requeued {restarts}×)" if restarts else "") + at)
             time.sleep(POLL_S)
     except KeyboardInterrupt:
         console.print(f"stopped following; job {job_id} goes on (`sweep launch` again re-attaches, `scancel {job_id}` stops it)")
         return 130
     result = read_result(Path(record["run_dir"]))
     if result is None:
-        console.print(f"[red]job {job_id} ended {state} without a result[/]; log: {record['logs']}/{job_id}_0_log.err")
+        console.print(f"[red]job {job_id} ended {now[0]} without a result[/]; log: {record['logs']}/{job_id}_0_log.err")
         return 1
     return 0 if result["status"] == "completed" else 1
