@@ -146,11 +146,11 @@ def test_c_a_slurm_job_requeued_while_running_resumes_from_its_checkpoint(tmp_pa
     [first] = cfg.curves_root().rglob("part-000000001-*.parquet")  # written before the first checkpoint
     inode = first.stat().st_ino
     subprocess.run(["scontrol", "requeue", job], check=True)
-    # pending again (not only REQUEUED or COMPLETING): only then does SLURM take a new start time
-    requeued = wait_for(lambda: (row := run_state(cfg.run_dir()))["detail"].startswith("SLURM PENDING") and row,
-                        60, "the job to be pending again")
-    assert requeued["state"] == "requeued" and "requeued 1×" in requeued["detail"]
-    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)  # skip SLURM's requeue delay
+    # SLURM's restart count; the job is queued again (or, without a requeue delay, already running again)
+    requeued = wait_for(lambda: "requeued 1×" in (row := run_state(cfg.run_dir()))["detail"] and row, 60,
+                        "the job to be requeued")
+    assert requeued["state"] in ("requeued", "running"), requeued
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], capture_output=True)  # skip the requeue delay
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert f"job {job}: " in out and "(requeued 1×)" in out and "done: step 1500" in out  # pending or running again

@@ -60,12 +60,15 @@ def check_slurm() -> None:
 
 def job_state(job_id: str) -> tuple[Optional[str], int]:
     """(SLURM state, restarts) of a job: scontrol while SLURM remembers it, else sacct; (None, 0) if unknown."""
-    shown = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=60)
-    if shown.returncode == 0 and "JobState=" in shown.stdout:
-        fields = dict(item.split("=", 1) for item in shown.stdout.split() if "=" in item)
-        return fields["JobState"], int(fields.get("Restarts", 0))
-    done = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], capture_output=True, text=True,
-                          timeout=60)
+    try:
+        shown = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=60)
+        if shown.returncode == 0 and "JobState=" in shown.stdout:
+            fields = dict(item.split("=", 1) for item in shown.stdout.split() if "=" in item)
+            return fields["JobState"], int(fields.get("Restarts", 0))
+        done = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError):  # no SLURM on this machine
+        return None, 0
     states = done.stdout.split()
     return (states[-1], 0) if states else (None, 0)
 
