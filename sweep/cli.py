@@ -236,6 +236,42 @@ def transfer_cmd(
                  password_env=storage_password_env, out=out, console=console)
 
 
+@app.command("launch", short_help="Start a full run locally, on SLURM or on Ray; the same command resumes or re-attaches")
+def launch_cmd(
+    config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
+    backend: str = typer.Option("local", help="where it trains: local, slurm or ray"),
+    nodes: Optional[int] = typer.Option(None, help="slurm: nodes [default: 1]"),
+    gpus_per_node: Optional[int] = typer.Option(None, help="GPUs per node (slurm: one task each; local: one process each)"),
+    nproc: Optional[int] = typer.Option(None, help="local: processes under torchrun (gloo on CPU, NCCL on GPUs)"),
+    partition: Optional[str] = typer.Option(None, help="slurm: partition"),
+    time: Optional[int] = typer.Option(None, "--time", help="slurm: minutes per job before it requeues and resumes [default: 60]"),
+    mem: Optional[float] = typer.Option(None, help="slurm: memory per node, GB"),
+    account: Optional[str] = typer.Option(None, help="slurm: account"),
+    qos: Optional[str] = typer.Option(None, help="slurm: quality of service"),
+    address: Optional[str] = typer.Option(None, help="ray: cluster address [default: a private local Ray instance]"),
+    detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
+):
+    """Train RUN.yaml with resume on the backend; print its job, log, checkpoints and curve; exit 0 when done."""
+    from sweep.launch.command import run_launch
+    from sweep.launch.request import LaunchRequest
+
+    request = LaunchRequest(backend=backend, nodes=nodes, gpus_per_node=gpus_per_node, nproc=nproc, partition=partition,
+                            time=time, mem=mem, account=account, qos=qos, address=address, detach=detach)
+    raise typer.Exit(run_launch(config, request, console))
+
+
+@app.command("status", short_help="List launched runs: state, last step and loss, backend and job")
+def status_cmd(
+    study: Optional[str] = typer.Argument(None, help="a sweep's spec or name [default: every launched run]"),
+    format: str = typer.Option("table", "--format", help="table or json"),
+):
+    """Every run folder with a launch record under the results root (or one sweep's): queued, running, requeued,
+    done, failed or diverged, from the scheduler and the run's files."""
+    from sweep.launch.status import run_status
+
+    run_status(study, format, console)
+
+
 @app.command("doctor", short_help="Pre-flight checklist of a RunConfig or a study: one verdict table")
 def doctor_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML, or a study spec (its base run at --width)"),

@@ -66,13 +66,7 @@ class RayBackend(Backend):
         if job.storage.url.startswith("sqlite:"):
             raise InputError("--storage: a Ray cluster needs a storage every node reaches: journal:PATH on a shared "
                              "filesystem or a SQLAlchemy URL (postgresql://…); SQLite is for one machine")
-        host, _, port = address.removeprefix("ray://").rpartition(":")
-        if not host or not port.isdigit():
-            raise InputError(f"--address: {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
-        try:
-            socket.create_connection((host, int(port)), timeout=5).close()
-        except OSError as err:
-            raise InputError(f"--address: cannot reach the Ray cluster at {address} ({err.strerror or err})") from None
+        check_address(address)
 
     def launch(self, job: SweepJob) -> "RayExecution":
         temp_dir = tempfile.mkdtemp(prefix="sweep-ray-")
@@ -82,6 +76,19 @@ class RayBackend(Backend):
                                                  args=(job, self.options, self.max_concurrent, temp_dir, str(log)))
         driver.start()
         return RayExecution(driver, temp_dir, log, self.options, self.max_concurrent)
+
+
+def check_address(address: str) -> None:
+    """A cluster address must be HOST:PORT or ray://HOST:PORT, and answer (`auto` is Ray's own lookup)."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"--address: {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as err:
+        raise InputError(f"--address: cannot reach the Ray cluster at {address} ({err.strerror or err})") from None
 
 
 class RayExecution(Execution):
@@ -127,22 +134,48 @@ def end_driver_session(temp_dir: str) -> None:
     shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: str, log: str) -> None:
-    """Start (or join) Ray, run Tune until the study has its count, release what was stopped, shut down."""
-    os.setsid()  # Ray's processes join this session: the parent finds them all by its id
+def enter_driver(temp_dir: str, log: str, address: str | None) -> None:
+    """The start of a Ray driver process: its own session (Ray's processes join it), dying with its parent,
+    a reaper that ends the session however the driver dies, its output to `log`, and for a private
+    instance (no `address`) a fresh auth token in the temp dir."""
+    os.setsid()
     die_with_parent()
     become_subreaper()  # Ray's processes orphaned by the shutdown are reaped here, not left as zombies
     start_reaper(lambda: end_driver_session(temp_dir))
     with open(log, "a") as out:
         os.dup2(out.fileno(), 1)
         os.dup2(out.fileno(), 2)
-    if options.address is None:  # a private instance: its own token and session files, in the temp dir
+    if address is None:
         token = Path(temp_dir) / "auth_token"
         token.write_text(secrets.token_hex(32))
         token.chmod(0o600)
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+
+def init_ray(address: str | None, temp_dir: str, runtime_env: dict | None = None) -> None:
+    """Join the cluster at `address`, or start a private instance with every CPU, its session files in `temp_dir`."""
     import ray
+
+    if address is None:
+        ray.init(num_cpus=os.cpu_count(), _temp_dir=temp_dir, include_dashboard=False, log_to_driver=False,
+                 runtime_env=runtime_env)
+    else:
+        ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+
+
+def leave_driver() -> None:
+    """Shut Ray down and end what the shutdown left in the driver's session (the reaper too)."""
+    import ray
+
+    ray.shutdown()
+    end_session(os.getpid(), STOP_TIMEOUT_S, spare=(os.getpid(),))
+    reap_children()
+
+
+def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: str, log: str) -> None:
+    """Start (or join) Ray, run Tune until the study has its count, release what was stopped, shut down."""
+    enter_driver(temp_dir, log, options.address)
     from ray import tune
 
     from sweep.backends.ray_tune import StudySearcher, run_one
@@ -150,12 +183,7 @@ def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: 
 
     # Tune would run each trial in its own trial folder; relative paths (a journal, the spec's data) mean
     # the command's folder, where the workers of a local instance start
-    runtime_env = {"env_vars": {"RAY_CHDIR_TO_TRIAL_DIR": "0"}}
-    if options.address is None:
-        ray.init(num_cpus=os.cpu_count(), _temp_dir=temp_dir, include_dashboard=False, log_to_driver=False,
-                 runtime_env=runtime_env)
-    else:
-        ray.init(address=options.address, log_to_driver=False, runtime_env=runtime_env)
+    init_ray(options.address, temp_dir, {"env_vars": {"RAY_CHDIR_TO_TRIAL_DIR": "0"}})
     searcher = StudySearcher(job)
     try:
         trainable = tune.with_resources(tune.with_parameters(run_one, job=job),
@@ -168,8 +196,5 @@ def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: 
     except KeyboardInterrupt:
         pass
     finally:
-        ray.shutdown()
-        end_session(os.getpid(), STOP_TIMEOUT_S, spare=(os.getpid(),))  # what shutdown left, the reaper too
-        reap_children()
+        leave_driver()
         retry_stale(searcher.study)  # trials whose workers Tune stopped are released for the next command
-

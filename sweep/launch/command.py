@@ -1,0 +1,90 @@
+"""`sweep launch RUN.yaml --backend local|slurm|ray`: start a run (a transferred full run, or any RunConfig)
+where it should train, resumable; the same command resumes it, re-attaches to it, or says it is done.
+
+Everything is checked before anything is written: the flags against the backend, the RunConfig, its
+data and model name, the scheduler or cluster. Then, from what the run folder says:
+- the trainer recorded the run done or diverged: print it, start nothing;
+- it was launched and still runs (a SLURM job queued or running, a local or Ray launcher process
+  alive): re-attach to the SLURM job, or say where it runs;
+- else launch it; the trainer resumes from the run's latest checkpoint, if any.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+
+from proxies.data import open_data
+from sweep.launch.record import finished_state, last_logged, locations, process_alive, read_record, read_result
+from sweep.launch.request import LaunchRequest
+from trainer.config import RunConfig
+from trainer.loop import resolve
+
+
+def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
+    request.check()
+    cfg = resolve(RunConfig.load(config))
+    data = cfg.data
+    open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
+              val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
+    if request.backend == "slurm":
+        from sweep.launch.slurm import check_slurm
+
+        check_slurm()
+    if request.backend == "ray" and request.address:
+        from sweep.backends.ray import check_address
+
+        check_address(request.address)
+
+    run_dir = cfg.run_dir()
+    console.print(f"run {cfg.run_id()} ({cfg.output.kind}) in {run_dir.resolve()}")
+    if state := finished_state(run_dir):
+        return report(state, cfg, console)
+    record = read_record(run_dir)
+    where = still_launched(record)
+    if where and not (request.backend == record["backend"] == "slurm"):  # a SLURM job of this backend is re-attached
+        console.print(f"already {where}; not starting it twice")
+        return 0
+    if request.backend == "local":
+        from sweep.launch.local import launch_local
+
+        code = launch_local(cfg, config, request.processes, console)
+    elif request.backend == "slurm":
+        from sweep.launch.slurm import launch_slurm
+
+        code = launch_slurm(cfg, request, record, console)
+    else:
+        from sweep.launch.ray import launch_ray
+
+        code = launch_ray(cfg, request.address, request.gpus, console)
+    state = finished_state(run_dir)
+    return report(state, cfg, console) if state and not request.detach else code
+
+
+def still_launched(record: Optional[dict]) -> Optional[str]:
+    """Where the recorded launch still holds the run (a SLURM job queued or running, a launcher process alive
+    on this machine other than this one), or None."""
+    if record is None:
+        return None
+    if record["backend"] == "slurm":
+        from sweep.launch.slurm import active, job_state
+
+        state = job_state(record["job"])[0]
+        return f"{state.lower()} as SLURM job {record['job']}" if active(state) else None
+    alive = process_alive(record["process"]) and record["process"]["pid"] != os.getpid()
+    return f"running ({record['backend']}, {record['job']})" if alive else None
+
+
+def report(state: str, cfg: RunConfig, console: Console) -> int:
+    """One line on a finished run: its state, last step and losses, where its files are; 0 when done."""
+    result = read_result(cfg.run_dir())
+    where = locations(cfg)
+    val = f", val loss {result['val_loss']:.4f}" if result.get("val_loss") is not None else ""
+    logged = last_logged(Path(where["curve"]))
+    loss = f", train loss {logged['train_loss']:.4f}" if logged else ""
+    reason = f" ({result['reason']})" if result.get("reason") else ""
+    console.print(f"{state}: step {result['step']}{loss}{val}{reason}; checkpoints {where['checkpoints']}; "
+                  f"curve {where['curve']}")
+    return 0 if state == "done" else 1

@@ -1,0 +1,92 @@
+"""`sweep status [STUDY]`: every launched run under the results root (or of one sweep), with its state.
+
+A run is launched when its folder holds launch.json. Its state comes from, in this order:
+- the trainer's result.json: done or diverged;
+- the scheduler while the job is there: queued, requeued (queued again after a requeue), running;
+  for a local or Ray launch, its launcher process alive on this machine: running;
+- else failed (the job or process ended without a result: `sweep launch` again resumes it), or
+  unknown for a process on another machine.
+The last step and losses come from the run's curve.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+from rich.table import Table
+
+from sweep.errors import InputError
+from sweep.launch.record import RECORD, finished_state, last_logged, process_alive, read_record
+from sweep.study.preflight import results_root
+from sweep.study.spec import load_spec
+
+FORMATS = ("table", "json")
+
+
+def run_status(target: Optional[str], fmt: str, console: Console) -> None:
+    if fmt not in FORMATS:
+        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    rows = [run_state(record_path.parent) for record_path in launch_records(target)]
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        console.print(f"no launched run under {results_root()}" + (f" for {target}" if target else ""))
+        return
+    table = Table(title=f"launched runs under {results_root()}")
+    for column in ("run", "study", "kind", "backend", "job", "state", "step", "train loss", "val loss", "detail"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["run"], row["study"], row["kind"], row["backend"], row["job"], row["state"],
+                      show(row["step"]), show(row["train_loss"]), show(row["val_loss"]), row["detail"])
+    console.print(table)
+
+
+def launch_records(target: Optional[str]) -> list[Path]:
+    """launch.json of every run under the results root, or under one sweep's folder (by spec or name)."""
+    root = results_root()
+    if target is None:
+        return sorted(root.glob(f"*/runs/*/{RECORD}"))
+    path = Path(target)
+    name = load_spec(path).name if path.suffix in (".yaml", ".yml") or path.is_file() else target
+    if not (root / name).is_dir():
+        raise InputError(f"study: no sweep named {name!r} under {root}")
+    return sorted((root / name).glob(f"runs/*/{RECORD}"))
+
+
+def run_state(run_dir: Path) -> dict:
+    record = read_record(run_dir)
+    state, detail = finished_state(run_dir), ""
+    if state is None:
+        state, detail = scheduler_state(record)
+    if state is None:
+        state = "failed" if detail != "on another machine" else "unknown"
+        detail = detail or "ended without a result; `sweep launch` again resumes it"
+    logged = last_logged(Path(record["curve"])) or {"step": None, "train_loss": None, "val_loss": None}
+    return {"run": record["run"], "study": record["study"], "kind": record["kind"], "backend": record["backend"],
+            "job": record["job"], "state": state, **logged, "detail": detail, "run_dir": str(run_dir)}
+
+
+def scheduler_state(record: dict) -> tuple[Optional[str], str]:
+    """(queued|requeued|running, detail) while the scheduler or the launcher process holds the run; else (None, detail)."""
+    if record["backend"] == "slurm":
+        from sweep.launch.slurm import RUNNING, WAITING, job_state
+
+        slurm, restarts = job_state(record["job"])
+        if slurm in RUNNING:
+            return "running", f"SLURM {slurm}" + (f", requeued {restarts}×" if restarts else "")
+        if slurm in WAITING:
+            return ("requeued" if restarts else "queued"), f"SLURM {slurm}" + (f", requeued {restarts}×" if restarts else "")
+        return None, f"SLURM {slurm}" if slurm else ""
+    alive = process_alive(record["process"])
+    if alive:
+        return "running", f"pid {record['process']['pid']}"
+    return None, "on another machine" if alive is None else ""
+
+
+def show(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
