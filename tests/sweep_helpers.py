@@ -5,6 +5,7 @@ import copy
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -93,3 +94,13 @@ def first_part(root: Path, run: str = "w16-mup-t00000-s0") -> tuple[Path, int]:
     [folder] = (root / "tiny" / "curves").glob(f"study=*/kind=proxy/run={run}")
     path = min(folder.glob("part-*.parquet"))
     return path, path.stat().st_ino
+
+
+def wait_for(predicate, timeout: float, what: str):
+    """Poll `predicate` every 0.2 s until it returns something true (returned), or fail after `timeout` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")

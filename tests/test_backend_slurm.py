@@ -3,22 +3,12 @@ a job array of workers on one journal study keeps the count exact, detaches and 
 task requeued mid-trial resumes its run from the checkpoint (the curve goes on, no step twice)."""
 import re
 import subprocess
-import time
 
 import pandas as pd
 from optuna.trial import TrialState
 
 from sweep.study.study import counts
-from tests.sweep_helpers import first_part, load, run_sweep, states, sweep_cmd, sweep_env, write_spec
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+from tests.sweep_helpers import first_part, load, run_sweep, states, sweep_cmd, sweep_env, wait_for, write_spec
 
 
 def sacct(array_id: str) -> dict[str, str]:

@@ -10,7 +10,6 @@
 """
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ import pytest
 import yaml
 
 from sweep.launch.status import run_state
-from tests.sweep_helpers import file_tree, run_sweep, sweep_cmd, sweep_env
+from tests.sweep_helpers import file_tree, run_sweep, sweep_cmd, sweep_env, wait_for
 from tests.test_backend_ray import no_ray_left  # noqa: F401  (the fixture)
 from trainer.config import RunConfig
 from trainer.curves import read_curves
@@ -59,15 +58,6 @@ def status(root: Path) -> dict:
     done = run_sweep(root, "status", "--format", "json", timeout=60)
     assert done.returncode == 0, done.stderr
     return {row["run"]: row for row in json.loads(done.stdout)}
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_local_launch_trains_checkpoints_and_launching_again_does_nothing(tmp_path, run_cli, monkeypatch):
