@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from proxies.data import open_data
 from sweep.errors import InputError
+from sweep.results.plots import read_curve
 from sweep.results.studies import locate, pick_trial
 from sweep.rules import Change, Target, transfer_run
 from sweep.study.study import package_version
@@ -76,11 +76,9 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: Op
 
 def measured_noise_scale(trial) -> float:
     """The last gradient noise scale B_simple (examples) in the proxy trial's curve."""
-    folder = trial.user_attrs.get("curves")
-    if folder and Path(folder).is_dir():
-        curve = pd.read_parquet(folder, columns=["step", "noise_scale"]).dropna().sort_values("step")
-        if len(curve):
-            return float(curve["noise_scale"].iloc[-1])
+    curve = read_curve(trial)
+    if curve is not None and "noise_scale" in curve and curve["noise_scale"].notna().any():
+        return float(curve["noise_scale"].dropna().iloc[-1])
     raise InputError("--batch-rule noise: the proxy trial's curve holds no gradient noise scale "
                      "(eval.noise_scale_batches: 0); pick another rule or sweep with it on")
 

@@ -24,11 +24,16 @@ class Verdict:
     passed: bool | None  # None when not judged (SP is shown for contrast)
 
 
+def seed_mean(group: pd.DataFrame) -> pd.Series:
+    """Loss by x averaged over seeds; NaN where any seed diverged (past the stable edge)."""
+    return group.groupby("x")["loss"].apply(lambda seeds: seeds.mean(skipna=False))
+
+
 def optima(points: pd.DataFrame) -> pd.DataFrame:
     """One row per (parametrization, width): optimum x, its value 2^x, seed spread, loss there, sensitivity."""
     rows = []
     for (param, width), group in points.groupby(["parametrization", "width"], sort=True):
-        mean = group.groupby("x")["loss"].apply(lambda seeds: seeds.mean(skipna=False))  # NaN: a seed diverged there
+        mean = seed_mean(group)
         best = vertex(mean.index.to_numpy(), mean.to_numpy())
         per_seed = [vertex(g["x"].to_numpy(), g["loss"].to_numpy()) for _, g in group.groupby("seed")]
         seeds = [v.x for v in per_seed if v is not None]

@@ -28,6 +28,7 @@ from rich.table import Table
 from sweep.backends import get_backend
 from sweep.errors import InputError
 from sweep.proxy import run_workers
+from sweep.results.plots import read_curve
 from sweep.results.studies import locate, pick_trial
 from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
@@ -158,11 +159,9 @@ def collect(jobs: list[SweepJob], store, param: str) -> pd.DataFrame:
 
 
 def first_loss(trial: optuna.trial.FrozenTrial) -> float:
-    folder = trial.user_attrs.get("curves")
-    if not folder or not Path(folder).is_dir():
-        return math.nan
-    curve = pd.read_parquet(folder, columns=["step", "train_loss"]).dropna().sort_values("step")
-    return float(curve["train_loss"].iloc[0]) if len(curve) else math.nan
+    curve = read_curve(trial)
+    losses = curve["train_loss"].dropna() if curve is not None else ()
+    return float(losses.iloc[0]) if len(losses) else math.nan
 
 
 def optima_table(table: pd.DataFrame, param: str) -> Table:

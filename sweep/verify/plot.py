@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sweep.verify.analysis import Verdict  # noqa: E402
+from sweep.verify.analysis import Verdict, seed_mean  # noqa: E402
 from trainer.atomic import atomic_path  # noqa: E402
 
 NAMES = {"mup": "μP", "sp": "SP"}
@@ -28,7 +28,7 @@ def figure_one(points: pd.DataFrame, table: pd.DataFrame, verdicts: list[Verdict
     for ax, p in zip(axes[0], params):
         for w in widths:
             g = points[(points["parametrization"] == p) & (points["width"] == w)]
-            mean = g.groupby("x")["loss"].apply(lambda seeds: seeds.mean(skipna=False))
+            mean = seed_mean(g)
             ax.plot(mean.index, mean.to_numpy(), marker=".", color=colours[w], label=f"width {w}")
             best = table[(table["parametrization"] == p) & (table["width"] == w)].iloc[0]
             if np.isfinite(best["optimum_x"]):
