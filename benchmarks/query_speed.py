@@ -1,9 +1,10 @@
 """How fast `sweep sql` answers over a large curve store, against pandas.
 
 Writes a synthetic store of RUNS × STEPS curve rows (default 1,000 × 10,000 = 10 million) in a temp dir,
-as the trainer writes it: ROOT/bench/curves/study=bench/kind=proxy/run=RUN/part-FIRST-LAST.parquet, whole
-parts of --rows-per-part rows (the trainer's CurveWriter flushes every 500), the trainer's columns (val_loss
-every 100 steps, NULL between). Then times two queries, median of --repeat:
+as the trainer writes it while runs train: ROOT/bench/curves/study=bench/kind=proxy/run=RUN/
+part-FIRST-LAST.parquet, whole parts of --rows-per-part rows (the trainer's CurveWriter flushes every 500),
+the trainer's columns (val_loss every 100 steps, NULL between). Then times two queries, median of --repeat,
+on that layout and again after compacting every run as the trainer does when a run ends (one part per run):
 
 - "final loss per run, top 10": the last train loss of every run, the 10 lowest;
 - "curves of 20 runs": step and train loss of 20 named runs.
@@ -13,8 +14,7 @@ Arrow (views built per query, as each command does). pandas: pd.read_parquet of 
 pushed down for the second) and a groupby. Also the whole `sweep sql` command as a process (Python, torch
 and the CLI's imports included), once per query.
 
-    .venv/bin/python benchmarks/query_speed.py                      # ~3 min on 2 cores
-    .venv/bin/python benchmarks/query_speed.py --rows-per-part 10000    # one part per run
+    .venv/bin/python benchmarks/query_speed.py                      # ~5 min on 2 cores
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sweep.results.scope import Scope  # noqa: E402
 from sweep.results.sql import check_read_only, query  # noqa: E402
-from trainer.curves import FLOAT_COLUMNS, write_part  # noqa: E402
+from trainer.curves import FLOAT_COLUMNS, CurveWriter, write_part  # noqa: E402
 
 EVAL_EVERY = 100
 
@@ -101,6 +101,22 @@ def command_seconds(root: Path, statement: str) -> float:
     return time.perf_counter() - start
 
 
+def compact_store(root: Path, runs: int) -> None:
+    """What the trainer does when each run ends: its parts merged into one."""
+    for i in range(runs):
+        CurveWriter(root / "bench" / "curves", "bench", "proxy", run_name(i)).compact()
+
+
+def time_queries(root: Path, args, layout: str) -> None:
+    parts = sum(1 for _ in root.glob("bench/curves/*/*/*/part-*.parquet"))
+    for name, statement in queries(args.runs).items():
+        sql_s, sql_rows = seconds(lambda: via_sql(root, statement), args.repeat)
+        pandas_s, pandas_rows = seconds(lambda: via_pandas(root, name, args.runs), args.repeat)
+        assert sql_rows == pandas_rows, (sql_rows, pandas_rows)
+        print(f"| {layout} | {parts:,} | {name} | {sql_rows:,} | {sql_s:.2f} | {pandas_s:.2f} | {pandas_s / sql_s:.1f}× | "
+              f"{command_seconds(root, statement):.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1000)
@@ -112,18 +128,17 @@ def main() -> None:
         root = Path(tmp)
         start = time.perf_counter()
         write_store(root, args.runs, args.steps, args.rows_per_part)
-        parts = sum(1 for _ in root.glob("bench/curves/*/*/*/part-*.parquet"))
-        print(f"store: {args.runs:,} runs × {args.steps:,} steps = {args.runs * args.steps:,} rows in {parts:,} parts "
-              f"({args.rows_per_part} rows each), written in {time.perf_counter() - start:.1f} s; "
+        print(f"store: {args.runs:,} runs × {args.steps:,} steps = {args.runs * args.steps:,} rows, parts of "
+              f"{args.rows_per_part} rows, written in {time.perf_counter() - start:.1f} s; "
               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-        print("| query | rows | sweep sql s | pandas s | pandas / sweep sql | `sweep sql` command s |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for name, statement in queries(args.runs).items():
-            sql_s, sql_rows = seconds(lambda: via_sql(root, statement), args.repeat)
-            pandas_s, pandas_rows = seconds(lambda: via_pandas(root, name, args.runs), args.repeat)
-            assert sql_rows == pandas_rows, (sql_rows, pandas_rows)
-            print(f"| {name} | {sql_rows:,} | {sql_s:.2f} | {pandas_s:.2f} | {pandas_s / sql_s:.1f}× | "
-                  f"{command_seconds(root, statement):.2f} |")
+        print("| layout | parts | query | rows | sweep sql s | pandas s | pandas / sweep sql | `sweep sql` command s |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        time_queries(root, args, "runs in flight")
+        start = time.perf_counter()
+        compact_store(root, args.runs)
+        compacted = time.perf_counter() - start
+        time_queries(root, args, "runs finished (compacted)")
+        print(f"compaction: {compacted / args.runs * 1000:.0f} ms per run of {args.steps:,} rows")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """`sweep demo`: the whole path on the built-in corpus, on a laptop CPU in about ten minutes.
 
 coordinate check → a proxy sweep (studies/demo.yaml, width 32) → verify over widths 32, 64, 128
-(μP beside SP) → transfer to width 256 at twice the batch (square-root rule) → a local run of that
-config → the HTML report. Every step is the command of its own name, run in this process; each
+(μP beside SP) → transfer to width 256 at twice the batch (square-root rule) → `sweep launch` of that
+config on the local backend → the HTML report. Every step is the command of its own name, run in this process; each
 resumes, so a second `sweep demo` only re-reads what the first one wrote.
 """
 from __future__ import annotations
@@ -15,14 +15,17 @@ from rich.console import Console
 from rich.rule import Rule
 
 from sweep.coord_check_run import run_coord_check
+from sweep.launch.command import run_launch
+from sweep.launch.record import read_result
+from sweep.launch.request import LaunchRequest
 from sweep.proxy import run_proxy
 from sweep.results.report import run_report
 from sweep.rules import Target
 from sweep.study.preflight import results_root
 from sweep.study.spec import load_spec
-from sweep.train_cmd import run_train
 from sweep.transfer import run_transfer
 from sweep.verify.command import run_verify, verify_name
+from trainer.config import RunConfig
 
 SPEC = Path(__file__).resolve().parents[1] / "studies" / "demo.yaml"
 PROXY_WIDTH = 32
@@ -63,7 +66,8 @@ def run_demo(workers: int, console: Console) -> int:
     config = run_transfer(SPEC, TARGET, trial="best", proxy_width=None, storage=None, password_env=None, out=None,
                           console=console)
     header(4)
-    result = run_train(config, steps=None, resume=True, quiet=False, console=console)
+    launched = run_launch(config, LaunchRequest(backend="local"), console)
+    result = read_result(RunConfig.load(config).run_dir()) or {"status": "unfinished", "step": 0, "val_loss": None}
     header(5)
     report = run_report(str(SPEC), storage=None, password_env=None, out=None, console=console)
 
@@ -74,7 +78,7 @@ def run_demo(workers: int, console: Console) -> int:
         verdict = "" if v["passed"] is None else " — pass" if v["passed"] else " — FAIL"
         console.print(f"verify {p}: the optimal LR moved {v['drift']:.2f} octaves over widths {VERIFY_WIDTHS}{verdict}")
     console.print(f"transferred to width {TARGET.width}, batch {TARGET.batch_size} ({TARGET.batch_rule} rule): {config}")
-    val = f"{result.val_loss:.4f}" if result.val_loss is not None else "-"
-    console.print(f"full run: {result.status} at step {result.step}, val loss {val}")
+    val = f"{result['val_loss']:.4f}" if result["val_loss"] is not None else "-"
+    console.print(f"full run: {result['status']} at step {result['step']}, val loss {val} (`sweep status` lists it)")
     console.print(f"report: {report}")
-    return 0 if coord_passed and verify_code == 0 and result.status == "completed" else 1
+    return 0 if coord_passed and verify_code == 0 and launched == 0 else 1

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import optuna
+import pandas as pd
 import yaml
 
 TINY_SPEC = {
@@ -88,12 +89,17 @@ def file_tree(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
-def first_part(root: Path, run: str = "w16-mup-t00000-s0") -> tuple[Path, int]:
-    """The earliest curve part of a run in the tiny study, with its inode. A run resumed from a checkpoint
-    keeps the parts written before it (same inode); one started over rewrites them (temp file + rename)."""
+def early_rows(root: Path, run: str = "w16-mup-t00000-s0") -> pd.DataFrame:
+    """Step and wall time of the rows in a run's earliest curve part, in the tiny study, while it trains."""
     [folder] = (root / "tiny" / "curves").glob(f"study=*/kind=proxy/run={run}")
-    path = min(folder.glob("part-*.parquet"))
-    return path, path.stat().st_ino
+    return pd.read_parquet(min(folder.glob("part-*.parquet")), columns=["step", "wall_time"])
+
+
+def kept(rows: pd.DataFrame, curve: pd.DataFrame) -> bool:
+    """Whether `curve` still holds `rows` as they were logged. A run resumed from a checkpoint keeps the rows
+    logged before it (compaction copies them); one started over logs those steps again at new wall times."""
+    after = curve.set_index("step")["wall_time"].reindex(rows["step"])
+    return after.tolist() == rows["wall_time"].tolist()
 
 
 def wait_for(predicate, timeout: float, what: str):

@@ -12,7 +12,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sweep.study.study import counts
-from tests.sweep_helpers import first_part, load, run_sweep, states, sweep_cmd, sweep_env, write_spec
+from tests.sweep_helpers import early_rows, kept, load, run_sweep, states, sweep_cmd, sweep_env, write_spec
 
 TEMP = Path(os.environ.get("TMPDIR", "/tmp"))
 
@@ -66,7 +66,7 @@ def test_a_ray_worker_killed_mid_trial_is_retried_and_the_count_is_exact(tmp_pat
     worker = load(tmp_path).trials[0].system_attrs["sweep:worker"]["pid"]
     assert worker != proc.pid and "ray::" in Path(f"/proc/{worker}/cmdline").read_text()  # a Ray worker
     os.kill(worker, signal.SIGKILL)
-    part, inode = first_part(tmp_path)  # written by the killed worker before its first checkpoint
+    rows = early_rows(tmp_path)  # written by the killed worker before its first checkpoint
     out, err = proc.communicate(timeout=400)
     assert proc.returncode == 0, err
 
@@ -76,9 +76,9 @@ def test_a_ray_worker_killed_mid_trial_is_retried_and_the_count_is_exact(tmp_pat
     assert lost.user_attrs["reason"].startswith("worker lost")
     [retry] = [t for t in study.trials if t.user_attrs.get("retry_of") == 0]
     assert retry.state == TrialState.COMPLETE and retry.user_attrs["runs"] == lost.user_attrs["runs"]
-    steps = pd.read_parquet(retry.user_attrs["curves"])["step"]
-    assert steps.is_unique and steps.max() == 1500
-    assert part.stat().st_ino == inode  # resumed from the checkpoint, not started over
+    curve = pd.read_parquet(retry.user_attrs["curves"])
+    assert curve["step"].is_unique and curve["step"].max() == 1500
+    assert kept(rows, curve)  # resumed from the checkpoint, not started over
 
 
 def test_a_ray_sweep_killed_with_sigkill_leaves_no_ray_process_and_the_same_command_finishes_it(tmp_path, no_ray_left):
@@ -95,7 +95,7 @@ def test_a_ray_sweep_killed_with_sigkill_leaves_no_ray_process_and_the_same_comm
     assert ray_left(no_ray_left)[0], "no Ray process while a trial trains"
     proc.kill()
     proc.wait()
-    part, inode = first_part(tmp_path)
+    rows = early_rows(tmp_path)
     deadline = time.time() + 30  # the driver's reaper ends Ray and removes its temp dir (alone, agents lived ~60 s)
     while ray_left(no_ray_left) != (set(), set()):
         assert time.time() < deadline, ray_left(no_ray_left)
@@ -107,6 +107,6 @@ def test_a_ray_sweep_killed_with_sigkill_leaves_no_ray_process_and_the_same_comm
     assert sum(map(counts, study.trials)) == 2 and states(study) == {"FAIL": 1, "COMPLETE": 2}
     assert study.trials[0].user_attrs["reason"].startswith("worker lost")
     [retry] = [t for t in study.trials if t.user_attrs.get("retry_of") == 0]
-    steps = pd.read_parquet(retry.user_attrs["curves"])["step"]
-    assert steps.is_unique and steps.max() == 1500
-    assert part.stat().st_ino == inode  # resumed from the checkpoint, not started over
+    curve = pd.read_parquet(retry.user_attrs["curves"])
+    assert curve["step"].is_unique and curve["step"].max() == 1500
+    assert kept(rows, curve)  # resumed from the checkpoint, not started over

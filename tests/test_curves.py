@@ -7,7 +7,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.curves import CurveWriter, read_curves
+from trainer.curves import CurveWriter, read_curves, read_run, write_part
 
 
 def files_in(folder):
@@ -144,3 +144,36 @@ def test_bad_partition_values_raise_naming_the_field(tmp_path, field, value):
 def test_bad_rows_raise(tmp_path, row):
     with pytest.raises(ValueError, match="curves row"):
         CurveWriter(tmp_path, "s", "k", "r").log(row)
+
+
+def test_compact_merges_a_runs_parts_into_one_with_every_row_once(tmp_path):
+    w = CurveWriter(tmp_path, "s", "proxy", "r", flush_rows=3)
+    log_steps(w, range(1, 9))
+    w.log({"step": 9, "train_loss": 0.1, "val_loss": 0.2, "signal": "x"})  # a column the earlier parts lack
+    before = read_curves(tmp_path)
+    w.compact()
+    assert files_in(w.folder) == ["part-000000001-000000009.parquet"]
+    after = read_curves(tmp_path)
+    pd.testing.assert_frame_equal(after, before[after.columns])
+    assert read_run(w.folder)["step"].tolist() == list(range(1, 10))
+
+
+def test_an_interrupted_compaction_is_read_once_and_cleaned_by_the_next_writer(tmp_path):
+    # a kill between writing the merged part and removing the old ones leaves both on disk
+    w = CurveWriter(tmp_path, "s", "proxy", "r", flush_rows=2)
+    log_steps(w, range(1, 7))
+    merged = ds.dataset(str(w.folder)).to_table().sort_by("step")
+    write_part(w.folder, merged)
+    assert len(files_in(w.folder)) == 4
+    assert read_curves(tmp_path)["step"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert read_run(w.folder)["step"].tolist() == [1, 2, 3, 4, 5, 6]
+    CurveWriter(tmp_path, "s", "proxy", "r")
+    assert files_in(w.folder) == ["part-000000001-000000006.parquet"]
+
+
+def test_a_part_is_a_leftover_only_inside_a_part_of_its_own_run(tmp_path):
+    w = CurveWriter(tmp_path, "s", "proxy", "r", flush_rows=2)
+    log_steps(w, range(1, 5))  # parts 1-2 and 3-4
+    other = CurveWriter(tmp_path, "s", "proxy", "r2", flush_rows=2)
+    log_steps(other, range(1, 3))  # the same range in another run is not inside this run's parts
+    assert len(read_curves(tmp_path)) == 6

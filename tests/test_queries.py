@@ -4,6 +4,7 @@ exit 2, nothing written."""
 import io
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from tests.sweep_helpers import file_tree, load, run_sweep, write_spec
@@ -158,3 +159,16 @@ def test_compare_a_trial_shows_its_full_run_too(cli, swept):
 def test_compare_bad_references_are_one_line_exit_2(cli, args, message):
     code, out, err = cli("compare", *args)
     assert code == 2 and err.startswith(f"error: {message}") and err.count("\n") == 1, err
+
+
+def test_the_leftover_parts_of_an_interrupted_compaction_are_counted_once(tmp_path):
+    from sweep.results.scope import Scope
+    from sweep.results.sql import query
+    from trainer.curves import CurveWriter, read_run, write_part
+
+    writer = CurveWriter(tmp_path / "s" / "curves", "s", "proxy", "r", flush_rows=2)
+    for step in range(1, 7):
+        writer.log({"step": step, "train_loss": 1.0 / step})
+    write_part(writer.folder, pa.Table.from_pandas(read_run(writer.folder), preserve_index=False))  # killed here
+    rows = pa.table(query(Scope(tmp_path, None, ()), "SELECT step FROM curves ORDER BY step"))
+    assert rows["step"].to_pylist() == [1, 2, 3, 4, 5, 6]

@@ -346,6 +346,8 @@ def test_cli_second_run_needs_resume_and_resume_logs_each_step_once(tmp_path, ru
     code, out, err = run_cli("train", path, "--resume", "--quiet")  # continues from step 3 to 6
     assert code == 0, err
     assert steps_logged() == [1, 2, 3, 4, 5, 6]
+    curve = cfg.curves_root() / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / "run=r"
+    assert [p.name for p in curve.iterdir()] == ["part-000000001-000000006.parquet"]  # a finished run is compacted into one part
 
     code, out, err = run_cli("train", path, "--quiet")  # a finished run is not overwritten either
     assert code == 2 and "--resume" in one_line(err)
@@ -370,8 +372,8 @@ def test_resume_after_the_last_checkpoint_was_lost_relogs_those_steps_once_and_i
     (checkpoints / "step-000000006.pt").unlink()
     (cfg.run_dir() / "result.json").unlink()
 
-    # resume checkpointing every step, so the new parts (4-4, 5-5, 6-6) are not named like the stale one
-    # (4-6): without the truncation the stale rows would stay beside the new ones instead of being overwritten
+    # the finished run's rows were compacted into one part (1-6): without the truncation its stale rows 4-6
+    # would stay beside the new ones (4-4, 5-5, 6-6: resumed checkpointing every step) and be merged in twice
     path = write_config(tmp_path / "run.yaml", tiny(root, output={"run": "r"}, checkpoint={"every": 1, "keep": 2}))
     code, _, err = run_cli("train", path, "--resume", "--quiet")
     assert code == 0, err

@@ -6,6 +6,11 @@ Each flush writes one whole part file atomically (temp file + rename), so a kill
 only whole parts; readers skip the hidden temp files. The partition columns are not stored in the
 files: Hive partitioning adds them on read.
 
+When a run ends its parts are compacted into one (`CurveWriter.compact`): readers pay per file, so a
+finished run costs one footer. The merged part is written before the old ones are removed; a part whose
+step range lies inside another part's of the same run is a leftover of an interrupted compaction and
+readers skip it (`live_parts`), the next writer of the run removes it.
+
 Schema: `step` is int64; every other number is float64; strings stay strings. Readers such as
 `pd.read_parquet(ROOT)` take the schema of the first part they open, so the known curve columns
 `FLOAT_COLUMNS` are written in every part (null where a row lacks them, e.g. val_loss between
@@ -76,6 +81,28 @@ def rows_to_table(rows: list[dict]) -> pa.Table:
     return pa.table(columns)
 
 
+def part_range(path: Path) -> tuple[int, int]:
+    first, last = PART.fullmatch(path.name).groups()
+    return int(first), int(last)
+
+
+def live_parts(paths) -> list[Path]:
+    """The parts to read: all but those whose step range lies inside another part's of the same run."""
+    by_run: dict[Path, list[Path]] = {}
+    for path in map(Path, paths):
+        by_run.setdefault(path.parent, []).append(path)
+    live = []
+    for parts in by_run.values():
+        if len(parts) == 1:
+            live += parts
+            continue
+        ranges = {path: part_range(path) for path in parts}
+        live += [path for path, (first, last) in ranges.items()
+                 if not any(other != path and o_first <= first and last <= o_last
+                            for other, (o_first, o_last) in ranges.items())]
+    return sorted(live)
+
+
 def write_part(folder: Path, table: pa.Table) -> Path:
     """Write `table` as one whole part named by its step range, atomically."""
     first, last = pc.min(table["step"]).as_py(), pc.max(table["step"]).as_py()
@@ -95,6 +122,17 @@ class CurveWriter:
         self.folder = Path(root).joinpath(*(f"{f}={v}" for f, v in parts.items()))
         self.flush_rows = flush_rows
         self.rows: list[dict] = []
+        self.drop_covered()
+
+    def parts(self) -> list[Path]:
+        return sorted(self.folder.glob("part-*.parquet"))
+
+    def drop_covered(self) -> None:
+        """Remove the parts an interrupted compaction left inside the merged one."""
+        live = set(live_parts(self.parts()))
+        for path in self.parts():
+            if path not in live:
+                path.unlink()
 
     def log(self, row: dict) -> None:
         self.rows.append(check_row(row))
@@ -114,8 +152,8 @@ class CurveWriter:
         one removed), so an interrupted truncate is healed by running it again.
         """
         self.rows = [row for row in self.rows if row["step"] <= step]
-        for path in sorted(self.folder.glob("part-*.parquet")):
-            first, last = map(int, PART.fullmatch(path.name).groups())
+        for path in self.parts():
+            first, last = part_range(path)
             if first > step:
                 path.unlink()
             elif last > step:
@@ -126,6 +164,33 @@ class CurveWriter:
     def close(self) -> None:
         self.flush()
 
+    def compact(self) -> None:
+        """Merge the run's parts into one, sorted by step (call once the run has ended).
+
+        The merged part is written first, then the others removed: a kill in between leaves parts inside
+        the merged one's range, which readers skip and `drop_covered` removes.
+        """
+        self.flush()
+        parts = self.parts()
+        if len(parts) < 2:
+            return
+        tables = [pq.read_table(path) for path in parts]
+        merged = pa.concat_tables(tables, promote_options="default").sort_by("step")
+        kept = write_part(self.folder, merged)
+        for path in parts:
+            if path != kept:
+                path.unlink()
+
+
+def read_run(folder, columns: list[str] | None = None) -> pd.DataFrame | None:
+    """One run's rows (its run=… folder), sorted by step; None when it has logged none."""
+    parts = live_parts(Path(folder).glob("part-*.parquet"))
+    if not parts:
+        return None
+    tables = [pq.read_table(path, columns=columns) for path in parts]
+    frame = pa.concat_tables(tables, promote_options="default").to_pandas()
+    return frame.sort_values("step", kind="stable").reset_index(drop=True)
+
 
 def read_curves(root, **filters) -> pd.DataFrame:
     """All curves under `root` as one frame, optionally filtered by column equality (study="s", run="r").
@@ -134,7 +199,7 @@ def read_curves(root, **filters) -> pd.DataFrame:
     parts (NaN where a part lacks one); rows are sorted by study, kind, run, step.
     """
     root = Path(root)
-    files = sorted(str(f) for f in root.glob("study=*/kind=*/run=*/part-*.parquet"))
+    files = [str(f) for f in live_parts(root.glob("study=*/kind=*/run=*/part-*.parquet"))]
     if not files:
         return pd.DataFrame(columns=["step", *PARTITIONS])
     partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")

@@ -188,7 +188,7 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
         if status == "completed":
             checkpoint()
         if writer is not None:
-            writer.close()
+            writer.compact()  # the run's rows are final: one part to read
             with atomic_path(run_dir / "result.json") as tmp:
                 tmp.write_text(json.dumps(asdict(result), indent=2))
         return result

@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
 
 from sweep.study.liveness import machine_id, process_start
 from sweep.study.trial import curve_folder
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
+from trainer.curves import read_run
 
 RECORD = "launch.json"
 FINISHED = {"completed": "done", "diverged": "diverged"}  # result.json status → launch state
@@ -55,9 +55,9 @@ def finished_state(run_dir: Path) -> Optional[str]:
 
 def last_logged(curve: Path) -> Optional[dict]:
     """The curve's last row: step, train_loss, val_loss (the last evaluation's); None before the first log."""
-    if not Path(curve).is_dir() or not any(Path(curve).glob("part-*.parquet")):
+    rows = read_run(curve, columns=["step", "train_loss", "val_loss"])
+    if rows is None:
         return None
-    rows = pd.read_parquet(curve, columns=["step", "train_loss", "val_loss"]).sort_values("step")
     val = rows["val_loss"].dropna()
     return {"step": int(rows["step"].iloc[-1]), "train_loss": float(rows["train_loss"].iloc[-1]),
             "val_loss": float(val.iloc[-1]) if len(val) else None}

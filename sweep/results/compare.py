@@ -23,6 +23,7 @@ from sweep.results.plots import save_png  # noqa: E402
 from sweep.results.runs_table import run_rows  # noqa: E402
 from sweep.results.scope import Scope, scope  # noqa: E402
 from sweep.results.table import cell  # noqa: E402
+from trainer.curves import read_run  # noqa: E402
 
 X_AXES = ("step", "tokens", "fraction")
 METRICS = ("val_loss", "train_loss")
@@ -67,10 +68,10 @@ def pick_runs(runs: pd.DataFrame, refs: list[str], where: Scope) -> pd.DataFrame
 def read_curve(run, metric: str) -> pd.DataFrame:
     """The run's logged rows that have `metric`, by step (empty when it logged none)."""
     folder = Path(run.path).parent.parent / "curves" / f"study={run.sweep}" / f"kind={run.kind}" / f"run={run.run}"
-    if not any(folder.glob("part-*.parquet")):
+    curve = read_run(folder, columns=["step", "tokens", metric])
+    if curve is None:
         return pd.DataFrame(columns=["step", "tokens", metric])
-    curve = pd.read_parquet(folder, columns=["step", "tokens", metric])
-    return curve.dropna(subset=[metric]).sort_values("step").reset_index(drop=True)
+    return curve.dropna(subset=[metric]).reset_index(drop=True)
 
 
 def total_steps(run, curve: pd.DataFrame) -> float:

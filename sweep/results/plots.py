@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
 from trainer.atomic import atomic_path  # noqa: E402
+from trainer.curves import read_run  # noqa: E402
 
 
 def importance_evaluator() -> optuna.importance.BaseImportanceEvaluator:
@@ -82,10 +83,8 @@ def save_html(figures: list, path: Path, title: str) -> Path:
 
 def read_curve(trial) -> pd.DataFrame | None:
     """The curve of a trial's first seed, by step (None when it has none)."""
-    folder = Path(trial.user_attrs.get("curves", ""))
-    if folder.is_dir() and any(folder.glob("part-*.parquet")):
-        return pd.read_parquet(folder).sort_values("step")
-    return None
+    folder = trial.user_attrs.get("curves")
+    return read_run(folder) if folder else None
 
 
 def curves_figure(trials: list) -> plt.Figure | None:

@@ -2,7 +2,8 @@
 
 - `curves`: the Parquet curve store of every sweep in the scope (ROOT/SWEEP/curves/study=…/kind=…/run=…/
   part-*.parquet), read in place with Hive partitioning (study, kind and run as text columns) and
-  union_by_name (a part without a column, e.g. signals, reads it as NULL);
+  union_by_name (a part without a column, e.g. signals, reads it as NULL), leftovers of an interrupted
+  compaction skipped (trainer/curves.py);
 - `trials`: one row per Optuna trial (trials_table.py);
 - `runs`: one row per run folder (runs_table.py).
 
@@ -19,7 +20,7 @@ import duckdb
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.results.trials_table import trial_rows
-from trainer.curves import FLOAT_COLUMNS, PARTITIONS
+from trainer.curves import FLOAT_COLUMNS, PARTITIONS, live_parts
 
 TABLES = ("curves", "trials", "runs")
 CURVE_PARTS = "curves/study=*/kind=*/run=*/part-*.parquet"
@@ -41,14 +42,14 @@ def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConn
 
 
 def curves_query(scope: Scope) -> str:
-    """read_parquet over the sweeps that have curves; with none, an empty table of the known columns."""
-    patterns = [str(folder / CURVE_PARTS) for folder in scope.folders() if next(folder.glob(CURVE_PARTS), None)]
-    if not patterns:
+    """read_parquet over the live parts of the sweeps in scope; with none, an empty table of the known columns."""
+    parts = [str(path) for folder in scope.folders() for path in live_parts(folder.glob(CURVE_PARTS))]
+    if not parts:
         columns = ["NULL::BIGINT AS step", *(f"NULL::DOUBLE AS {c}" for c in FLOAT_COLUMNS),
                    *(f"NULL::VARCHAR AS {p}" for p in PARTITIONS)]
         return f"SELECT {', '.join(columns)} WHERE false"
     types = ", ".join(f"{p}: VARCHAR" for p in PARTITIONS)
-    return (f"SELECT * FROM read_parquet([{', '.join(map(quote, patterns))}], hive_partitioning = true, "
+    return (f"SELECT * FROM read_parquet([{', '.join(map(quote, parts))}], hive_partitioning = true, "
             f"union_by_name = true, hive_types = {{{types}}})")
 
 

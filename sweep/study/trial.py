@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-import pandas as pd
 from optuna.trial import TrialState
 
 from sweep.study.liveness import Heartbeat
@@ -24,6 +23,7 @@ from sweep.study.space import set_path
 from sweep.study.spec import StudySpec
 from sweep.study.study import SweepJob, package_version
 from trainer.config import ConfigError, RunConfig
+from trainer.curves import read_run
 from trainer.loop import RunResult, train
 
 
@@ -67,7 +67,7 @@ def curve_folder(cfg: RunConfig) -> Path:
 
 def objective_value(cfg: RunConfig, last: int) -> float:
     """Mean of the last `last` validation losses in the run's curve (the curve store, so resumes count)."""
-    curve = pd.read_parquet(curve_folder(cfg), columns=["step", "val_loss"]).dropna().sort_values("step")
+    curve = read_run(curve_folder(cfg), columns=["step", "val_loss"]).dropna()
     return float(curve["val_loss"].tail(last).mean())
 
 
