@@ -116,7 +116,7 @@ def load_spec(path: str | Path) -> StudySpec:
     if not path.is_file():
         raise InputError(f"spec: {path} does not exist")
     try:
-        raw = yaml_io.load(path.read_text())
+        raw = yaml_io.load(path.read_bytes())
     except yaml.YAMLError as err:
         raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(raw, dict):
