@@ -54,20 +54,19 @@ def save_checkpoint(folder: Path, step: int, state: dict, keep: int) -> Path:
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict:
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
         raise CheckpointError(f"checkpoint: {path} is refused: not loadable with weights_only=True ({reason(err)}); "
-                              "only this trainer's checkpoints are resumed: move it away or set another output.run") from None
-    if not isinstance(state, dict):
-        raise CheckpointError(f"checkpoint: {path} holds a {type(state).__name__}, not a training state")
-    return state
+                              "only this trainer's checkpoints are resumed: move it away or set another output.run"
+                              ) from None
 
 
 def reason(err: Exception) -> str:
-    """What torch said, on one line: the weights-only unpickler's own finding when it gave one."""
+    """What torch said, on one line: the weights-only unpickler's finding (what it would not load) when it gave one."""
     text = str(err)
-    found = re.search(r"WeightsUnpickler error:\s*(.+)", text)
-    return " ".join((found.group(1) if found else text.strip().splitlines()[0] if text.strip() else type(err).__name__).split())[:200]
+    found = re.search(r"(?:Trying to load )?[Uu]nsupported [^\n]+", text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    return " ".join((found.group(0) if found else lines[0] if lines else type(err).__name__).split())[:200]
 
 
 def latest_checkpoint(*folders: Path) -> Path | None:
