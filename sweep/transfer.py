@@ -18,6 +18,7 @@ from sweep.errors import InputError
 from sweep.results.plots import read_curve
 from sweep.results.studies import locate, pick_trial
 from sweep.rules import Change, Target, transfer_run
+from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
 from sweep.verify.command import read_summary
 from trainer.atomic import atomic_path
@@ -33,6 +34,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: Op
     name, url = locate(str(spec_path), storage=storage, password_env=password_env)
     study, chosen = pick_trial(name, url, width=proxy_width, parametrization="mup", trial=trial)
     proxy = RunConfig.from_yaml(chosen.user_attrs["config"])
+    given = load_spec(spec_path) if spec_path.suffix in (".yaml", ".yml") or spec_path.is_file() else None
+    check_builder_named(proxy.model.name, given, f"trial {chosen.number} of {study.study_name}")
     data = proxy.data
     tokens_per_example = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype,
                                    vocab_size=data.vocab_size, val_fraction=data.val_fraction, seed=proxy.seed,

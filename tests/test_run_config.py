@@ -47,6 +47,7 @@ def one_line(text: str) -> str:
 # ---------------------------------------------------------------- YAML round trip
 
 EVERYTHING = {  # every field of every section away from its default
+    "schema_version": 1,  # the only one there is so far
     "model": {"name": "gpt", "width": 96, "depth": 3, "parametrization": "sp", "base_width": 32,
               "options": {"n_head": 4, "norm": "rmsnorm", "output_mult": 2.5, "attn_mult": 1 / 3, "tag": "007"}},
     "data": {"kind": "tokens", "path": "/data/owt", "seq_len": 64, "dtype": "uint32", "vocab_size": 50304,
@@ -93,7 +94,7 @@ def test_round_trip_fixture_sets_every_field_away_from_its_default():
     # keeps the round-trip test honest: a field added later must be added to EVERYTHING too
     defaults = dict(leaves(RunConfig.parse({"steps": 1})))
     cfg = RunConfig.parse(EVERYTHING)
-    same = [key for key, value in leaves(cfg) if value == defaults[key] and key not in ("model.name", "schedule.warmup_steps", "steps")]
+    same = [key for key, value in leaves(cfg) if value == defaults[key] and key not in ("schema_version", "model.name", "schedule.warmup_steps", "steps")]
     assert same == [], f"EVERYTHING leaves these at their default: {same}"
 
 
@@ -301,6 +302,15 @@ def test_run_id_is_a_function_of_what_shapes_the_curve(tmp_path):
     assert resolve(a).model.base_width is not None and resolve(a).run_id() == a.run_id()
     # an explicit name wins
     assert RunConfig.parse(tiny(tmp_path, output={"run": "mine"})).run_id() == "mine"
+
+
+def test_a_config_written_before_schema_version_is_version_1_and_keeps_its_run_id(tmp_path):
+    # run ids name run folders on disk: the field must not rename runs written before it existed
+    old = RunConfig.parse(tiny("/r"))
+    assert old.schema_version == 1 and old.to_yaml().startswith("schema_version: 1\n")
+    assert old.run_id() == "gpt-w64-d1-2d2b19cfb2"  # as computed before the field was added
+    with pytest.raises(ConfigError, match=r"^schema_version: 2 is newer than this mup-sweep reads \(up to 1\)"):
+        RunConfig.parse({**tiny("/r"), "schema_version": 2, "a_field_from_the_future": 1})
 
 
 def test_run_id_takes_the_guard_and_z_loss_only_where_they_can_change_the_curve(tmp_path):

@@ -4,17 +4,27 @@ A checkpoint holds what is needed to continue the same loss curve bit for bit: m
 scheduler and grad-scaler states, the torch RNG states, the data generator's state (the data
 position) and the loop's counters. μP base shapes are not in it: the model is rebuilt by its
 builder (which sets them once) and the state dict is loaded on top, so nothing is rescaled twice.
+
+Loading unpickles tensors and plain containers only (`weights_only=True`): a file whose unpickling would
+import or call anything, a damaged file, or one not written by torch.save is a CheckpointError naming it,
+and nothing in it runs.
 """
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 
 import torch
 
 from trainer.atomic import atomic_path
+from trainer.config import ConfigError
 
 NAME = re.compile(r"^step-(\d{9})\.pt$")
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint a run cannot resume from; str() is one line naming the file."""
 
 
 def checkpoint_path(folder: Path, step: int) -> Path:
@@ -43,15 +53,26 @@ def save_checkpoint(folder: Path, step: int, state: dict, keep: int) -> Path:
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict:
-    return torch.load(path, map_location=map_location, weights_only=True)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
+        raise CheckpointError(f"checkpoint: {path} is refused: not loadable with weights_only=True ({reason(err)}); "
+                              "only this trainer's checkpoints are resumed: move it away or set another output.run"
+                              ) from None
 
 
-def load_latest(*folders: Path, map_location: str | torch.device = "cpu") -> dict | None:
-    """The state of the newest checkpoint (highest step) across `folders`, or None when there is none."""
+def reason(err: Exception) -> str:
+    """What torch said, on one line: the weights-only unpickler's finding (what it would not load) when it gave one."""
+    text = str(err)
+    found = re.search(r"(?:Trying to load )?[Uu]nsupported [^\n]+", text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    return " ".join((found.group(0) if found else lines[0] if lines else type(err).__name__).split())[:200]
+
+
+def latest_checkpoint(*folders: Path) -> Path | None:
+    """The newest checkpoint (highest step) across `folders`, or None when there is none."""
     found = [p for folder in folders for p in list_checkpoints(folder)]
-    if not found:
-        return None
-    return load_checkpoint(max(found, key=step_of), map_location)
+    return max(found, key=step_of) if found else None
 
 
 def delete_after(folder: Path, step: int) -> None:

@@ -3,6 +3,10 @@
 A proxy trial is a RunConfig made from a study spec plus sampled values; a full run is a
 RunConfig made by transfer. It round-trips through YAML exactly (`to_yaml`/`from_yaml`), and a
 bad value or an unknown key is a `ConfigError` whose message is one line naming the key.
+
+Every written config carries `schema_version`: the layout it was written in. A config without one is
+version 1 (written before the field existed); one newer than SCHEMA_VERSION is refused before any other
+check, since its unknown keys or changed meanings would otherwise be misread.
 """
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from trainer import yaml_io
+
+
+SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 
 
 class ConfigError(ValueError):
@@ -143,6 +150,7 @@ class Provenance(Strict):
 
 
 class RunConfig(Strict):
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)  # the layout it was written in
     model: ModelConfig = ModelConfig()
     data: DataConfig = DataConfig()
     optimizer: OptimizerConfig = OptimizerConfig()
@@ -164,6 +172,16 @@ class RunConfig(Strict):
     checkpoint: CheckpointConfig = CheckpointConfig()
     output: OutputConfig = OutputConfig()
     provenance: Provenance = Provenance()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_newer(cls, data: Any) -> Any:
+        """A newer layout is refused first: its other keys cannot be read by this version."""
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise ValueError(f"schema_version: {version} is newer than this mup-sweep reads (up to {SCHEMA_VERSION}); "
+                             "upgrade mup-sweep to run this config")
+        return data
 
     @model_validator(mode="after")
     def _budget(self) -> "RunConfig":
@@ -187,7 +205,8 @@ class RunConfig(Strict):
 
     def run_id(self) -> str:
         """`output.run`, or a name derived from everything that shapes the run's curve
-        (not where it is written, how often it is logged, checkpointed or its signals measured, nor its provenance).
+        (not where it is written, how often it is logged, checkpointed or its signals measured, its provenance,
+        nor the schema version it was written in).
 
         The spike guard enters only when it can change the curve (on, and skip or rewind), and
         z_loss only when non-zero, so runs named before these options existed keep their names.
@@ -195,7 +214,8 @@ class RunConfig(Strict):
         if self.output.run:
             return self.output.run
         content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": True, "provenance": True,
-                                                        "checkpoint": True, "log_every": True, "signals": True})
+                                                        "checkpoint": True, "log_every": True, "signals": True,
+                                                        "schema_version": True})
         if not self.z_loss:
             del content["z_loss"]
         if self.guard_on() and self.guard.action != "log":
@@ -219,7 +239,7 @@ class RunConfig(Strict):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
     @classmethod
-    def from_yaml(cls, text: str) -> "RunConfig":
+    def from_yaml(cls, text: str | bytes) -> "RunConfig":
         try:
             data = yaml_io.load(text)
         except yaml.YAMLError as err:
@@ -231,7 +251,7 @@ class RunConfig(Strict):
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"config: {path} does not exist")
-        return cls.from_yaml(path.read_text())
+        return cls.from_yaml(path.read_bytes())
 
     @classmethod
     def parse(cls, data: Any) -> "RunConfig":

@@ -27,7 +27,8 @@ from proxies.data import open_data
 from proxies.registry import ModelError, base_width_of, build_model
 from trainer import runtime as rt
 from trainer.atomic import atomic_path
-from trainer.checkpoint import delete_after, list_checkpoints, load_checkpoint, load_latest, save_checkpoint
+from trainer.checkpoint import (CheckpointError, delete_after, latest_checkpoint, list_checkpoints, load_checkpoint,
+                                save_checkpoint)
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import CurveWriter
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
@@ -124,9 +125,15 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
         if data:
             train_gen.set_state(state["data_generator"])
 
-    state = load_latest(ckpt_dir, *([guard.ring_dir] if guard is not None else [])) if resume else None
+    latest = latest_checkpoint(ckpt_dir, *([guard.ring_dir] if guard is not None else [])) if resume else None
+    state = load_checkpoint(latest) if latest is not None else None
     if state is not None:
-        restore(state, data=True)
+        try:
+            restore(state, data=True)
+        except (RuntimeError, KeyError, ValueError, TypeError) as err:  # shapes, keys or groups of another model
+            found = " ".join(str(err).split())[:200]
+            raise CheckpointError(f"output.run: {latest} is a checkpoint of another model or run ({found}); "
+                                  f"resume only the run that wrote it, or set another output.run") from None
         elapsed = state["elapsed"]
         if guard is not None and "guard" in state:
             guard.load_state_dict(state["guard"])

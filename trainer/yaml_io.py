@@ -23,5 +23,7 @@ for first in "-+0123456789.":
     Loader.yaml_implicit_resolvers[first] = resolvers + [("tag:yaml.org,2002:float", FLOAT)]
 
 
-def load(text: str) -> Any:
+def load(text: str | bytes) -> Any:
+    """The document in `text`; bytes are decoded by the YAML reader, so bytes that are not text (UTF-8 or
+    UTF-16) are a yaml.YAMLError like any other bad YAML."""
     return yaml.load(text, Loader=Loader)

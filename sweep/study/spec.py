@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sweep.errors import InputError
-from sweep.study.space import HALFLIFE_FIELDS, HalflifeParam, Space, parse_param, set_path
+from sweep.study.space import HALFLIFE_FIELDS, CategoricalParam, FixedParam, HalflifeParam, Space, parse_param, set_path
 from trainer import yaml_io
 from trainer.config import ConfigError, RunConfig, one_line
 
@@ -116,7 +116,7 @@ def load_spec(path: str | Path) -> StudySpec:
     if not path.is_file():
         raise InputError(f"spec: {path} does not exist")
     try:
-        raw = yaml_io.load(path.read_text())
+        raw = yaml_io.load(path.read_bytes())
     except yaml.YAMLError as err:
         raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(raw, dict):
@@ -178,6 +178,31 @@ def check_search_path(path: str) -> None:
             return  # free-form options; the model or data builder checks the key at pre-flight
         elif not last:
             raise InputError(f"search.{path}: {'.'.join(parts[:i + 1])} is a value, not a section")
+
+
+def model_name(run: dict) -> str:
+    """The model a (partial) RunConfig names, its default when it names none."""
+    return run.get("model", {}).get("name", RunConfig.model_fields["model"].default.name)
+
+
+def builders_named(spec: StudySpec) -> set[str]:
+    """The model builders the spec names: its run.model.name and any searched choice of it."""
+    named = {model_name(spec.run)}
+    param = spec.space().params.get("model.name")
+    if isinstance(param, (CategoricalParam, FixedParam)):
+        named |= {str(v) for v in param.extremes()}
+    return named
+
+
+def check_builder_named(name: str, spec: Optional[StudySpec], where: str) -> None:
+    """A builder import path (`package.module:function`) read from a study, which someone else may have
+    written, is imported only when the spec the user passed names it too; a zoo name imports nothing."""
+    from proxies.registry import ZOO
+
+    if name in ZOO or (spec is not None and name in builders_named(spec)):
+        return
+    raise InputError(f"model.name: {where} names the builder {name!r}, which the spec you gave does not; a builder is "
+                     "imported only when named in the spec on the command line (run.model.name)")
 
 
 def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -> None:

@@ -86,22 +86,54 @@ def open_study(job: SweepJob, storage: optuna.storages.BaseStorage, *, create: b
     pruner = make_pruner(job.spec.pruner, job.eval_every, job.total_steps)
     if not exists and not create:
         raise InputError(f"study: no study {name} in {job.storage.redacted}")
-    try:
-        study = optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler, pruner=pruner)
-        for params in grid_points(job.spec.sampler, job.spec.space()):  # queued by the one creator: no two workers
-            study.enqueue_trial(params)                                 # can draw the same point
-    except optuna.exceptions.DuplicatedStudyError:
+    if exists:  # loading writes nothing, so a changed spec is refused with the storage as it was
         study = optuna.load_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner)
-    recorded = study.user_attrs.get("spec_hash")
-    if recorded is None:
+    else:
+        try:
+            study = optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler,
+                                        pruner=pruner)
+            for params in grid_points(job.spec.sampler, job.spec.space()):  # queued by the one creator: no two
+                study.enqueue_trial(params)                                 # workers can draw the same point
+        except optuna.exceptions.DuplicatedStudyError:
+            study = optuna.load_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner)
+    if study.user_attrs.get("spec_hash") is None:
         for key, value in {"spec_name": job.spec.name, "width": job.width, "parametrization": job.parametrization,
                            "spec_hash": job.spec.spec_hash(), "spec": job.spec.model_dump(mode="json", exclude={"storage"}),
                            "version": package_version()}.items():
             study.set_user_attr(key, value)
-    elif recorded != job.spec.spec_hash():
-        raise InputError(f"spec: the run, search, objective or seeds changed since study {name} was created "
-                         f"(spec hash {job.spec.spec_hash()} vs {recorded}); give the study a new name")
+    else:
+        check_same_spec(study.user_attrs, job)
     return study
+
+
+def check_same_spec(recorded: dict, job: SweepJob) -> None:
+    """A study's trials stay comparable: what shapes their results (the spec's run, search, objective and
+    seeds) may not change after it was created. The first changed field is named, with the value it had."""
+    if recorded["spec_hash"] == job.spec.spec_hash():
+        return
+    name, before, now = job.study_name, recorded.get("spec") or {}, job.spec.model_dump(mode="json")
+    for key in ("run", "search", "objective", "seeds_per_trial") if before else ():
+        found = first_difference(before.get(key, MISSING), now[key], key)
+        if found:
+            path, old, new = found
+            raise InputError(f"{path}: {new!r} differs from {old!r}, its value when study {name} was created; "
+                             "put it back, or give the sweep a new name")
+    raise InputError(f"spec: the run, search, objective or seeds changed since study {name} was created "
+                     f"(spec hash {job.spec.spec_hash()} vs {recorded['spec_hash']}); give the sweep a new name")
+
+
+MISSING = "(absent)"
+
+
+def first_difference(old, new, path: str) -> Optional[tuple[str, object, object]]:
+    """(dotted path, old value, new value) of the first place two JSON-like values differ, or None."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            found = first_difference(old.get(key, MISSING), new.get(key, MISSING), f"{path}.{key}")
+            if found:
+                return found
+        return None
+    return None if old == new else (path, old, new)
 
 
 def progress(study: optuna.Study) -> tuple[int, int]:

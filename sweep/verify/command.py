@@ -31,7 +31,7 @@ from sweep.proxy import run_workers
 from sweep.results.plots import read_curve
 from sweep.results.studies import locate, pick_trial
 from sweep.study.preflight import prepare
-from sweep.study.spec import load_spec
+from sweep.study.spec import check_builder_named, load_spec, model_name
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
 from sweep.verify.analysis import optima, verdicts
@@ -85,6 +85,7 @@ def run_verify(spec_path: Path, *, widths: str, param: str, values: Optional[str
     else:
         raise InputError(f"--trials-from: {trials_from!r} is not one of best, spec")
     run, centre = base_values(spec, chosen, param, width_list[0])
+    check_builder_named(model_name(run), spec, f"the settings from {source}")
     grid = grid_values(centre, values, span)
     vspec = verify_spec(spec, verify_name(spec.name, param), run, param, grid, seeds)
 

@@ -1,0 +1,335 @@
+"""Security: a storage password from the environment is never written anywhere; checkpoints load as weights only
+and a pickle bomb in one is refused; YAML never builds Python objects; `sweep sql` only reads the results root;
+a builder import path is imported only when the user names it.
+
+Related tests elsewhere: test_sweep_proxy.py::test_two_workers_on_postgresql_and_the_password_is_never_written
+(the sweep's own folder and the trials), test_queries.py (`sweep sql` refuses COPY, CREATE, INSERT, ATTACH, PRAGMA,
+EXPORT, INSTALL, SET, UPDATE, DELETE, two statements, and read_csv outside the root).
+"""
+from __future__ import annotations
+
+import ast
+import base64
+import io
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import optuna
+import pandas as pd
+import pytest
+import torch
+import yaml
+from PIL import Image
+
+from tests.sweep_helpers import file_tree, run_sweep, spec_dict, sweep_cmd, sweep_env, write_spec
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = sorted(p for folder in ("proxies", "trainer", "sweep", "tests", "benchmarks", "scripts")
+                 for p in (REPO / folder).rglob("*.py"))
+PASSWORD_ENV = "SWEEP_TEST_PGPASS"
+
+
+# ------------------------------------------------------------------ the password stays in the environment
+
+def readable_forms(path: Path) -> list[bytes]:
+    """The file's bytes, and what compression hides from a byte search: Parquet cells, PNG text chunks,
+    and the PNGs embedded in an HTML page."""
+    data = path.read_bytes()
+    forms = [data]
+    if path.suffix == ".parquet":
+        forms.append(pd.read_parquet(path).to_json(orient="records", date_format="iso").encode())
+    if path.suffix == ".png":
+        forms.append(json.dumps(Image.open(path).info, default=str).encode())
+    if path.suffix == ".html":
+        for embedded in re.findall(rb"data:image/png;base64,([A-Za-z0-9+/=]+)", data):
+            forms.append(json.dumps(Image.open(io.BytesIO(base64.b64decode(embedded))).info, default=str).encode())
+    return forms
+
+
+def test_a_storage_password_from_the_environment_is_in_no_file_output_or_attribute(tmp_path, postgres, run_cli,
+                                                                                     monkeypatch):
+    """Sweep with ${VAR} in the URL, then verify, transfer, launch, status, report, export, results and sql with
+    --storage-password-env: the password (raw or URL-quoted) is in no file under the root, in no output of
+    theirs, and in no user or system attribute of any study or trial in the database."""
+    secrets = [postgres.password.encode(), quote(postgres.password, safe="").encode()]
+    templated = f"postgresql://{postgres.user}:${{{PASSWORD_ENV}}}@127.0.0.1:{postgres.port}/{postgres.database}"
+    given = ("--storage", postgres.url, "--storage-password-env", PASSWORD_ENV)
+    spec = write_spec(tmp_path, name="secret", trials=2, run={"steps": 10})
+    env = sweep_env(tmp_path, **{PASSWORD_ENV: postgres.password})
+    outputs = []
+
+    def real(*args):
+        done = run_sweep(tmp_path, *args, env=env)
+        outputs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def in_process(*args):
+        code, out, err = run_cli(*args)
+        outputs.append(out + err)
+        assert code == 0, out + err
+
+    real("proxy", spec, "--width", "16", "--storage", templated)
+    real("verify", spec, "--widths", "16,32", "--values", "2^-7,2^-6,2^-5", "--parametrizations", "mup", "--seeds", "1",
+         *given)
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.setenv(PASSWORD_ENV, postgres.password)
+    monkeypatch.chdir(tmp_path)
+    in_process("transfer", spec, "--width", "32", *given)
+    [transferred] = (tmp_path / "secret" / "transfer").glob("*.yaml")
+    in_process("launch", transferred)
+    in_process("status", "secret", "--format", "json")
+    in_process("report", spec, *given)
+    in_process("export", spec, *given)
+    in_process("results", spec, *given, "--format", "json")
+    in_process("sql", "SELECT * FROM trials", "--study", str(spec), *given, "--format", "parquet",
+               "--out", tmp_path / "secret" / "trials.parquet")
+
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    kinds = {p.suffix for p in written} | {p.name for p in written}
+    assert {".parquet", ".png", ".html", ".yaml", ".json", "launch.json", "report.html", "summary.json"} <= kinds
+    for path in written:
+        for form in readable_forms(path):
+            assert not any(secret in form for secret in secrets), path
+    for text in outputs:
+        assert not any(secret.decode() in text for secret in secrets)
+    storage = f"postgresql+psycopg://{postgres.user}:{quote(postgres.password, safe='')}@127.0.0.1:{postgres.port}/sweep"
+    studies = {s.study_name: optuna.load_study(study_name=s.study_name, storage=storage)
+               for s in optuna.get_all_study_summaries(storage) if s.study_name.startswith("secret")}
+    assert len(studies) == 3  # the sweep, and verify's study per width
+    for study in studies.values():
+        attributes = json.dumps([study.user_attrs, study._storage.get_study_system_attrs(study._study_id),
+                                 [[t.user_attrs, t.system_attrs] for t in study.get_trials(deepcopy=False)]])
+        assert not any(secret.decode() in attributes for secret in secrets)
+    recorded = [t.user_attrs["config"] for t in studies["secret-w16-mup"].trials]  # the storage is recorded, redacted
+    assert all(f"storage: postgresql://sweep:***@127.0.0.1:{postgres.port}/sweep" in c for c in recorded), recorded
+
+
+# ------------------------------------------------------------------ checkpoints: weights only
+
+class Bomb:
+    """Unpickling it runs a shell command (what a malicious checkpoint would do)."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+def test_a_pickle_bomb_checkpoint_is_refused_on_resume_and_never_runs(tmp_path, run_cli, monkeypatch):
+    marker = tmp_path / "the-bomb-went-off"
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({
+        "model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
+        "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 20000}},
+        "batch_size": 4, "steps": 4, "output": {"root": str(tmp_path / "results"), "study": "s", "run": "r"}}))
+    bomb = tmp_path / "results" / "s" / "runs" / "r" / "checkpoints" / "step-000000002.pt"
+    bomb.parent.mkdir(parents=True)
+    torch.save({"model": Bomb(f"touch {marker}"), "step": 2}, bomb)
+    # the file is live: a plain unpickling (in another process) runs it
+    subprocess.run([sys.executable, "-c", f"import torch; torch.load({str(bomb)!r}, weights_only=False)"],
+                   capture_output=True, timeout=120)
+    assert marker.exists()
+    marker.unlink()
+    monkeypatch.chdir(tmp_path)
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli("train", config, "--resume")
+
+    assert code == 2 and err.count("\n") == 1, (out, err)
+    assert err.startswith(f"error: checkpoint: {bomb} is refused: not loadable with weights_only=True"), err
+    assert "unsupported GLOBAL posix.system" in err or "Unsupported global: GLOBAL posix.system" in err  # what it refused
+    assert not marker.exists() and file_tree(tmp_path) == before
+
+
+def calls(tree: ast.AST, owner: str, names: tuple[str, ...]):
+    """Every call `owner.NAME(...)` in a parsed source."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == owner:
+            yield node
+
+
+def keyword(node: ast.Call, name: str):
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def test_every_torch_load_in_the_repository_is_weights_only():
+    loads, unsafe = 0, []
+    for path in SOURCES:
+        source = path.read_text()
+        assert not re.search(r"from torch import[^\n]*\bload\b", source), path
+        for node in calls(ast.parse(source), "torch", ("load",)):
+            loads += 1
+            flag = keyword(node, "weights_only")
+            if not (isinstance(flag, ast.Constant) and flag.value is True):
+                unsafe.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert loads >= 2 and unsafe == []  # trainer/checkpoint.py and the tests that read checkpoints
+    for path in (p for p in SOURCES if p.parts[len(REPO.parts)] in ("proxies", "trainer", "sweep")):
+        assert not list(calls(ast.parse(path.read_text()), "pickle", ("load", "loads"))), path
+
+
+# ------------------------------------------------------------------ YAML: data only
+
+PYTHON_TAGS = ["!!python/object/apply:os.system ['touch {marker}']",
+               "!!python/object/new:subprocess.Popen [['touch', '{marker}']]"]
+
+
+@pytest.mark.parametrize("tag", PYTHON_TAGS, ids=["apply-os.system", "new-Popen"])
+@pytest.mark.parametrize("command", ["proxy", "train"])
+def test_a_python_tag_in_a_spec_or_a_config_is_one_line_exit_2_and_never_runs(tmp_path, run_cli, monkeypatch, tag,
+                                                                              command):
+    marker = tmp_path / "the-yaml-ran"
+    tagged = tag.format(marker=marker)
+    if command == "proxy":
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec_dict()) + f"seeds_per_trial: {tagged}\n")
+        args = ["proxy", path, "--width", "16"]
+    else:
+        path = tmp_path / "run.yaml"
+        path.write_text(f"steps: 4\nseed: {tagged}\noutput: {{root: {tmp_path / 'results'}}}\n")
+        args = ["train", path]
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli(*args)
+
+    assert code == 2 and err.count("\n") == 1, (out, err)
+    assert "not valid YAML" in err and "could not determine a constructor for the tag" in err
+    assert not marker.exists() and file_tree(tmp_path) == before
+
+
+def test_every_yaml_load_in_the_repository_uses_a_safe_loader():
+    from trainer import yaml_io
+
+    assert issubclass(yaml_io.Loader, yaml.SafeLoader) and not issubclass(yaml_io.Loader, yaml.FullLoader)
+    loads = 0
+    for path in SOURCES:
+        tree = ast.parse(path.read_text())
+        assert not list(calls(tree, "yaml", ("unsafe_load", "unsafe_load_all", "full_load", "full_load_all"))), path
+        for node in calls(tree, "yaml", ("load", "load_all")):
+            loads += 1
+            loader = keyword(node, "Loader") or (node.args[1] if len(node.args) > 1 else None)
+            safe = (isinstance(loader, ast.Attribute) and loader.attr in ("SafeLoader", "CSafeLoader")) or (
+                isinstance(loader, ast.Name) and loader.id == "Loader" and path == REPO / "trainer" / "yaml_io.py")
+            assert safe, f"{path.relative_to(REPO)}:{node.lineno}"
+    assert loads >= 1
+
+
+# ------------------------------------------------------------------ sweep sql reads only the results root
+
+def test_sql_reads_a_parquet_file_under_the_root_but_none_outside_it(tmp_path, run_cli, monkeypatch):
+    root, outside = tmp_path / "results", tmp_path / "elsewhere"
+    for folder in (root / "mine", outside):
+        folder.mkdir(parents=True)
+        pd.DataFrame({"answer": [42]}).to_parquet(folder / "table.parquet")
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("sql", f"SELECT answer FROM read_parquet('{root / 'mine' / 'table.parquet'}')",
+                             "--format", "csv")
+    assert code == 0 and pd.read_csv(io.StringIO(out)).to_dict("list") == {"answer": [42]}, err  # readable there
+    before = file_tree(tmp_path)
+    for statement in (f"SELECT * FROM read_parquet('{outside / 'table.parquet'}')",
+                      f"SELECT * FROM '{outside / 'table.parquet'}'",
+                      f"SELECT * FROM read_parquet('{tmp_path}/*/table.parquet')",
+                      "SELECT * FROM read_text('/etc/hostname')"):
+        code, out, err = run_cli("sql", statement, "--format", "csv")
+        assert code == 2 and out == "" and err.count("\n") == 1, (statement, err)
+        assert err.startswith("error: sql: ") and ("Permission Error" in err or "disabled" in err), err
+    assert file_tree(tmp_path) == before
+
+
+# ------------------------------------------------------------------ builders: imported only when named
+
+EVIL = '''"""Someone else's model module: importing it leaves a mark."""
+from pathlib import Path
+
+Path({marker!r}).touch()
+
+from proxies.gpt import gpt as build  # noqa: E402  (a working μP builder, so their sweep ran)
+'''
+
+
+@pytest.fixture(scope="module")
+def foreign_study(tmp_path_factory):
+    """A sweep someone else ran with their own builder `evilmod:build`: its study folder holds the module, the
+    Optuna storage, runs (one with a launch record) and curves. Returns (root, marker), the marker removed."""
+    root = tmp_path_factory.mktemp("foreign")
+    folder, marker = root / "evil", root / "evilmod-was-imported"
+    folder.mkdir()
+    (folder / "evilmod.py").write_text(EVIL.format(marker=str(marker)))
+    spec = write_spec(folder, name="evil", trials=2, run={"model": {"name": "evilmod:build"}})
+    env = sweep_env(root, PYTHONPATH=f"{REPO}{os.pathsep}{folder}")
+    done = subprocess.run(sweep_cmd("proxy", spec, "--width", "16"), env=env, cwd=root, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert marker.exists()  # they named it: it was imported for their sweep
+    from sweep.launch.record import this_process, write_record
+    from trainer.config import RunConfig
+
+    run = RunConfig.load(next((folder / "runs").glob("*/config.yaml")))
+    write_record(run, {"backend": "local", "job": f"pid {os.getpid()}", "process": this_process(os.getpid())})
+    marker.unlink()
+    return root, marker
+
+
+@pytest.fixture
+def inside(foreign_study, run_cli, monkeypatch):
+    """`sweep …` in this process, working in the foreign study folder with its module on the import path."""
+    root, marker = foreign_study
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(root / "evil")
+    monkeypatch.syspath_prepend(str(root / "evil"))
+    assert "evilmod" not in sys.modules and not marker.exists()
+    yield run_cli
+    sys.modules.pop("evilmod", None)  # each test starts clean, whatever the last one did
+    marker.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("args", [
+    ("status", "evil"), ("report", "evil"), ("export", "evil"), ("results", "evil", "--format", "json"),
+    ("sql", "SELECT model, count(*) FROM runs GROUP BY model", "--study", "evil"), ("compare", "evil-w16-mup#0"),
+], ids=lambda args: args[0])
+def test_reading_a_study_folder_never_imports_the_builder_it_names(foreign_study, inside, args):
+    code, out, err = inside(*args)
+    assert code == 0, err
+    assert not foreign_study[1].exists() and "evilmod" not in sys.modules
+
+
+def test_transfer_with_a_spec_that_does_not_name_the_stored_builder_refuses_it(foreign_study, inside, tmp_path):
+    mine = write_spec(tmp_path, name="evil")  # my spec, pointed at their folder: it names gpt
+    code, out, err = inside("transfer", mine, "--width", "32")
+    assert not foreign_study[1].exists() and "evilmod" not in sys.modules
+    assert code == 2 and err.count("\n") == 1, err
+    assert "model.name: trial" in err and "names the builder 'evilmod:build', which the spec you gave does not" in err
+    # naming it in the spec passed is consent: the same command with their spec imports it (in its own process)
+    root = foreign_study[0]
+    theirs = sweep_cmd("transfer", root / "evil" / "spec.yaml", "--width", "32", "--out", tmp_path / "t.yaml")
+    done = subprocess.run(theirs, env=sweep_env(root, PYTHONPATH=f"{REPO}{os.pathsep}{root / 'evil'}"), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert foreign_study[1].exists()
+
+
+def test_verify_never_takes_a_builder_from_the_stored_best_trial(foreign_study, inside, tmp_path):
+    """Their storage, edited so the best trial's recorded values set model.name: my spec's verify refuses."""
+    root, marker = foreign_study
+    copy = tmp_path / "evil"
+    copy.mkdir()
+    (copy / "optuna.db").write_bytes((root / "evil" / "optuna.db").read_bytes())
+    with sqlite3.connect(copy / "optuna.db") as con:
+        values = {"optimizer.lr": 0.01, "model.name": "evilmod:build"}
+        con.execute("UPDATE trial_user_attributes SET value_json = ? WHERE key = 'values'", (json.dumps(values),))
+    mine = write_spec(tmp_path, name="evil")
+    code, out, err = inside("verify", mine, "--storage", f"sqlite:///{copy / 'optuna.db'}", "--widths", "16,32",
+                            "--values", "2^-7,2^-6,2^-5", "--backend", "nowhere")
+    assert not marker.exists() and "evilmod" not in sys.modules
+    assert code == 2 and err.count("\n") == 1, err
+    assert "model.name: the settings from evil-w16-mup#" in err and "'evilmod:build'" in err
