@@ -5,8 +5,9 @@ check what it left.
 - `start`: `python -m sweep ARGS…` in a session of its own, so its workers can be found (and none outlive it).
 - `CreateWatch`: inotify on a folder tree; `kill_on_create` sends SIGKILL the moment a file whose name
   matches appears (a SQLite rollback journal, a journal-storage lock, a temp part or checkpoint), which
-  lands inside a write a polling loop would almost always miss. Whether it landed is read afterwards
-  from what is left: a write killed midway leaves its journal or temp file behind.
+  lands inside a write a polling loop would almost always miss (`promptly`: at real-time priority when
+  allowed). Whether it landed is read afterwards from what is left: a write killed midway leaves its
+  journal or temp file behind.
 - `wait_gone`, `wait_dead`, `descendants`: every process of the killed command has exited (no orphan
   goes on training or writing).
 """
@@ -20,10 +21,12 @@ import signal
 import struct
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from sweep.backends.processes import session_members
+from sweep.study.liveness import process_start
 from tests.sweep_helpers import sweep_cmd, sweep_env
 
 IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_ISDIR = 0x80, 0x100, 0x200, 0x40000000
@@ -106,11 +109,9 @@ class CreateWatch:
             wd, mask, _, length = EVENT.unpack_from(data, offset)
             name = data[offset + EVENT.size: offset + EVENT.size + length].rstrip(b"\0").decode()
             offset += EVENT.size + length
-            path = self.folders[wd] / name if wd in self.folders else None
-            if path is None:
+            if wd not in self.folders or mask & IN_DELETE:
                 continue
-            if mask & IN_DELETE:
-                continue
+            path = self.folders[wd] / name
             if mask & IN_ISDIR:
                 self.add(path)
             else:
@@ -133,14 +134,31 @@ def wait_created(proc: subprocess.Popen, watch: CreateWatch, pattern: str, timeo
     return None
 
 
+@contextmanager
+def promptly() -> Iterator[None]:
+    """Real-time priority (SCHED_FIFO) for the calling thread while it waits to kill, so the kill follows the
+    event at once rather than after the writer's time slice on a busy machine. Best effort: without the
+    privilege (CAP_SYS_NICE) it runs at normal priority."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
 def kill_on_create(proc: subprocess.Popen, root: Path, pattern: str, timeout: float, nth: int = 1) -> Path | None:
     """SIGKILL `proc`'s whole session the moment the `nth` file named like `pattern` appears under `root`;
     the path that triggered it, or None (nothing killed) as `wait_created`."""
     watch = CreateWatch(root)
     try:
-        path = wait_created(proc, watch, pattern, timeout, nth)
-        if path is not None:
-            kill_session(proc)
+        with promptly():
+            path = wait_created(proc, watch, pattern, timeout, nth)
+            if path is not None:
+                kill_session(proc)
         return path
     finally:
         watch.close()
@@ -166,11 +184,4 @@ def descendants(pid: int) -> list[int]:
 
 def alive(pids: list[int]) -> list[int]:
     """Those of `pids` still running (zombies are dead)."""
-    left = []
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                left.append(pid)
-        except OSError:
-            pass
-    return left
+    return [pid for pid in pids if process_start(pid) is not None]

@@ -4,7 +4,7 @@ reader looks, and the study ends with exactly the requested count of COMPLETE tr
 
 The moments (each seeded: which trial, then a delay into it or which of its writes):
 - inside a trial: SIGKILL of the `sweep proxy` process alone (its worker dies with it), a random
-  fraction of the previous trial's length after the trial started;
+  fraction (5-50 %) of the previous trial's length after the trial started;
 - during a storage write: SIGKILL of the whole command the moment the n-th write since the trial
   started opens SQLite's rollback journal (`optuna.db-journal`, there only while a write
   transaction is open) or, in the full form, takes the journal storage's lock file (there only
@@ -45,7 +45,7 @@ def started(root: Path, trial: int, proc, timeout: float = 120) -> float:
 
 
 def kill_inside_trial(proc, root: Path, storage: str | None, rng: random.Random, length: float) -> bool:
-    time.sleep(rng.uniform(0.1, 0.7) * length)
+    time.sleep(rng.uniform(0.05, 0.5) * length)
     proc.kill()  # the command alone: its worker gets SIGKILL from the kernel when it dies
     proc.wait()
     wait_gone(proc.pid)
@@ -108,4 +108,4 @@ def test_kill_9_of_sweep_proxy_then_the_same_command_keeps_every_finished_trial_
     assert sorted(p.name for p in (tmp_path / "tiny" / "runs").iterdir()) == runs  # nothing else trained
     for t in complete:  # each step once, the whole curve
         assert curve_steps(t.user_attrs["curves"]) == LOGGED
-    assert_whole_files(tmp_path / "tiny")
+    assert len(assert_whole_files(tmp_path / "tiny")) <= 1  # at most the killed write's hidden temp file
