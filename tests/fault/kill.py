@@ -2,7 +2,7 @@
 check what it left.
 
 - `fault_repeats(short, full)`: how often a fault is injected (SWEEP_FAULT_FULL=1 selects the full form).
-- `start`: `python -m sweep ARGS…` in a session of its own, so its workers can be found (and none outlive it).
+- `running`: `python -m sweep ARGS…` in a session of its own, so its workers can be found (and none outlive it).
 - `CreateWatch`: inotify on a folder tree; `kill_on_create` sends SIGKILL the moment a file whose name
   matches appears (a SQLite rollback journal, a journal-storage lock, a temp part or checkpoint), which
   lands inside a write a polling loop would almost always miss (`promptly`: at real-time priority when
@@ -40,16 +40,26 @@ def fault_repeats(short: T, full: T) -> T:
     return full if os.environ.get("SWEEP_FAULT_FULL") == "1" else short
 
 
-def start(root: Path, *args, env: dict | None = None) -> subprocess.Popen:
-    """`sweep ARGS…` with SWEEP_ROOT=root as the leader of a new session (its session id is its pid)."""
-    return subprocess.Popen(sweep_cmd(*args), env=env or sweep_env(root), cwd=root, start_new_session=True,
+@contextmanager
+def running(root: Path, *args) -> Iterator[subprocess.Popen]:
+    """`sweep ARGS…` with SWEEP_ROOT=root as the leader of a new session (its session id is its pid); whatever
+    of it is still alive when the block ends (a test that failed before its kill) is killed."""
+    proc = subprocess.Popen(sweep_cmd(*args), env=sweep_env(root), cwd=root, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None or session_members(proc.pid):
+            kill_session(proc)
 
 
 def kill_session(proc: subprocess.Popen) -> None:
     """SIGKILL `proc`'s process group in one call (the command and the workers it started), then anything
     else of its session, then reap it."""
-    os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the group is gone; a member may have left it
+        pass
     for pid in session_members(proc.pid):
         try:
             os.kill(pid, signal.SIGKILL)

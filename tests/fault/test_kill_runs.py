@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,7 @@ import torch
 import yaml
 
 from tests.fault.files import assert_whole_files
-from tests.fault.kill import CreateWatch, alive, descendants, fault_repeats, promptly, start, wait_created, wait_dead
+from tests.fault.kill import CreateWatch, alive, descendants, fault_repeats, promptly, running, wait_created, wait_dead
 from tests.sweep_helpers import run_sweep
 from trainer.checkpoint import list_checkpoints, load_checkpoint, step_of
 from trainer.config import RunConfig
@@ -35,7 +36,7 @@ RUN = {
     "log_every": 1,
     "device": "cpu",
     "eval": {"every": 10, "batches": 2, "noise_scale_batches": 0},
-    "checkpoint": {"every": 10, "keep": 2},
+    "checkpoint": {"every": 10, "keep": 3},  # mid_run reads the times of the first two while the run goes on
     "output": {"study": "full", "kind": "full"},
 }
 CHECKPOINTS = STEPS // RUN["checkpoint"]["every"]
@@ -134,15 +135,11 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_curve_bit_for_bit(tm
     path = write_run(tmp_path, "killed")
     cfg = RunConfig.load(path)
     run, resume = COMMANDS[command]
-    proc = start(tmp_path, *run, path)
-    watch = CreateWatch(tmp_path)
-    try:
+    with running(tmp_path, *run, path) as proc, closing(CreateWatch(tmp_path)) as watch:
         with promptly():
             writing = MOMENTS[moment](proc, watch, random.Random(seed))
             proc.kill()
         proc.wait()
-    finally:
-        watch.close()
     assert not (cfg.run_dir() / "result.json").exists(), "the run finished before the kill"
     assert writing is None or writing.exists(), "the kill came after the write"
     kept = kept_parts(cfg)
@@ -156,15 +153,11 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_curve_bit_for_bit(tm
 def test_kill_9_of_a_two_process_local_launch_stops_its_workers_and_launching_again_resumes_it(tmp_path, reference_two):
     path = write_run(tmp_path, "killed-two", STEPS_TWO)
     cfg = RunConfig.load(path)
-    proc = start(tmp_path, "launch", path, "--nproc", "2")
-    watch = CreateWatch(tmp_path)
-    try:
+    with running(tmp_path, "launch", path, "--nproc", "2") as proc, closing(CreateWatch(tmp_path)) as watch:
         mid_run(proc, watch, random.Random(0))
         started = descendants(proc.pid)  # torchrun and its two workers, each in a session of its own
         proc.kill()  # the launcher alone
         proc.wait()
-    finally:
-        watch.close()
     try:
         assert not (cfg.run_dir() / "result.json").exists(), "the run finished before the kill"
         assert len(started) == 3

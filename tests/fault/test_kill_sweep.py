@@ -23,7 +23,7 @@ from optuna.trial import TrialState
 
 from sweep.study.study import counts
 from tests.fault.files import assert_whole_files, curve_steps
-from tests.fault.kill import fault_repeats, kill_on_create, start, wait_gone
+from tests.fault.kill import fault_repeats, kill_on_create, running, wait_gone
 from tests.sweep_helpers import load, run_sweep, write_spec
 
 TRIALS = 3
@@ -77,13 +77,13 @@ def test_kill_9_of_sweep_proxy_then_the_same_command_keeps_every_finished_trial_
     spec = write_spec(tmp_path, trials=TRIALS, run=RUN)
     url = f"journal:{tmp_path / 'store' / 'tiny.log'}" if storage else None
     command = ["proxy", spec, "--width", "16", *(["--storage", url] if url else [])]
-    proc = start(tmp_path, *command)
-    trial = rng.randrange(1, TRIALS)  # a later trial: at least one COMPLETE one is there to be kept
-    previous = started(tmp_path, trial - 1, proc)
-    length = started(tmp_path, trial, proc) - previous  # the trial before, start to start: the load decides it
-    landed = MOMENTS[moment](proc, tmp_path, url, rng, length)
-    wait_gone(proc.pid)
-    assert landed, f"the kill did not land inside the {moment} write"
+    with running(tmp_path, *command) as proc:
+        trial = rng.randrange(1, TRIALS)  # a later trial: at least one COMPLETE one is there to be kept
+        previous = started(tmp_path, trial - 1, proc)
+        length = started(tmp_path, trial, proc) - previous  # the trial before, start to start: the load decides it
+        landed = MOMENTS[moment](proc, tmp_path, url, rng, length)
+        wait_gone(proc.pid)
+    assert landed, f"the kill missed its moment ({moment}): no trial running, or the write had ended"
 
     before = {t.number: (t.params, t.value) for t in load(tmp_path, storage=url).trials
               if t.state == TrialState.COMPLETE}
