@@ -7,11 +7,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from sweep.backends.processes import die_with_parent
 from trainer.config import RunConfig
 from trainer.loop import RunResult, train
 
 
 def run_train(config: Path, steps: int | None, resume: bool, quiet: bool, console: Console) -> RunResult:
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a worker of torchrun: trains only while torchrun lives
+        die_with_parent()
     cfg = RunConfig.load(config)
     if steps is not None:
         cfg = RunConfig.parse({**cfg.model_dump(), "steps": steps, "tokens": None})

@@ -3,7 +3,10 @@
 One process trains here (`sweep train RUN.yaml --resume`, with its progress bar); N > 1 run
 `python -m torch.distributed.run --standalone --nproc-per-node N -m sweep train RUN.yaml --resume`,
 whose processes join a gloo (CPU) or NCCL (GPU) group through the trainer's runtime. Either resumes
-from the run's latest checkpoint, so the same command continues a killed run.
+from the run's latest checkpoint, so the same command continues a killed run. torchrun dies with
+this command and its workers with torchrun (PR_SET_PDEATHSIG; torchrun starts each worker in a
+session of its own, out of reach of a signal to this one's), so a killed launch leaves no worker
+training on beside the next one.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from sweep.backends.processes import die_with_parent
 from sweep.launch.record import this_process, write_record
 from sweep.train_cmd import run_train
 from trainer.config import RunConfig
@@ -33,4 +37,4 @@ def launch_local(cfg: RunConfig, config: Path, processes: int, console: Console)
     console.print(f"local: {processes} process(es); checkpoints {record['checkpoints']}; curve {record['curve']}")
     if processes == 1:
         return 0 if run_train(config, None, True, False, console).status == "completed" else 1
-    return subprocess.run(elastic_command(config, processes)).returncode
+    return subprocess.run(elastic_command(config, processes), preexec_fn=die_with_parent).returncode

@@ -1,0 +1,67 @@
+"""Concurrent workers on one journal-storage study: the study ends with exactly the requested trials, each
+trained once (one run folder and one curve per counted trial, each step once), and a trial that lost the
+race for the last places never trains.
+
+K local workers of one `sweep proxy --workers K`, or K `sweep proxy` processes side by side. Elsewhere:
+two processes on a journal study (tests/test_sweep_proxy.py), two workers on PostgreSQL
+(tests/test_sweep_proxy.py), a SLURM array of four tasks (tests/test_backend_slurm.py).
+"""
+import subprocess
+from pathlib import Path
+
+import pytest
+from optuna.trial import TrialState
+
+from sweep.study.study import counts
+from tests.fault.files import assert_whole_files, curve_steps
+from tests.fault.kill import fault_repeats
+from tests.sweep_helpers import load, sweep_cmd, sweep_env, write_spec
+
+LOGGED = [1, 5, 10, 15, 20]  # the tiny spec's logged steps
+
+
+def run_side_by_side(root: Path, commands: list[list]) -> None:
+    """Run `sweep …` commands at the same time, each as its own process; all must succeed."""
+    procs = [subprocess.Popen(sweep_cmd(*command), env=sweep_env(root), cwd=root, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for command in commands]
+    for proc in procs:
+        out, err = proc.communicate(timeout=400)
+        assert proc.returncode == 0, err
+
+
+def assert_each_trial_once(root: Path, storage: str, n_trials: int) -> None:
+    study = load(root, storage=storage)
+    trials = study.get_trials(deepcopy=False)
+    ran = [t for t in trials if counts(t)]
+    assert len(ran) == n_trials and all(t.state == TrialState.COMPLETE for t in ran)
+    for t in trials:
+        if not counts(t):  # lost the race for the last places: failed before it trained
+            assert t.user_attrs["reason"].startswith("surplus") and "runs" not in t.user_attrs, t
+    runs = sorted(Path(t.user_attrs["runs"][0]).name for t in ran)
+    assert len(set(runs)) == n_trials  # one run per trial
+    assert sorted(p.name for p in (root / "tiny" / "runs").iterdir()) == runs  # and nothing else trained
+    curves = sorted(p.name.removeprefix("run=") for p in (root / "tiny" / "curves").glob("study=*/kind=*/run=*"))
+    assert curves == runs
+    for t in ran:
+        assert curve_steps(t.user_attrs["curves"]) == LOGGED  # each step once: no two workers wrote a curve
+    assert len({tuple(sorted(t.params.items())) for t in ran}) == n_trials  # no point trained twice
+    workers = {t.system_attrs["sweep:worker"]["pid"] for t in ran}
+    assert len(workers) >= 2, "the trials ran one after another in one worker"
+    assert any(a.datetime_start < b.datetime_complete and b.datetime_start < a.datetime_complete
+               for a in ran for b in ran if a.system_attrs["sweep:worker"] != b.system_attrs["sweep:worker"])
+    assert_whole_files(root / "tiny")
+
+
+def commands(spec: Path, journal: str, form: str, k: int) -> list[list]:
+    """One `sweep proxy --workers K`, or K `sweep proxy` processes."""
+    command = ["proxy", spec, "--width", "16", "--storage", journal]
+    return [[*command, "--workers", k]] if form == "workers" else [command] * k
+
+
+@pytest.mark.parametrize("form, k", fault_repeats([("workers", 2)], [("workers", 2), ("workers", 4), ("processes", 4)]))
+def test_k_workers_on_one_journal_study_train_each_requested_trial_once(tmp_path, form, k):
+    n_trials = 2 * k + 1  # an odd count: the last place is raced for
+    spec = write_spec(tmp_path, trials=n_trials)
+    journal = f"journal:{tmp_path / 'tiny.log'}"
+    run_side_by_side(tmp_path, commands(spec, journal, form, k))
+    assert_each_trial_once(tmp_path, journal, n_trials)
