@@ -1,8 +1,9 @@
 # `make demo` and `make test` each set up the environment first (scripts/setup.sh, idempotent);
 # `make test` also installs the services its tests start for real (scripts/test-services.sh).
+# `make fault` runs the fault-injection suite (tests/fault/) in its full form: more kill moments and workers.
 PY := $(if $(VIRTUAL_ENV),python,$(if $(CONDA_PREFIX),python,.venv/bin/python))
 
-.PHONY: setup demo test
+.PHONY: setup demo test fault
 setup:
 	bash scripts/setup.sh
 
@@ -12,3 +13,7 @@ demo: setup
 test: setup
 	bash scripts/test-services.sh
 	$(PY) -m pytest -q
+
+fault: setup
+	bash scripts/test-services.sh
+	SWEEP_FAULT_FULL=1 $(PY) -m pytest -q tests/fault
