@@ -76,6 +76,18 @@ def sampler_seed(seed: Optional[int], worker: int, trials_before: int) -> Option
     return int(np.random.SeedSequence([seed, worker, trials_before]).generate_state(1)[0])
 
 
+def seed_by_first_trial(study: optuna.Study, job: SweepJob, first: int) -> None:
+    """Reseed a worker's sampler by the number of the first trial it claimed, before that trial samples.
+
+    Processes that opened the study at the same trial count (started together, each with the same
+    worker index, as `sweep proxy` runs side by side on one storage) would otherwise replay the same
+    random points; trial numbers are unique in a study. Optuna samples a trial's values at its first
+    suggest, so a sampler set after `ask` samples them.
+    """
+    seed = sampler_seed(job.spec.sampler.seed, job.worker, first)
+    study.sampler = make_sampler(job.spec.sampler.model_copy(update={"seed": seed}), job.spec.space())
+
+
 def open_study(job: SweepJob, storage: optuna.storages.BaseStorage, *, create: bool) -> optuna.Study:
     """Load the job's study, or create it (recording width, spec hash and version) when `create`."""
     name = job.study_name

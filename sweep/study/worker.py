@@ -9,7 +9,7 @@ import torch
 
 from sweep.study.liveness import release
 from sweep.study.storage import open_storage
-from sweep.study.study import SweepJob, claim, open_study
+from sweep.study.study import SweepJob, claim, open_study, seed_by_first_trial
 from sweep.study.trial import run_trial
 
 
@@ -25,6 +25,8 @@ def run_worker(job: SweepJob) -> int:
     study = open_study(job, open_storage(job.storage), create=False)
     ran = 0
     while (trial := claim(study, job.n_trials, job.deadline)) is not None:
+        if ran == 0:
+            seed_by_first_trial(study, job, trial.number)
         try:
             run_trial(job, study, trial)
         except BaseException:

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
-from sweep.study.study import counts
+from sweep.study.preflight import prepare
+from sweep.study.spec import load_spec
+from sweep.study.storage import open_storage
+from sweep.study.study import claim_once, counts, open_study, seed_by_first_trial
 from tests.fault.files import assert_whole_files, curve_steps
 from tests.fault.kill import fault_repeats
 from tests.sweep_helpers import load, sweep_cmd, sweep_env, write_spec
@@ -65,3 +68,19 @@ def test_k_workers_on_one_journal_study_train_each_requested_trial_once(tmp_path
     journal = f"journal:{tmp_path / 'tiny.log'}"
     run_side_by_side(tmp_path, commands(spec, journal, form, k))
     assert_each_trial_once(tmp_path, journal, n_trials)
+
+
+def test_workers_that_open_the_study_at_the_same_count_sample_different_points(tmp_path):
+    """Processes started together open the study at the same trial count; with the same worker index (one
+    `sweep proxy` each) a sampler seeded by that alone replays the other's random points, and the same
+    point is trained twice (as the 4-process form once caught). Each worker reseeds by its first trial."""
+    job = prepare(load_spec(write_spec(tmp_path, trials=4)), width=16, parametrization=None, trials=None,
+                  storage=f"journal:{tmp_path / 'tiny.log'}", password_env=None, timeout_min=None, root=str(tmp_path))
+    store = open_storage(job.storage)
+    studies = [open_study(job, store, create=True), open_study(job, store, create=False)]  # two processes' views
+    points = []
+    for study in studies:
+        trial = claim_once(study, job.n_trials)
+        seed_by_first_trial(study, job, trial.number)  # what each worker does before its first trial samples
+        points.append(job.spec.space().suggest(trial))
+    assert points[0] != points[1]

@@ -27,7 +27,7 @@ from trainer.checkpoint import list_checkpoints, load_checkpoint, step_of
 from trainer.config import RunConfig
 from trainer.curves import PARTITIONS, read_curves
 
-STEPS = 150  # the 120 steps after the second checkpoint absorb a busy machine's jitter
+STEPS = 150
 RUN = {
     "model": {"name": "gpt", "width": 32, "depth": 1, "options": {"block_size": 16}},
     "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 20000}},
@@ -89,8 +89,8 @@ def assert_same_run(cfg: RunConfig, want: tuple[pd.DataFrame, dict]) -> None:
 
 def mid_run(proc, watch: CreateWatch, rng: random.Random) -> None:
     """Return at a random time after the second checkpoint: between steps 20 and about 30 (the time between
-    the first two checkpoints, as their files' modification times tell, is the unit; the steps left
-    absorb a busy machine's jitter)."""
+    the first two checkpoints, as their files' modification times tell, is the unit; the 120 steps left
+    absorb a busy machine's changes of pace)."""
     first = wait_created(proc, watch, "step-*.pt", timeout=120)
     assert first, "the run ended before its first checkpoint"
     first_time = first.stat().st_mtime
