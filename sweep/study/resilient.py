@@ -45,8 +45,9 @@ def disk_errno(err: BaseException) -> Optional[int]:
     for e in causes(err):
         if isinstance(e, OSError) and e.errno in DISK_ERRNOS:
             return e.errno
-        if isinstance(e, sqlite3.Error):
-            return SQLITE_ERRNOS.get(getattr(e, "sqlite_errorcode", 0) & 0xFF)
+        if isinstance(e, sqlite3.Error):  # sqlite_errorcode from Python 3.11; before it, the message
+            code = getattr(e, "sqlite_errorcode", sqlite3.SQLITE_FULL if "disk is full" in str(e) else 0)
+            return SQLITE_ERRNOS.get(code & 0xFF)
     return None
 
 
@@ -78,7 +79,7 @@ def retrying(call: Callable[[], T], url: "StorageURL") -> T:
             first_failure = now if first_failure is None else first_failure
             if now + backoff(attempt) - first_failure > url.retry_s:
                 driver = next((e.orig for e in causes(err) if isinstance(e, sqlalchemy.exc.DBAPIError)), err)
-                reason = url.redact(f"{type(driver).__name__}: {str(driver).strip().splitlines()[0]}")[:200]
+                reason = url.redact(f"{type(driver).__name__}: {(str(driver).strip().splitlines() or [''])[0]}")[:200]
                 raise EnvironmentFault(f"storage {url.redacted}: unreachable for {url.retry_s:g} s (storage_retry_s; "
                                        f"{reason}); the same command resumes once it is back") from None
             time.sleep(backoff(attempt))

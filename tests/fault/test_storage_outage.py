@@ -27,7 +27,7 @@ from sweep.study.study import counts
 from tests.services import free_port
 from tests.sweep_helpers import load, run_sweep, sweep_cmd, sweep_env, wait_for, write_spec
 
-RUN = {"steps": 60, "log_every": 5, "eval": {"every": 10}, "checkpoint": {"every": 20, "keep": 2}}
+RUN = {"steps": 40, "log_every": 5, "eval": {"every": 10}, "checkpoint": {"every": 20, "keep": 2}}
 OUTAGE_S = 5.0
 
 
@@ -112,7 +112,7 @@ def test_postgresql_stopped_and_started_again_mid_sweep_loses_nothing(tmp_path, 
     assert all(study.trials[n].state == TrialState.COMPLETE for n in training)
     assert any(study.trials[n].datetime_complete > restarted for n in training)
     for n in training:
-        assert sorted(study.trials[n].intermediate_values) == list(range(10, 61, 10))
+        assert sorted(study.trials[n].intermediate_values) == list(range(10, 41, 10))
     assert_password_nowhere(tmp_path, server, "outage", out, err)
 
 
