@@ -24,7 +24,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         os.replace(tmp, target)
     except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
-        cause = os_error_behind(err)
+        cause = os_error_behind(err) if isinstance(err, Exception) else None  # Ctrl-C stays Ctrl-C
         if cause is not None and cause.errno and not cause.filename:
             raise OSError(cause.errno, os.strerror(cause.errno), str(target)) from err
         raise

@@ -4,9 +4,9 @@ Every call of Optuna's storage interface goes through `ResilientStorage.call`, a
 a running sweep opens the storage through `retrying` too:
 - a call that cannot reach the database (SQLAlchemy's OperationalError: a refused, dropped or
   timed-out connection; SQLite's "database is locked") is made again after `backoff(0)`,
-  `backoff(1)`, … seconds (0.5, 1, 2, 4, 8, then every 10 s) while the next try would start within
-  `retry_s` (the spec's `storage_retry_s`) of the call's first failure; then it raises an
-  EnvironmentFault naming the storage (redacted) and the driver's reason.
+  `backoff(1)`, … seconds (0.5, 1, 2, 4, 8, then every 10 s), the last try at `retry_s` (the
+  spec's `storage_retry_s`) after the call's first failure; then it raises an EnvironmentFault
+  naming the storage (redacted) and the driver's reason.
 - a full or read-only disk under a SQLite or journal file is an EnvironmentFault at once, naming
   the file's folder (SQLite says "database or disk is full").
 Each Optuna storage call is one transaction, so a call that failed wrote nothing and is safe to
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import errno
+import logging
 import os
 import sqlite3
 import time
@@ -30,6 +31,9 @@ from sweep.errors import DISK_ERRNOS, EnvironmentFault, as_fault, causes
 if TYPE_CHECKING:
     from sweep.study.storage import StorageURL
 
+# Optuna's RDB storage warns (its one warning, several lines with the SQL) when a read fails and it falls back
+# to a slower query; in an outage the fallback fails too and `retrying` handles it: there it is noise.
+logging.getLogger("optuna.storages._rdb.storage").setLevel(logging.ERROR)
 RETRY_FIRST_S, RETRY_CAP_S = 0.5, 10.0
 T = TypeVar("T")
 SQLITE_ERRNOS = {sqlite3.SQLITE_FULL: errno.ENOSPC, sqlite3.SQLITE_READONLY: errno.EROFS}
@@ -65,9 +69,9 @@ def unreachable(err: BaseException) -> bool:
 
 
 def retrying(call: Callable[[], T], url: "StorageURL") -> T:
-    """`call()`, made again after backoff(0), backoff(1), … s while it fails because the database cannot be
-    reached and the next try would start within `url.retry_s` of its first failure; then an
-    EnvironmentFault naming the storage (redacted) and the driver's reason."""
+    """`call()`, made again after backoff(0), backoff(1), … s (the last wait cut to end at the bound) while
+    it fails because the database cannot be reached, until `url.retry_s` seconds after its first
+    failure; then an EnvironmentFault naming the storage (redacted) and the driver's reason."""
     first_failure, attempt = None, 0
     while True:
         try:
@@ -75,14 +79,14 @@ def retrying(call: Callable[[], T], url: "StorageURL") -> T:
         except Exception as err:
             if not unreachable(err):
                 raise
-            now = time.monotonic()
-            first_failure = now if first_failure is None else first_failure
-            if now + backoff(attempt) - first_failure > url.retry_s:
+            first_failure = time.monotonic() if first_failure is None else first_failure
+            waited = time.monotonic() - first_failure
+            if waited >= url.retry_s:
                 driver = next((e.orig for e in causes(err) if isinstance(e, sqlalchemy.exc.DBAPIError)), err)
                 reason = url.redact(f"{type(driver).__name__}: {(str(driver).strip().splitlines() or [''])[0]}")[:200]
                 raise EnvironmentFault(f"storage {url.redacted}: unreachable for {url.retry_s:g} s (storage_retry_s; "
                                        f"{reason}); the same command resumes once it is back") from None
-            time.sleep(backoff(attempt))
+            time.sleep(min(backoff(attempt), url.retry_s - waited))
             attempt += 1
 
 
