@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from sweep.errors import BAD_INPUT
+from sweep.errors import BAD_INPUT, as_fault
 
 try:  # typer ≥ 0.26 vendors click
     from typer._click.exceptions import UsageError
@@ -313,7 +313,8 @@ def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the
 
 
 def main() -> None:
-    """Entry point: bad input is one line on stderr and exit code 2."""
+    """Entry point: bad input is one line on stderr and exit code 2; a full or read-only disk or an
+    unreachable storage met on the way is one line and exit code 1."""
     try:
         code = app(standalone_mode=False)
     except UsageError as err:
@@ -325,4 +326,10 @@ def main() -> None:
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)
+    except Exception as err:
+        fault = as_fault(err)
+        if fault is None:
+            raise
+        print(f"error: {fault}", file=sys.stderr)
+        sys.exit(1)
     sys.exit(code or 0)

@@ -1,4 +1,18 @@
-"""Bad input: one line naming the field and what is allowed; the CLI prints it and exits with code 2."""
+"""What stops a command, as one line on stderr.
+
+Bad input (InputError and the like): the line names the field and what is allowed; exit code 2.
+A fault of the machine (EnvironmentFault): a full, over-quota or read-only disk met mid-run, or a
+storage that stays unreachable; the line names the folder or the storage (redacted); exit code 1.
+The trial in flight is not failed for good: the next run retries it from its last checkpoint, so
+the same command resumes once the fault is fixed.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Iterator, Optional
+
 from proxies.data import DataError
 from proxies.registry import ModelError
 from trainer.config import ConfigError
@@ -8,4 +22,31 @@ class InputError(ValueError):
     """A bad flag or spec value; str() is one line naming the field."""
 
 
+class EnvironmentFault(RuntimeError):
+    """The disk or the storage, not the input or the run, stopped the work; str() is one line naming it."""
+
+
 BAD_INPUT = (InputError, DataError, ModelError, ConfigError)
+DISK_ERRNOS = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EDQUOT: "the disk quota is exceeded (EDQUOT)",
+               errno.EROFS: "the file system is read-only (EROFS)"}
+
+
+def causes(err: Optional[BaseException]) -> Iterator[BaseException]:
+    """`err`, then what caused it (__cause__, else __context__), and so on."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+def as_fault(err: BaseException) -> Optional[EnvironmentFault]:
+    """`err` as an EnvironmentFault when a full, over-quota or read-only disk caused it, naming the folder
+    of the file being written; else None."""
+    if isinstance(err, EnvironmentFault):
+        return err
+    cause = next((e for e in causes(err) if isinstance(e, OSError)), None)
+    if cause is None or cause.errno not in DISK_ERRNOS:
+        return None
+    where = f"{Path(os.fsdecode(cause.filename)).parent}: " if cause.filename else ""
+    return EnvironmentFault(f"{where}{DISK_ERRNOS[cause.errno]}; the same command resumes once that is fixed")

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from sweep.backends.processes import die_with_parent
+from sweep.study.preflight import check_writable
 from trainer.config import RunConfig
 from trainer.loop import RunResult, train
 
@@ -18,6 +19,7 @@ def run_train(config: Path, steps: int | None, resume: bool, quiet: bool, consol
     cfg = RunConfig.load(config)
     if steps is not None:
         cfg = RunConfig.parse({**cfg.model_dump(), "steps": steps, "tokens": None})
+    check_writable(Path(cfg.output.root) / cfg.output.study, "output.root")
     quiet = quiet or int(os.environ.get("RANK", "0")) != 0
     if quiet:
         return train(cfg, resume=resume)

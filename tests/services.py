@@ -52,6 +52,10 @@ class Postgres:
         subprocess.run([*self.run_as, self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop"],
                        capture_output=True, timeout=60)
 
+    def running(self) -> bool:
+        return subprocess.run([*self.run_as, self.pg_ctl, "-D", str(self.data), "status"], capture_output=True,
+                              timeout=60).returncode == 0
+
     def start(self) -> None:
         options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1"
         subprocess.run([*self.run_as, self.pg_ctl, "-D", str(self.data), "-o", options, "-l",

@@ -1,11 +1,15 @@
-"""Atomic file writes: write beside the target, then rename, so a killed process leaves no torn file."""
+"""Atomic file writes: write beside the target, then rename, so a killed process leaves no torn file.
+
+A write that fails (a full disk, say) leaves no temp file and raises an OSError naming the target,
+with the errno of the failure, even when the writer wrapped it (torch.save raises a RuntimeError).
+"""
 from __future__ import annotations
 
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 
 @contextmanager
@@ -18,6 +22,20 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     try:
         yield Path(tmp)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        cause = os_error_behind(err) if isinstance(err, Exception) else None  # Ctrl-C stays Ctrl-C
+        if cause is not None and cause.errno and not cause.filename:
+            raise OSError(cause.errno, os.strerror(cause.errno), str(target)) from err
         raise
+
+
+def os_error_behind(err: Optional[BaseException]) -> Optional[OSError]:
+    """The OSError that caused `err`: itself, or the one a library wrapped (its __cause__ or __context__)."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None

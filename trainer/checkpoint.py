@@ -45,8 +45,8 @@ def list_checkpoints(folder: Path) -> list[Path]:
 def save_checkpoint(folder: Path, step: int, state: dict, keep: int) -> Path:
     """Write `state` as step-NNNNNNNNN.pt atomically, then delete all but the newest `keep`."""
     path = checkpoint_path(folder, step)
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    with atomic_path(path) as tmp, open(tmp, "wb") as file:  # a file object: torch keeps the OSError of a failed write
+        torch.save(state, file)
     for old in list_checkpoints(folder)[:-keep]:
         old.unlink(missing_ok=True)
     return path

@@ -11,11 +11,12 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sys
 from dataclasses import replace
 
 from sweep.backends.base import Backend, Execution
 from sweep.backends.processes import die_with_parent
-from sweep.errors import InputError
+from sweep.errors import EnvironmentFault, InputError
 from sweep.study.study import SweepJob
 
 STOP_TIMEOUT_S = 30.0
@@ -74,3 +75,6 @@ def worker_main(job: SweepJob) -> None:
         run_worker(job)
     except KeyboardInterrupt:
         os._exit(130)
+    except EnvironmentFault as fault:  # one line, not a traceback: the disk or the storage, named
+        print(f"error: {fault}", file=sys.stderr, flush=True)
+        os._exit(1)

@@ -53,7 +53,7 @@ def run_one(config: dict, job: SweepJob) -> None:
     threads = max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1)))
     torch.set_num_threads(threads)
     job = replace(job, worker=config["number"], threads=threads)
-    study = open_study(job, open_storage(job.storage), create=False)
+    study = open_study(job, open_storage(job.storage, wait=True), create=False)
     study.get_trials(deepcopy=False)  # Optuna's cached RDB storage knows only trials it has read
     state = run_trial(job, study, optuna.Trial(study, config["trial_id"]))
     tune.report({"state": state.name if state else "LOST"})

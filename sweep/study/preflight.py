@@ -1,7 +1,8 @@
 """Pre-flight: everything about a sweep that can be wrong is found here, before anything is written.
 
 The spec is checked as the RunConfigs its trials would get (every searched range at its extremes),
-the data is opened and the model built once at the proxy width, the storage URL's form is checked.
+the data is opened and the model built once at the proxy width, the storage URL's form is checked,
+and the study's folder (and a SQLite or journal storage's) must be writable.
 """
 from __future__ import annotations
 
@@ -30,6 +31,16 @@ LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
 def results_root(root: Optional[str] = None) -> Path:
     """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies."""
     return Path(root or os.environ.get("SWEEP_ROOT") or "studies")
+
+
+def check_writable(folder: Path, field: str) -> None:
+    """`folder`, or the nearest parent that exists (where it will be made), must be writable: a read-only
+    mount or a folder without write permission is found here, before anything is written."""
+    folder = folder.absolute()
+    existing = next(p for p in [folder, *folder.parents] if p.exists())
+    if not os.access(existing, os.W_OK):
+        why = "is on a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "has no write permission"
+        raise InputError(f"{field}: cannot write {folder} ({existing} {why})")
 
 
 def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[str], trials: Optional[int],
@@ -74,7 +85,10 @@ def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[
         n_trials = min(n_trials, points)
     root_path = results_root(root)
     url = storage_url(storage or spec.storage, password_env or spec.storage_password_env,
-                      default_sqlite=(root_path / spec.name / "optuna.db").resolve())
+                      default_sqlite=(root_path / spec.name / "optuna.db").resolve(), retry_s=spec.storage_retry_s)
+    check_writable(root_path / spec.name, "results root ($SWEEP_ROOT)")
+    if url.file() is not None:
+        check_writable(url.file().parent, "storage")
     return SweepJob(spec=spec, width=width, parametrization=parametrization, storage=url, root=str(root_path.resolve()),
                     n_trials=n_trials, eval_every=cfg.eval.every,
                     total_steps=total_steps,

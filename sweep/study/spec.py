@@ -9,6 +9,7 @@
     pruner: {name: hyperband, options: {}}
     seeds_per_trial: 1
     storage: null                    # default: sqlite:///ROOT/NAME/optuna.db
+    storage_retry_s: 300             # how long workers wait for an unreachable storage before they stop
     slurm: {partition: gpu, gpus_per_task: 1, time: 60}   # `--backend slurm` settings; flags override
     ray: {address: null, gpus_per_trial: 0.5}             # `--backend ray` settings; flags override
 
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sweep.errors import InputError
 from sweep.study.space import HALFLIFE_FIELDS, CategoricalParam, FixedParam, HalflifeParam, Space, parse_param, set_path
+from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
 from trainer.config import ConfigError, RunConfig, one_line
 
@@ -97,6 +99,7 @@ class StudySpec(Strict):
     seeds_per_trial: int = Field(1, ge=1)
     storage: Optional[str] = None
     storage_password_env: Optional[str] = None
+    storage_retry_s: float = Field(STORAGE_RETRY_S, gt=0)
     slurm: SlurmSpec = SlurmSpec()
     ray: RaySpec = RaySpec()
 

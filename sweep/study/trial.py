@@ -4,7 +4,9 @@ Stored on the trial (user attrs): `values` (the RunConfig fields set, β from a 
 `config` (the first seed's RunConfig YAML), `runs` and `curves` (where the runs and their Parquet
 curves are), `status` (completed, pruned, diverged, failed), `reason`, `steps` (training steps run,
 all seeds), `seed_values`. Outcomes: COMPLETE with the objective; a diverged run or a pruned one
-PRUNED with its reason; a run that raises FAILED with its message (`error`). None stops the sweep.
+PRUNED with its reason; a run that raises FAILED with its message (`error`). None of them stops the
+sweep; a full or read-only disk or an unreachable storage (an EnvironmentFault) does: it is not the
+run's error, so the trial is left RUNNING for the next run to retry (sweep/study/worker.py).
 
 Seeds: the pruner decides on the first seed's curve (reported at its evaluation steps); a trial
 that survives it is trained on the remaining seeds, and its value is the mean of the seeds'.
@@ -18,6 +20,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from sweep.errors import as_fault
 from sweep.study.liveness import Heartbeat
 from sweep.study.space import set_path
 from sweep.study.spec import StudySpec
@@ -77,6 +80,9 @@ def run_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial) -> TrialS
         try:
             return train_trial(job, study, trial, beat)
         except Exception as err:  # the run's own error: recorded, counted, not retried; the sweep goes on
+            fault = as_fault(err)
+            if fault is not None:  # the disk or the storage, not the run: not recorded, the trial is retried
+                raise fault from err
             if study._storage.get_trial(trial._trial_id).state.is_finished():
                 raise  # told already: the error came after, from the sampler or the storage
             message = " ".join(f"{type(err).__name__}: {err}".split())[:500]

@@ -7,6 +7,7 @@ import threading
 import optuna
 import torch
 
+from sweep.errors import EnvironmentFault
 from sweep.study.liveness import release
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, claim, open_study, seed_by_first_trial
@@ -17,18 +18,24 @@ def run_worker(job: SweepJob) -> int:
     """Claim and run trials until the study has `job.n_trials` counted or the deadline passes.
 
     Returns how many trials this worker ran. Ctrl-C (KeyboardInterrupt) releases the running trial
-    for a retry, so the next `sweep proxy` resumes it, then propagates.
+    for a retry, so the next `sweep proxy` resumes it, then propagates. A full disk or an unreachable
+    storage (EnvironmentFault) propagates without a release: the storage may be what failed, and a
+    release cut in half on a full disk (failed, not enqueued again) would lose the retry. The trial
+    stays RUNNING under this exited worker; the next `sweep proxy` finds it stale (at once on this
+    machine, after the heartbeat grace on another) and retries it from its last checkpoint.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if job.threads:
         torch.set_num_threads(job.threads)
-    study = open_study(job, open_storage(job.storage), create=False)
+    study = open_study(job, open_storage(job.storage, wait=True), create=False)
     ran = 0
     while (trial := claim(study, job.n_trials, job.deadline)) is not None:
         if ran == 0:
             seed_by_first_trial(study, job, trial.number)
         try:
             run_trial(job, study, trial)
+        except EnvironmentFault:
+            raise
         except BaseException:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the release short
