@@ -33,6 +33,7 @@ from sweep.study.resilient import ResilientStorage, disk_fault, retrying
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 JOURNAL_SUFFIXES = (".log", ".jsonl")
 SQLITE_TIMEOUT_S = 60
+CONNECT_TIMEOUT_S = 10  # a database host that drops packets is an outage after this, not after the OS's minutes
 FORMS = "sqlite:///PATH, journal:PATH, or a SQLAlchemy URL such as postgresql://USER@HOST:PORT/DB"
 STORAGE_RETRY_S = 300.0
 
@@ -119,6 +120,8 @@ def open_storage(url: StorageURL, wait: bool = False) -> ResilientStorage:
     if resolved.startswith("sqlite:///"):
         Path(resolved.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}}
+    elif resolved.startswith("postgresql"):
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
     def connect() -> optuna.storages.RDBStorage:
         return optuna.storages.RDBStorage(resolved, engine_kwargs=kwargs)
 

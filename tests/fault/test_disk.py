@@ -30,7 +30,7 @@ import yaml
 from optuna.trial import TrialState
 
 from sweep.study.study import counts
-from tests.sweep_helpers import file_tree, first_part, load, run_sweep, sweep_cmd, sweep_env, write_spec
+from tests.sweep_helpers import early_rows, file_tree, kept, load, run_sweep, sweep_cmd, sweep_env, write_spec
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 
@@ -154,7 +154,7 @@ def test_a_full_disk_mid_sweep_is_one_line_and_after_freeing_space_the_same_comm
         assert first.state == TrialState.COMPLETE
         interrupted = study.trials[1]  # left RUNNING under its exited worker: the next run retries it
         assert interrupted.state == TrialState.RUNNING and "error" not in interrupted.user_attrs
-        part, inode = first_part(root, "w16-mup-t00001-s0")
+        rows = early_rows(root, "w16-mup-t00001-s0")
 
         filler.unlink()
         again = run_sweep(root, "proxy", spec, "--width", "16", cwd=tmp_path)
@@ -165,7 +165,7 @@ def test_a_full_disk_mid_sweep_is_one_line_and_after_freeing_space_the_same_comm
         assert [(t.number, t.params, t.value) for t in complete[:1]] == [(0, first.params, first.value)]
         [retry] = complete[1:]
         assert retry.user_attrs["retry_of"] == 1 and retry.params == interrupted.params
-        assert first_part(root, "w16-mup-t00001-s0") == (part, inode)  # resumed from its checkpoint, not started over
+        assert kept(rows, pq.read_table(retry.user_attrs["curves"]).to_pandas())  # resumed from its checkpoint, not over
         steps = pq.read_table(retry.user_attrs["curves"]).column("step").to_pylist()
         assert sorted(steps) == [1, *range(5, 61, 5)]  # each logged step once
         assert_nothing_torn(root)
@@ -192,12 +192,12 @@ def test_a_full_disk_mid_run_of_sweep_train_is_one_line_and_the_same_command_res
         assert one_error_line(err).startswith(f"error: {folder}: the disk is full (ENOSPC)"), err
         assert_nothing_torn(root)
         [part] = curves.glob("part-000000001-*.parquet")
-        inode = part.stat().st_ino
+        rows = pq.read_table(part, columns=["step", "wall_time"]).to_pandas()
 
         filler.unlink()
         again = subprocess.run(command, env=sweep_env(root), cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stdout + again.stderr
-        assert part.stat().st_ino == inode  # resumed from its checkpoint
+        assert kept(rows, read_curves(cfg.curves_root(), run=cfg.run_id()))  # resumed from its checkpoint
         steps = read_curves(cfg.curves_root(), run=cfg.run_id())["step"].tolist()
         assert steps == [1, *range(5, 61, 5)]
         assert_nothing_torn(root)
