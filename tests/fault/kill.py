@@ -134,12 +134,12 @@ class CreateWatch:
 
 
 def wait_created(proc: subprocess.Popen, watch: CreateWatch, pattern: str, timeout: float, nth: int = 1) -> Path | None:
-    """The `nth` file named like `pattern` (fnmatch) created under the watch, the moment it appears; None
-    when there were fewer within `timeout` s, or `proc` ended first."""
+    """The `nth` file whose path matches `pattern` (fnmatch: `*` spans folders) created under the watch, the
+    moment it appears; None when there were fewer within `timeout` s, or `proc` ended first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         for path in watch.created(min(0.2, max(0.0, deadline - time.monotonic()))):
-            if fnmatch.fnmatch(path.name, pattern) and (nth := nth - 1) == 0:
+            if fnmatch.fnmatch(str(path), pattern) and (nth := nth - 1) == 0:
                 return path
     return None
 
@@ -161,8 +161,8 @@ def promptly() -> Iterator[None]:
 
 
 def kill_on_create(proc: subprocess.Popen, root: Path, pattern: str, timeout: float, nth: int = 1) -> Path | None:
-    """SIGKILL `proc`'s whole session the moment the `nth` file named like `pattern` appears under `root`;
-    the path that triggered it, or None (nothing killed) as `wait_created`."""
+    """SIGKILL `proc`'s whole session the moment the `nth` file whose path matches `pattern` appears under
+    `root`; the path that triggered it, or None (nothing killed) as `wait_created`."""
     watch = CreateWatch(root)
     try:
         with promptly():

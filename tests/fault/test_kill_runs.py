@@ -27,7 +27,7 @@ from trainer.checkpoint import list_checkpoints, load_checkpoint, step_of
 from trainer.config import RunConfig
 from trainer.curves import PARTITIONS, read_curves
 
-STEPS = 150
+STEPS = 60
 RUN = {
     "model": {"name": "gpt", "width": 32, "depth": 1, "options": {"block_size": 16}},
     "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 20000}},
@@ -89,27 +89,29 @@ def assert_same_run(cfg: RunConfig, want: tuple[pd.DataFrame, dict]) -> None:
 
 def mid_run(proc, watch: CreateWatch, rng: random.Random) -> None:
     """Return at a random time after the second checkpoint: between steps 20 and about 30 (the time between
-    the first two checkpoints, as their files' modification times tell, is the unit; the 120 steps left
+    the first two checkpoints, as their files' modification times tell, is the unit; the 30 steps left
     absorb a busy machine's changes of pace)."""
-    first = wait_created(proc, watch, "step-*.pt", timeout=120)
+    first = wait_created(proc, watch, "*/checkpoints/step-*.pt", timeout=120)  # not the guard's ring
     assert first, "the run ended before its first checkpoint"
     first_time = first.stat().st_mtime
-    second = wait_created(proc, watch, "step-*.pt", timeout=120)
+    second = wait_created(proc, watch, "*/checkpoints/step-*.pt", timeout=120)
     assert second, "the run ended before its second checkpoint"
     second_time = second.stat().st_mtime
     time.sleep(max(0.0, second_time + rng.uniform(0, 1) * (second_time - first_time) - time.time()))
 
 
 def in_checkpoint_write(proc, watch: CreateWatch, rng: random.Random) -> Path:
-    """Return the moment the n-th temp checkpoint appears (not the last: the run would be done)."""
-    hit = wait_created(proc, watch, ".step-*.pt.*.tmp", timeout=120, nth=rng.randint(1, CHECKPOINTS - 1))
+    """Return the moment the n-th temp checkpoint appears (a regular one, not the spike guard's ring; not the
+    last: the run would be done)."""
+    nth = rng.randint(1, CHECKPOINTS - 1)
+    hit = wait_created(proc, watch, "*/checkpoints/.step-*.pt.*.tmp", timeout=120, nth=nth)
     assert hit, "the run ended before the checkpoint write"
     return hit
 
 
 def in_parquet_write(proc, watch: CreateWatch, rng: random.Random) -> Path:
     """Return the moment the n-th temp curve part appears (one is written before each checkpoint)."""
-    hit = wait_created(proc, watch, ".part-*.tmp", timeout=120, nth=rng.randint(1, CHECKPOINTS - 1))
+    hit = wait_created(proc, watch, "*/.part-*.tmp", timeout=120, nth=rng.randint(1, CHECKPOINTS - 1))
     assert hit, "the run ended before the curve write"
     return hit
 
@@ -128,7 +130,8 @@ def checkpointed_rows(cfg: RunConfig) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("command, moment, seed", CASES)
-def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_curve_bit_for_bit(tmp_path, reference, command, moment, seed):
+def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_curve_bit_for_bit(
+        tmp_path, reference, command, moment, seed):
     path = write_run(tmp_path, "killed")
     cfg = RunConfig.load(path)
     run, resume = COMMANDS[command]

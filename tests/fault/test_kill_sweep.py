@@ -54,13 +54,14 @@ def kill_inside_trial(proc, root: Path, storage: str | None, rng: random.Random,
 
 def kill_in_storage_write(proc, root: Path, storage: str | None, rng: random.Random, length: float) -> bool:
     folder, name = (root / "store", "tiny.log.lock") if storage else (root / "tiny", "optuna.db-journal")
-    hit = kill_on_create(proc, folder, name, timeout=60, nth=rng.randint(1, WRITES_PER_TRIAL))
+    hit = kill_on_create(proc, folder, f"*/{name}", timeout=60, nth=rng.randint(1, WRITES_PER_TRIAL))
     assert hit is not None, "no storage write began before the sweep ended"
     return hit.is_symlink() or hit.exists()
 
 
 def kill_in_parquet_write(proc, root: Path, storage: str | None, rng: random.Random, length: float) -> bool:
-    hit = kill_on_create(proc, root / "tiny" / "curves", ".part-*.tmp", timeout=60, nth=rng.randint(1, PARTS_PER_TRIAL))
+    nth = rng.randint(1, PARTS_PER_TRIAL)
+    hit = kill_on_create(proc, root / "tiny" / "curves", "*/.part-*.tmp", timeout=60, nth=nth)
     assert hit is not None, "no curve part was written before the sweep ended"
     return hit.exists()
 
