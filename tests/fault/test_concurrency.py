@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
+from sweep.study.liveness import WORKER
 from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
 from sweep.study.storage import open_storage
@@ -48,10 +49,10 @@ def assert_each_trial_once(root: Path, storage: str, n_trials: int) -> None:
     for t in ran:
         assert curve_steps(t.user_attrs["curves"]) == LOGGED  # each step once: no two workers wrote a curve
     assert len({tuple(sorted(t.params.items())) for t in ran}) == n_trials  # no point trained twice
-    workers = {t.system_attrs["sweep:worker"]["pid"] for t in ran}
+    workers = {t.system_attrs[WORKER]["pid"] for t in ran}
     assert len(workers) >= 2, "the trials ran one after another in one worker"
     assert any(a.datetime_start < b.datetime_complete and b.datetime_start < a.datetime_complete
-               for a in ran for b in ran if a.system_attrs["sweep:worker"] != b.system_attrs["sweep:worker"])
+               for a in ran for b in ran if a.system_attrs[WORKER] != b.system_attrs[WORKER])  # at the same time
     assert_whole_files(root / "tiny")
 
 
@@ -73,7 +74,8 @@ def test_k_workers_on_one_journal_study_train_each_requested_trial_once(tmp_path
 def test_workers_that_open_the_study_at_the_same_count_sample_different_points(tmp_path):
     """Processes started together open the study at the same trial count; with the same worker index (one
     `sweep proxy` each) a sampler seeded by that alone replays the other's random points, and the same
-    point is trained twice (as the 4-process form once caught). Each worker reseeds by its first trial."""
+    point is trained twice (the 4-process form above catches it end to end when two processes open the study
+    at the same count). Each worker reseeds by its first trial."""
     job = prepare(load_spec(write_spec(tmp_path, trials=4)), width=16, parametrization=None, trials=None,
                   storage=f"journal:{tmp_path / 'tiny.log'}", password_env=None, timeout_min=None, root=str(tmp_path))
     store = open_storage(job.storage)
