@@ -244,3 +244,22 @@ def test_compiled_model_trains_like_eager(tmp_path):
     a, b = curves(eager), curves(compiled)
     for column in ("train_loss", "grad_norm", "val_loss"):
         assert b[column].to_numpy() == pytest.approx(a[column].to_numpy(), rel=1e-4, nan_ok=True), column
+
+
+def test_a_resume_inside_a_run_of_high_losses_diverges_at_the_same_step(tmp_path):
+    """The count of logged steps in a row above divergence_factor × the first loss is training state: a run
+    resumed in the middle of such a streak must stop where the uninterrupted run stops, not start counting
+    again from zero."""
+    overrides = dict(steps=20, optimizer={"lr": 50.0, "grad_clip": None}, checkpoint={"every": 1, "keep": 30})
+    straight = train(config(tmp_path, **overrides, output={"run": "straight"}))
+    assert straight.status == "diverged" and math.isfinite(straight.train_loss), straight  # by the streak, not a NaN
+    broken = config(tmp_path, **overrides, output={"run": "broken"})
+
+    def crash_inside_the_streak(row):
+        if row["step"] == straight.step - 1:  # the streak's first step is checkpointed, its second is not
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(broken, on_log=crash_inside_the_streak)
+    resumed = train(broken, resume=True)
+    assert (resumed.status, resumed.step) == ("diverged", straight.step)

@@ -107,12 +107,13 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     train_gen = torch.Generator().manual_seed(cfg.seed)
     noise = NoiseScale()
     step, tokens, elapsed, first_loss = 0, 0, 0.0, None
+    above = 0  # consecutive logged steps above divergence_factor × the first loss
 
     guard = SpikeGuard(cfg.guard, run_dir, events_path(cfg) if run.main else None) if cfg.guard_on() else None
 
     def restore(state: dict, *, data: bool) -> None:
         """Load a checkpoint's training state; `data=False` keeps the data stream where it is (a rewind)."""
-        nonlocal step, tokens, first_loss
+        nonlocal step, tokens, first_loss, above
         model.load_state_dict(state["model"])  # base shapes come from the builder: nothing is rescaled twice
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -122,6 +123,7 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
             torch.cuda.set_rng_state(state["cuda_rng"])
         noise.load_state_dict(state["noise_scale"])
         step, tokens, first_loss = state["step"], state["tokens"], state["first_loss"]
+        above = state.get("above", 0)  # checkpoints written before it was saved start the streak over
         if data:
             train_gen.set_state(state["data_generator"])
 
@@ -170,6 +172,7 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
             "scaler": scaler.state_dict(), "data_generator": train_gen.get_state(), "torch_rng": torch.get_rng_state(),
             **({"cuda_rng": torch.cuda.get_rng_state()} if run.device.type == "cuda" else {}),
             "noise_scale": noise.state_dict(), "step": step, "tokens": tokens, "elapsed": elapsed, "first_loss": first_loss,
+            "above": above,
             **({"guard": guard.state_dict()} if guard is not None else {}),
         }
 
@@ -203,7 +206,6 @@ def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> Ru
     started = time.perf_counter() - elapsed  # wall time accumulates across resumes
     last_log_time, last_log_tokens = time.perf_counter(), tokens
     train_loss = val_loss = None
-    above = 0  # consecutive logged steps above divergence_factor × the first loss
     if guard is not None and step == 0:
         checkpoint(lambda state: guard.save_ring(0, state))  # the ring reaches back to the start
     while step < total_steps:
