@@ -15,6 +15,7 @@ from typing import Iterator, Optional
 
 from proxies.data import DataError
 from proxies.registry import ModelError
+from trainer.atomic import os_error_behind
 from trainer.config import ConfigError
 
 
@@ -45,7 +46,7 @@ def as_fault(err: BaseException) -> Optional[EnvironmentFault]:
     of the file being written; else None."""
     if isinstance(err, EnvironmentFault):
         return err
-    cause = next((e for e in causes(err) if isinstance(e, OSError)), None)
+    cause = os_error_behind(err)
     if cause is None or cause.errno not in DISK_ERRNOS:
         return None
     where = f"{Path(os.fsdecode(cause.filename)).parent}: " if cause.filename else ""
