@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 from proxies.data import DataError
 from proxies.registry import ModelError
@@ -30,15 +30,6 @@ class EnvironmentFault(RuntimeError):
 BAD_INPUT = (InputError, DataError, ModelError, ConfigError)
 DISK_ERRNOS = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EDQUOT: "the disk quota is exceeded (EDQUOT)",
                errno.EROFS: "the file system is read-only (EROFS)"}
-
-
-def causes(err: Optional[BaseException]) -> Iterator[BaseException]:
-    """`err`, then what caused it (__cause__, else __context__), and so on."""
-    seen: set[int] = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        yield err
-        err = err.__cause__ or err.__context__
 
 
 def as_fault(err: BaseException) -> Optional[EnvironmentFault]:

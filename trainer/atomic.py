@@ -30,12 +30,15 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         raise
 
 
-def os_error_behind(err: Optional[BaseException]) -> Optional[OSError]:
-    """The OSError that caused `err`: itself, or the one a library wrapped (its __cause__ or __context__)."""
+def causes(err: Optional[BaseException]) -> Iterator[BaseException]:
+    """`err`, then what caused it (__cause__, else __context__), and so on."""
     seen: set[int] = set()
     while err is not None and id(err) not in seen:
-        if isinstance(err, OSError):
-            return err
         seen.add(id(err))
+        yield err
         err = err.__cause__ or err.__context__
-    return None
+
+
+def os_error_behind(err: Optional[BaseException]) -> Optional[OSError]:
+    """The OSError that caused `err`: itself, or the one a library wrapped (its __cause__ or __context__)."""
+    return next((e for e in causes(err) if isinstance(e, OSError)), None)

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Callable, Optional, TypeVar
 import optuna
 import sqlalchemy.exc
 
-from sweep.errors import DISK_ERRNOS, EnvironmentFault, as_fault, causes
+from sweep.errors import DISK_ERRNOS, EnvironmentFault, as_fault
+from trainer.atomic import causes
 
 if TYPE_CHECKING:
     from sweep.study.storage import StorageURL
