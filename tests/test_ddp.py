@@ -168,7 +168,7 @@ def test_logged_grad_norm_is_this_steps_gradient_alone(tmp_path, grad_accum):
             state = torch.load(checkpoint_path(cfg.run_dir() / "checkpoints", step), weights_only=True)
             assert state["step"] == step
             model.load_state_dict(state["model"])
-            generator.set_state(state["data_generator"])
+            generator.set_state(state["data"]["generator"])
         x, y = data.batch("train", cfg.batch_size, generator)
         model.zero_grad(set_to_none=True)
         loss_fn(model, x, y).backward()

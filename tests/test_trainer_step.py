@@ -181,7 +181,7 @@ def test_checkpoints_keep_the_last_k_and_load_weights_only(tmp_path):
     assert not [p for p in kept[0].parent.iterdir() if p.name.startswith(".")]  # no temp files left
     for path in kept:
         state = torch.load(path, weights_only=True)
-        assert {"model", "optimizer", "scheduler", "scaler", "data_generator", "torch_rng", "step"} <= state.keys()
+        assert {"model", "optimizer", "scheduler", "scaler", "data", "rng", "step"} <= state.keys()
 
 
 def test_saved_base_shapes_rebuild_the_run(tmp_path):

@@ -123,9 +123,10 @@ class SpikeGuard:
     def save_ring(self, step: int, state: dict) -> None:
         save_checkpoint(self.ring_dir, step, state, keep=self.cfg.ring_size)
 
-    def rewound(self, restored: dict) -> None:
-        """After restoring a ring checkpoint: its window comes back; events and the count stay."""
-        self.window = list(restored["window"])
+    def rewind(self, state: dict) -> None:
+        """Back to a ring checkpoint (`state` is the guard's part of it): its window comes back; events and the
+        count stay."""
+        self.window = list(state["window"])
 
     def write_events(self) -> None:
         """Rewrite the events file from the state (after an event, and on resume: it drops events of a lost branch)."""

@@ -1,12 +1,15 @@
 """The training loop: one RunConfig in; curves, checkpoints and a result out.
 
-One optimizer step, in this order (each line is a classic bug when moved or dropped):
+One optimizer step (`Trainer.train_step`), in this order (each line is a classic bug when moved or dropped):
     zero_grad(set_to_none=True)
     for each of grad_accum micro-batches:            (DDP: no_sync on all but the last)
         forward under autocast; loss / grad_accum; backward (through the GradScaler for fp16)
     unscale the gradients (fp16)                      before clipping, or the clip sees scaled norms
     clip_grad_norm_ once                              the pre-clip norm is what gets logged
     optimizer.step(); scheduler.step()                the scheduler after the optimizer
+Then, at the logging cadence, `log_and_eval` (the one host sync per logged step, the divergence check, the
+evaluation when due), and the checkpoints due. Everything a checkpoint holds is a part registered with the
+run's `TrainState` (trainer/state.py); a caller adds its own with `train(…, extra_state=…)`.
 The loop knows nothing of sweeps or clusters: it reports through `on_log(row)` and
 `on_eval(step, metrics) -> keep_going`.
 """
@@ -17,30 +20,28 @@ import math
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from proxies.base_shapes import save_base_shapes
-from proxies.data import open_data
-from proxies.registry import ModelError, base_width_of, build_model
+from proxies.registry import ModelError, base_width_of
 from trainer import runtime as rt
 from trainer.atomic import atomic_path
+from trainer.build import build
 from trainer.checkpoint import (CheckpointError, delete_after, latest_checkpoint, list_checkpoints, load_checkpoint,
                                 save_checkpoint)
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import CurveWriter
+from trainer.divergence import Divergence
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
-from trainer.guard import SpikeGuard, events_path
 from trainer.noise_scale import NoiseScale
-from trainer.optim import build_optimizer
-from trainer.schedule import Schedule, make_scheduler
 from trainer.signals import Signals
+from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
-DIVERGENCE_PATIENCE = 3  # logged steps in a row above divergence_factor × first loss: one noisy batch is not a blow-up
 
 
 @dataclass
@@ -57,6 +58,38 @@ class RunExists(ConfigError):
     """A run folder already holds checkpoints and resuming was not asked for."""
 
 
+class Stop(Exception):
+    """The run ends before its last step (diverged, pruned); `Trainer.fit` turns it into the RunResult."""
+
+    def __init__(self, status: str, train_loss: float | None, val_loss: float | None, reason: str):
+        super().__init__(reason)
+        self.status, self.train_loss, self.val_loss, self.reason = status, train_loss, val_loss, reason
+
+
+@dataclass
+class Step:
+    """What one optimizer step leaves for logging."""
+    loss: torch.Tensor  # the mean micro-batch loss on this process, still on the device
+    loss_now: float | None  # the loss across processes, when the guard already synced it
+    skipped: bool  # the guard skipped the update
+    lr: float  # the base LR the step ran at (before μP multipliers)
+    grad_norm: torch.Tensor | None  # pre-clip; None when skipped
+    measured: bool  # instability signals were measured on this step
+
+
+class Throughput:
+    """Tokens per second of training between logged steps (the checkpoint writes between them not counted)."""
+
+    def __init__(self, tokens: int):
+        self.mark(tokens)
+
+    def mark(self, tokens: int) -> None:
+        self.time, self.tokens = time.perf_counter(), tokens
+
+    def rate(self, tokens: int) -> float:
+        return (tokens - self.tokens) / max(time.perf_counter() - self.time, 1e-9)
+
+
 def resolve(cfg: RunConfig) -> RunConfig:
     """The config with what the builder declares filled in (base width); a mismatch is a ConfigError."""
     try:
@@ -64,241 +97,284 @@ def resolve(cfg: RunConfig) -> RunConfig:
     except ModelError as err:
         raise ConfigError(str(err)) from None
     if cfg.model.base_width not in (None, declared):
-        raise ConfigError(f"model.base_width: {cfg.model.name} declares base width {declared}, config says {cfg.model.base_width}")
+        raise ConfigError(f"model.base_width: {cfg.model.name} declares base width {declared}, "
+                          f"config says {cfg.model.base_width}")
     return cfg.model_copy(update={"model": cfg.model.model_copy(update={"base_width": declared})})
 
 
 def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None] | None = None,
-          on_eval: Callable[[int, dict], bool] | None = None) -> RunResult:
+          on_eval: Callable[[int, dict], bool] | None = None,
+          extra_state: Mapping[str, Stateful] | None = None) -> RunResult:
+    """Train `cfg` to its end (or to a divergence, or until `on_eval` says stop); `resume` continues the run from
+    its newest checkpoint. `extra_state`: parts of the caller's, checkpointed and resumed with the run's own."""
     cfg = resolve(cfg)
     run = rt.start(cfg.device, cfg.precision)
     try:
-        return _train(cfg, run, resume, on_log, on_eval)
+        check_start(cfg, run, resume)
+        trainer = Trainer(cfg, run, on_log, on_eval)
+        for name, extra in (extra_state or {}).items():
+            trainer.state.register(name, extra)
+        return trainer.fit(resume)
     finally:
         rt.stop(run)
 
 
-def _train(cfg: RunConfig, run: rt.Runtime, resume: bool, on_log, on_eval) -> RunResult:
-    run_id, run_dir = cfg.run_id(), cfg.run_dir()
-    ckpt_dir = run_dir / "checkpoints"
-    if list_checkpoints(ckpt_dir) and not resume:
-        raise RunExists(f"output.run: {run_dir} already has checkpoints; pass --resume to continue it, or set output.run")
+def check_start(cfg: RunConfig, run: rt.Runtime, resume: bool) -> None:
+    if list_checkpoints(cfg.run_dir() / "checkpoints") and not resume:
+        raise RunExists(f"output.run: {cfg.run_dir()} already has checkpoints; pass --resume to continue it, "
+                        "or set output.run")
     if cfg.batch_size % (run.world * cfg.grad_accum):
-        raise ConfigError(f"batch_size: {cfg.batch_size} does not split into {run.world} processes × {cfg.grad_accum} micro-steps")
+        raise ConfigError(f"batch_size: {cfg.batch_size} does not split into {run.world} processes × "
+                          f"{cfg.grad_accum} micro-steps")
 
-    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
-                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed, **cfg.data.options)
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model.name, cfg.model.width, cfg.model.depth, cfg.model.parametrization,
-                        **{**data.model_options(), **cfg.model.options}).to(run.device)
-    opt = cfg.optimizer
-    optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
-                                betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,
-                                wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings)
-    total_steps = cfg.total_steps(data.tokens_per_example)
-    sched = cfg.schedule
-    try:
-        schedule = Schedule(sched.kind, total_steps, sched.warmup_for(total_steps), sched.min_lr_ratio,
-                            sched.decay_fraction, sched.decay_shape)
-    except ValueError as err:  # e.g. warmup as long as the run; the message names the field
-        raise ConfigError(str(err)) from None
-    scheduler = make_scheduler(optimizer, schedule)
-    scaler = torch.amp.GradScaler(run.device.type, enabled=run.dtype == torch.float16)
-    train_gen = torch.Generator().manual_seed(cfg.seed)
-    noise = NoiseScale()
-    step, tokens, elapsed, first_loss = 0, 0, 0.0, None
-    above = 0  # consecutive logged steps above divergence_factor × the first loss
 
-    guard = SpikeGuard(cfg.guard, run_dir, events_path(cfg) if run.main else None) if cfg.guard_on() else None
+class Trainer:
+    """One run: the parts its config builds, registered once with its TrainState, and the loop over steps."""
 
-    def restore(state: dict, *, data: bool) -> None:
-        """Load a checkpoint's training state; `data=False` keeps the data stream where it is (a rewind)."""
-        nonlocal step, tokens, first_loss, above
-        model.load_state_dict(state["model"])  # base shapes come from the builder: nothing is rescaled twice
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
-        torch.set_rng_state(state["torch_rng"])
-        if run.device.type == "cuda" and "cuda_rng" in state:
-            torch.cuda.set_rng_state(state["cuda_rng"])
-        noise.load_state_dict(state["noise_scale"])
-        step, tokens, first_loss = state["step"], state["tokens"], state["first_loss"]
-        above = state.get("above", 0)  # checkpoints written before it was saved start the streak over
-        if data:
-            train_gen.set_state(state["data_generator"])
+    def __init__(self, cfg: RunConfig, run: rt.Runtime, on_log, on_eval):
+        self.cfg, self.run, self.on_log, self.on_eval = cfg, run, on_log, on_eval
+        self.run_id, self.run_dir = cfg.run_id(), cfg.run_dir()
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        built = build(cfg, run)
+        self.data, self.model, self.optimizer = built.data, built.model, built.optimizer
+        self.scheduler, self.guard, self.total_steps = built.scheduler, built.guard, built.total_steps
+        self.state = TrainState()
+        self.state.register("model", self.model)  # base shapes come from the builder: nothing is rescaled twice
+        self.state.register("optimizer", self.optimizer)
+        self.state.register("scheduler", self.scheduler)
+        self.scaler = self.state.register("scaler", built.scaler)
+        self.state.register("rng", Rng(run.device))
+        self.noise = self.state.register("noise_scale", NoiseScale())
+        self.divergence = self.state.register("divergence", Divergence(cfg.divergence_factor))
+        self.cursor = self.state.register("data", DataCursor(cfg.seed))
+        self.clock = self.state.register("clock", Clock())
+        if self.guard is not None:
+            self.state.register("guard", self.guard)
+        self.writer: CurveWriter | None = None  # rank 0 writes; the others train
+        self.train_loss = self.val_loss = None  # the last logged
 
-    latest = latest_checkpoint(ckpt_dir, *([guard.ring_dir] if guard is not None else [])) if resume else None
-    state = load_checkpoint(latest) if latest is not None else None
-    if state is not None:
+    def fit(self, resume: bool) -> RunResult:
+        if resume:
+            self.resume()
+        if self.guard is not None:
+            self.guard.write_events()  # events of a branch lost with the kill are dropped, as curve rows are
+        self.open_outputs()
+        if self.state.step >= self.total_steps:  # resumed a finished run: report what it recorded
+            recorded = self.run_dir / "result.json"
+            if recorded.exists():
+                return RunResult(**json.loads(recorded.read_text()))
+            return RunResult(self.run_id, "completed", self.state.step, None, None)
+        self.prepare_steps()
+        if self.guard is not None and self.state.step == 0:
+            self.checkpoint(ring=True)  # the ring reaches back to the start
         try:
-            restore(state, data=True)
+            while self.state.step < self.total_steps:
+                step = self.train_step()
+                if step is None:  # rewound: the steps since the ring checkpoint are undone
+                    continue
+                logged = self.log_due(step)
+                if logged:
+                    self.log_and_eval(step)
+                self.save_due()
+                if logged:
+                    self.throughput.mark(self.state.tokens)  # throughput counts training steps only
+        except Stop as stop:
+            return self.finish(stop.status, stop.train_loss, stop.val_loss, stop.reason)
+        return self.finish("completed", self.train_loss, self.val_loss)
+
+    def resume(self) -> None:
+        """Load the run's newest checkpoint (a regular one or the guard's ring) into every registered part."""
+        latest = latest_checkpoint(self.ckpt_dir, *([self.guard.ring_dir] if self.guard is not None else []))
+        if latest is None:
+            return
+        state = load_checkpoint(latest)
+        if format_of(state) != FORMAT:
+            raise CheckpointError(f"output.run: {latest} is in checkpoint format {format_of(state)}, this mup-sweep "
+                                  f"resumes format {FORMAT}; finish the run with the version that started it, "
+                                  "or set another output.run")
+        try:
+            self.state.load_state_dict(state)
         except (RuntimeError, KeyError, ValueError, TypeError) as err:  # shapes, keys or groups of another model
             found = " ".join(str(err).split())[:200]
             raise CheckpointError(f"output.run: {latest} is a checkpoint of another model or run ({found}); "
                                   f"resume only the run that wrote it, or set another output.run") from None
-        elapsed = state["elapsed"]
-        if guard is not None and "guard" in state:
-            guard.load_state_dict(state["guard"])
-    if guard is not None:
-        guard.write_events()  # events of a branch lost with the kill are dropped, as curve rows are
 
-    writer = None
-    if run.main:  # rank 0 writes; the others train
-        writer = CurveWriter(cfg.curves_root(), cfg.output.study, cfg.output.kind, run_id)
-        writer.truncate_after(step)  # rows logged after the checkpoint will be logged again
-        with atomic_path(run_dir / "config.yaml") as tmp:
-            tmp.write_text(cfg.to_yaml())
-        with atomic_path(run_dir / "base_shapes.bsh") as tmp:
-            save_base_shapes(model, tmp)
-    if step >= total_steps:  # resumed a finished run: report what it recorded
-        recorded = run_dir / "result.json"
-        return RunResult(**json.loads(recorded.read_text())) if recorded.exists() else RunResult(run_id, "completed", step, None, None)
-
-    wrapped = DDP(model) if run.distributed else model
-    forward = torch.compile(wrapped) if cfg.compile else wrapped
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    signals = Signals(model, optimizer, cfg.signals.every) if cfg.signals.every else None
-    micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass
-    tokens_per_step = cfg.tokens_per_step(data.tokens_per_example)
-    flops = flops_per_token(model, data.tokens_per_example)
-    peak = peak_flops(run.device)
-    static = {"trial": cfg.provenance.trial, "model": cfg.model.name, "parametrization": cfg.model.parametrization,
-              "width": cfg.model.width, "depth": cfg.model.depth, "batch_size": cfg.batch_size}
-
-    def snapshot() -> dict:
-        return {
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "scaler": scaler.state_dict(), "data_generator": train_gen.get_state(), "torch_rng": torch.get_rng_state(),
-            **({"cuda_rng": torch.cuda.get_rng_state()} if run.device.type == "cuda" else {}),
-            "noise_scale": noise.state_dict(), "step": step, "tokens": tokens, "elapsed": elapsed, "first_loss": first_loss,
-            "above": above,
-            **({"guard": guard.state_dict()} if guard is not None else {}),
-        }
-
-    def checkpoint(save=lambda state: save_checkpoint(ckpt_dir, step, state, keep=cfg.checkpoint.keep)) -> None:
-        if writer is not None:  # rank 0
-            writer.flush()  # curves on disk never lag the checkpoint
-            save(snapshot())
-        rt.barrier(run)
-
-    def save_due() -> None:
-        """The checkpoints due after this step: the regular ones and the guard's ring (every step, not only logged ones)."""
-        nonlocal elapsed
-        if step >= total_steps:  # finish() writes the last one
+    def open_outputs(self) -> None:
+        """Rank 0: the curve writer (rows past the checkpoint dropped: they will be logged again), the config and
+        the base shapes beside the run."""
+        if not self.run.main:
             return
-        elapsed = time.perf_counter() - started
-        if cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
-            checkpoint()
-        if guard is not None and guard.ring_due(step):
-            checkpoint(lambda state: guard.save_ring(step, state))
+        cfg = self.cfg
+        self.writer = CurveWriter(cfg.curves_root(), cfg.output.study, cfg.output.kind, self.run_id)
+        self.writer.truncate_after(self.state.step)
+        with atomic_path(self.run_dir / "config.yaml") as tmp:
+            tmp.write_text(cfg.to_yaml())
+        with atomic_path(self.run_dir / "base_shapes.bsh") as tmp:
+            save_base_shapes(self.model, tmp)
 
-    def finish(status: str, train_loss, val_loss, reason=None) -> RunResult:
-        result = RunResult(run_id, status, step, train_loss, val_loss, reason)
-        if status == "completed":
-            checkpoint()
-        if writer is not None:
-            writer.compact()  # the run's rows are final: one part to read
-            with atomic_path(run_dir / "result.json") as tmp:
-                tmp.write_text(json.dumps(asdict(result), indent=2))
-        return result
+    def prepare_steps(self) -> None:
+        cfg, run, model = self.cfg, self.run, self.model
+        self.wrapped = DDP(model) if run.distributed else model
+        self.forward = torch.compile(self.wrapped) if cfg.compile else self.wrapped
+        model.train()
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.signals = Signals(model, self.optimizer, cfg.signals.every) if cfg.signals.every else None
+        self.tokens_per_step = cfg.tokens_per_step(self.data.tokens_per_example)
+        self.flops = flops_per_token(model, self.data.tokens_per_example)
+        self.peak = peak_flops(run.device)
+        self.static = {"trial": cfg.provenance.trial, "model": cfg.model.name,
+                       "parametrization": cfg.model.parametrization, "width": cfg.model.width,
+                       "depth": cfg.model.depth, "batch_size": cfg.batch_size}
+        self.clock.start()  # wall time accumulates across resumes, setup not counted
+        self.throughput = Throughput(self.state.tokens)
 
-    started = time.perf_counter() - elapsed  # wall time accumulates across resumes
-    last_log_time, last_log_tokens = time.perf_counter(), tokens
-    train_loss = val_loss = None
-    if guard is not None and step == 0:
-        checkpoint(lambda state: guard.save_ring(0, state))  # the ring reaches back to the start
-    while step < total_steps:
-        measure = signals is not None and signals.due(step + 1)
+    def train_step(self) -> Step | None:
+        """One optimizer step, in the order of the module docstring; None when the guard rewound the run instead."""
+        state = self.state
+        measure = self.signals is not None and self.signals.due(state.step + 1)
+        loss = self.forward_backward(measure)
+        skip, loss_now = False, None
+        if self.guard is not None:  # the guard needs every step's loss: one host sync per step while it is on
+            loss_now = rt.mean_across(self.run, loss).item()
+            action = self.answer_spike(loss_now)
+            if action == "rewind":
+                return None
+            skip = action == "skip"
+        group = self.optimizer.param_groups[0]
+        lr = group["lr"] / group["lr_mult"]
+        grad_norm = None
+        if not skip:
+            self.scaler.unscale_(self.optimizer)
+            if measure:
+                self.signals.after_unscale()
+            max_norm = self.cfg.optimizer.grad_clip if self.cfg.optimizer.grad_clip is not None else math.inf
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.params, max_norm)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        elif measure:
+            self.signals.after_unscale()
+        self.scheduler.step()
+        state.step += 1
+        state.tokens += self.tokens_per_step
+        return Step(loss, loss_now, skip, lr, grad_norm, measure)
+
+    def forward_backward(self, measure: bool) -> torch.Tensor:
+        """Zeroed gradients, then this process's share of the step's batch in grad_accum micro-batches; the loss."""
+        cfg, run = self.cfg, self.run
         if measure:
-            signals.attach()
-        optimizer.zero_grad(set_to_none=True)
-        share = part(data.batch("train", cfg.batch_size, train_gen), run.rank, run.world)  # every process draws the global batch
-        step_loss = torch.zeros((), device=run.device)
+            self.signals.attach()
+        self.optimizer.zero_grad(set_to_none=True)
+        batch = self.data.batch("train", cfg.batch_size, self.cursor.generator)  # every process draws the whole batch
+        share = part(batch, run.rank, run.world)
+        loss = torch.zeros((), device=run.device)
         for i in range(cfg.grad_accum):
             x, y = to_device(part(share, i, cfg.grad_accum), run)
-            sync = wrapped.no_sync() if run.distributed and i < cfg.grad_accum - 1 else nullcontext()
+            sync = self.wrapped.no_sync() if run.distributed and i < cfg.grad_accum - 1 else nullcontext()
             with sync:
                 with run.autocast():
-                    loss = objective(forward, x, y, cfg.z_loss) / cfg.grad_accum
-                scaler.scale(loss).backward()
-            step_loss += loss.detach()
+                    micro = objective(self.forward, x, y, cfg.z_loss) / cfg.grad_accum
+                self.scaler.scale(micro).backward()
+            loss += micro.detach()
         if measure:
-            signals.detach()
-        action, loss_now = "train", None
-        if guard is not None:  # the guard needs every step's loss: one host sync per step while it is on
-            loss_now = rt.mean_across(run, step_loss).item()
-            spike = guard.check(step + 1, loss_now)
-            if spike is not None:
-                action, target = guard.respond(spike)
-                if action == "stop":
-                    step += 1
-                    return finish("diverged", loss_now, None, reason=guard.stop_reason())
-                if action == "rewind":
-                    restored = load_checkpoint(target)
-                    restore(restored, data=False)
-                    guard.rewound(restored["guard"])
-                    if writer is not None:
-                        writer.truncate_after(step)
-                        delete_after(ckpt_dir, step - 1)
-                        delete_after(guard.ring_dir, step)
-                    checkpoint(lambda state: guard.save_ring(step, state))  # the rewound state, skipped batches and all
-                    above, last_log_time, last_log_tokens = 0, time.perf_counter(), tokens
-                    continue
-        lr = optimizer.param_groups[0]["lr"] / optimizer.param_groups[0]["lr_mult"]
-        grad_norm = None
-        if action != "skip":
-            scaler.unscale_(optimizer)
-            if measure:
-                signals.after_unscale()
-            max_norm = opt.grad_clip if opt.grad_clip is not None else math.inf
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-            scaler.step(optimizer)
-            scaler.update()
-        elif measure:
-            signals.after_unscale()
-        scheduler.step()
-        step += 1
-        tokens += tokens_per_step
+            self.signals.detach()
+        return loss
 
-        is_eval = step % cfg.eval.every == 0 or step == total_steps
-        if step % cfg.log_every and not is_eval and step != 1 and not measure:
-            save_due()
-            continue
-        train_loss = loss_now if loss_now is not None else rt.mean_across(run, step_loss).item()  # the one host sync, at the logging cadence
-        first_loss = first_loss if first_loss is not None else train_loss
-        now = time.perf_counter()
-        elapsed = now - started
-        rate = (tokens - last_log_tokens) / max(now - last_log_time, 1e-9)
-        row = {"step": step, "tokens": tokens, "wall_time": elapsed, "lr": lr, "train_loss": train_loss,
-               "grad_norm": grad_norm.item() if grad_norm is not None else None, "tokens_per_s": rate,
-               "mfu": flops * rate / (peak * run.world) if peak else None, **static}
-        if measure:
-            row.update(signals.after_step())
-        above = above + 1 if train_loss > cfg.divergence_factor * first_loss and action != "skip" else 0
-        if (not math.isfinite(train_loss) and action != "skip") or above >= DIVERGENCE_PATIENCE:
-            reason = f"diverged at step {step}: train loss {train_loss:.4g} (first step {first_loss:.4g})"
-            if writer is not None:
-                writer.log(row)
-            return finish("diverged", train_loss, None, reason)
-        keep_going = True
-        if is_eval:
-            val_loss = evaluate(model, data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size,
-                                chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
-            row["val_loss"] = val_loss
-            if cfg.eval.noise_scale_batches:
-                noise.update(*measure_noise_scale(model, data, run, n_small=cfg.eval.noise_scale_batches,
-                                                  batch_size=micro, seed=cfg.seed + EVAL_SEED_OFFSET + step))
-                row["noise_scale"] = noise.value
-            if on_eval is not None and run.main:
-                keep_going = bool(on_eval(step, row))
-            keep_going = rt.agree(run, keep_going)
-        if writer is not None:
-            writer.log(row)
-        if on_log is not None and run.main:
-            on_log(row)
+    def answer_spike(self, loss: float) -> str:
+        """The guard's word on this step's loss: train, log, skip or rewind (done here); a stop ends the run."""
+        spike = self.guard.check(self.state.step + 1, loss)
+        if spike is None:
+            return "train"
+        action, target = self.guard.respond(spike)
+        if action == "stop":
+            self.state.step += 1
+            raise Stop("diverged", loss, None, self.guard.stop_reason())
+        if action == "rewind":
+            self.state.rewind(load_checkpoint(target))
+            step = self.state.step
+            if self.writer is not None:  # the abandoned branch's rows and checkpoints go
+                self.writer.truncate_after(step)
+                delete_after(self.ckpt_dir, step - 1)
+                delete_after(self.guard.ring_dir, step)
+            self.checkpoint(ring=True)  # the rewound state, skipped batches and all
+            self.throughput.mark(self.state.tokens)
+        return action
+
+    def log_due(self, step: Step) -> bool:
+        s = self.state.step
+        return s % self.cfg.log_every == 0 or self.eval_due() or s == 1 or step.measured
+
+    def eval_due(self) -> bool:
+        return self.state.step % self.cfg.eval.every == 0 or self.state.step == self.total_steps
+
+    def log_and_eval(self, step: Step) -> None:
+        """The step's row (its loss is the one host sync, at the logging cadence); a diverged run stops here;
+        evaluation when due, and `on_eval` may stop the run; the row goes to the curve and to `on_log`."""
+        train_loss = step.loss_now if step.loss_now is not None else rt.mean_across(self.run, step.loss).item()
+        self.train_loss = train_loss
+        rate = self.throughput.rate(self.state.tokens)
+        row = {"step": self.state.step, "tokens": self.state.tokens, "wall_time": self.clock.elapsed(), "lr": step.lr,
+               "train_loss": train_loss, "grad_norm": step.grad_norm.item() if step.grad_norm is not None else None,
+               "tokens_per_s": rate, "mfu": self.flops * rate / (self.peak * self.run.world) if self.peak else None,
+               **self.static}
+        if step.measured:
+            row.update(self.signals.after_step())
+        reason = self.divergence.check(self.state.step, train_loss, step.skipped)
+        if reason is not None:
+            if self.writer is not None:
+                self.writer.log(row)
+            raise Stop("diverged", train_loss, None, reason)
+        keep_going = self.evaluate(row) if self.eval_due() else True
+        if self.writer is not None:
+            self.writer.log(row)
+        if self.on_log is not None and self.run.main:
+            self.on_log(row)
         if not keep_going:
-            return finish("pruned", train_loss, val_loss, reason=f"stopped by on_eval at step {step}")
-        save_due()
-        last_log_time, last_log_tokens = time.perf_counter(), tokens  # throughput counts training steps only
-    return finish("completed", train_loss, val_loss)
+            raise Stop("pruned", train_loss, self.val_loss, f"stopped by on_eval at step {self.state.step}")
+
+    def evaluate(self, row: dict) -> bool:
+        """Val loss (and the noise scale) into `row`; whether to keep going, as rank 0's `on_eval` says."""
+        cfg, run, step = self.cfg, self.run, self.state.step
+        self.val_loss = evaluate(self.model, self.data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size,
+                                 chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
+        row["val_loss"] = self.val_loss
+        if cfg.eval.noise_scale_batches:
+            micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass
+            self.noise.update(*measure_noise_scale(self.model, self.data, run, n_small=cfg.eval.noise_scale_batches,
+                                                   batch_size=micro, seed=cfg.seed + EVAL_SEED_OFFSET + step))
+            row["noise_scale"] = self.noise.value
+        keep_going = True
+        if self.on_eval is not None and run.main:
+            keep_going = bool(self.on_eval(step, row))
+        return rt.agree(run, keep_going)
+
+    def save_due(self) -> None:
+        """The checkpoints due after this step: the regular ones and the guard's ring (every step, not only logged
+        ones). The last step's is written by `finish`."""
+        step = self.state.step
+        if step >= self.total_steps:
+            return
+        if self.cfg.checkpoint.every and step % self.cfg.checkpoint.every == 0:
+            self.checkpoint()
+        if self.guard is not None and self.guard.ring_due(step):
+            self.checkpoint(ring=True)
+
+    def checkpoint(self, ring: bool = False) -> None:
+        """Rank 0 writes the TrainState (curves first: on disk they never lag the checkpoint); every rank waits."""
+        if self.writer is not None:
+            self.writer.flush()
+            state = self.state.state_dict()
+            if ring:
+                self.guard.save_ring(self.state.step, state)
+            else:
+                save_checkpoint(self.ckpt_dir, self.state.step, state, keep=self.cfg.checkpoint.keep)
+        rt.barrier(self.run)
+
+    def finish(self, status: str, train_loss, val_loss, reason=None) -> RunResult:
+        result = RunResult(self.run_id, status, self.state.step, train_loss, val_loss, reason)
+        if status == "completed":
+            self.checkpoint()
+        if self.writer is not None:
+            self.writer.compact()  # the run's rows are final: one part to read
+            with atomic_path(self.run_dir / "result.json") as tmp:
+                tmp.write_text(json.dumps(asdict(result), indent=2))
+        return result

@@ -1,0 +1,58 @@
+"""What a RunConfig builds before the first step: data, model, optimizer, LR schedule, grad scaler, spike guard.
+
+The order is part of the run: the data source is opened, then torch's RNG is seeded and the model built
+(its initial weights draw from that RNG), so the same config gives the same first weights every time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from proxies.data import DataSource, open_data
+from proxies.registry import build_model
+from trainer.config import ConfigError, RunConfig
+from trainer.guard import SpikeGuard, events_path
+from trainer.optim import build_optimizer
+from trainer.runtime import Runtime
+from trainer.schedule import Schedule, make_scheduler
+
+
+@dataclass
+class Built:
+    data: DataSource
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    scaler: torch.amp.GradScaler
+    guard: SpikeGuard | None
+    total_steps: int
+
+
+def build(cfg: RunConfig, run: Runtime) -> Built:
+    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
+                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
+                     **cfg.data.options)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model.name, cfg.model.width, cfg.model.depth, cfg.model.parametrization,
+                        **{**data.model_options(), **cfg.model.options}).to(run.device)
+    opt = cfg.optimizer
+    optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
+                                betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,
+                                wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings)
+    total_steps = cfg.total_steps(data.tokens_per_example)
+    scheduler = make_scheduler(optimizer, build_schedule(cfg, total_steps))
+    scaler = torch.amp.GradScaler(run.device.type, enabled=run.dtype == torch.float16)
+    guard = None
+    if cfg.guard_on():
+        guard = SpikeGuard(cfg.guard, cfg.run_dir(), events_path(cfg) if run.main else None)
+    return Built(data, model, optimizer, scheduler, scaler, guard, total_steps)
+
+
+def build_schedule(cfg: RunConfig, total_steps: int) -> Schedule:
+    s = cfg.schedule
+    try:
+        return Schedule(s.kind, total_steps, s.warmup_for(total_steps), s.min_lr_ratio, s.decay_fraction,
+                        s.decay_shape)
+    except ValueError as err:  # e.g. warmup as long as the run; the message names the field
+        raise ConfigError(str(err)) from None
