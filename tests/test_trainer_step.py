@@ -10,7 +10,7 @@ from torch import nn
 from proxies import mup_builder
 from proxies.data import open_data
 from proxies.registry import build_model
-from trainer.checkpoint import list_checkpoints
+from trainer.checkpoint import CheckpointError, list_checkpoints
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.loop import train
@@ -94,7 +94,8 @@ def test_fp16_unscales_before_clipping(tmp_path):
     start = build_model("gpt", 128, 1, "mup", vocab_size=64, block_size=32).state_dict()["blocks.0.mlp.fc.weight"]
     step32 = final_weights(fp32)["blocks.0.mlp.fc.weight"] - start
     step16 = final_weights(fp16)["blocks.0.mlp.fc.weight"] - start
-    assert step16.norm().item() == pytest.approx(step32.norm().item(), rel=0.05)  # a full-size step, not a clipped-to-nothing one
+    # a full-size step, not a clipped-to-nothing one
+    assert step16.norm().item() == pytest.approx(step32.norm().item(), rel=0.05)
     assert F.cosine_similarity(step16.flatten(), step32.flatten(), dim=0) > 0.9
 
 
@@ -182,6 +183,21 @@ def test_checkpoints_keep_the_last_k_and_load_weights_only(tmp_path):
     for path in kept:
         state = torch.load(path, weights_only=True)
         assert {"model", "optimizer", "scheduler", "scaler", "data", "rng", "step"} <= state.keys()
+
+
+def test_a_checkpoint_of_an_older_format_is_refused_naming_it(tmp_path):
+    """A checkpoint written before the parts were registered (format 1: no "format" key, the counters listed by
+    hand) is not read as one whose data position, RNG and streak are missing, which would resume another curve:
+    resuming it stops with one line naming the file."""
+    cfg = config(tmp_path, steps=4, checkpoint={"every": 2})
+    train(cfg)
+    path = list_checkpoints(cfg.run_dir() / "checkpoints")[-1]
+    state = torch.load(path, weights_only=True)
+    del state["format"]
+    torch.save(state, path)
+    with pytest.raises(CheckpointError) as err:
+        train(cfg, resume=True)
+    assert f"{path} is in checkpoint format 1" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_saved_base_shapes_rebuild_the_run(tmp_path):

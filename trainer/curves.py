@@ -33,7 +33,8 @@ from trainer.atomic import atomic_path
 
 PARTITIONS = ("study", "kind", "run")
 # the trainer's numeric columns (DESIGN.md "Storage"), present in every part
-FLOAT_COLUMNS = ("tokens", "wall_time", "lr", "train_loss", "val_loss", "grad_norm", "tokens_per_s", "mfu", "noise_scale",
+FLOAT_COLUMNS = ("tokens", "wall_time", "lr", "train_loss", "val_loss", "grad_norm", "tokens_per_s", "mfu",
+                 "noise_scale",
                  "trial", "width", "depth", "batch_size")
 PART = re.compile(r"part-(\d+)-(\d+)\.parquet")
 SAFE = re.compile(r"[A-Za-z0-9._-]+")
@@ -204,7 +205,8 @@ def read_curves(root, **filters) -> pd.DataFrame:
         return pd.DataFrame(columns=["step", *PARTITIONS])
     partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
     schema = pa.unify_schemas([pq.read_schema(f) for f in files] + [partitioning.schema])
-    dataset = ds.dataset(files, schema=schema, format="parquet", partitioning=partitioning, partition_base_dir=str(root))
+    dataset = ds.dataset(files, schema=schema, format="parquet", partitioning=partitioning,
+                         partition_base_dir=str(root))
     condition = None
     for key, value in filters.items():
         if key not in schema.names:

@@ -15,7 +15,8 @@ from torch import nn
 from proxies.gpt import CausalSelfAttention
 
 # Dense bf16/fp16 tensor-core peaks (vendor datasheets), by a substring of the device name.
-PEAK_FLOPS = {"H200": 989e12, "H100 PCIe": 756e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12, "L4": 121e12,
+PEAK_FLOPS = {"H200": 989e12, "H100 PCIe": 756e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 125e12,
+              "L4": 121e12,
               "V100": 125e12, "4090": 165e12, "3090": 71e12}
 
 

@@ -45,7 +45,8 @@ EVENTS = pa.schema([("step", pa.int64()), ("kind", pa.string()), ("loss", pa.flo
 
 
 def events_path(cfg: RunConfig) -> Path:
-    return cfg.events_root() / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / f"run={cfg.run_id()}" / "events.parquet"
+    run = f"run={cfg.run_id()}"
+    return cfg.events_root() / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / run / "events.parquet"
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,9 @@ class SpikeGuard:
             pq.write_table(pa.Table.from_pylist(self.events, schema=EVENTS), tmp)
 
     def state_dict(self) -> dict:
-        return {"window": list(self.window), "events": [dict(e) for e in self.events], "interventions": self.interventions}
+        return {"window": list(self.window), "events": [dict(e) for e in self.events],
+                "interventions": self.interventions}
 
     def load_state_dict(self, state: dict) -> None:
-        self.window, self.events, self.interventions = list(state["window"]), list(state["events"]), state["interventions"]
+        self.window, self.events = list(state["window"]), list(state["events"])
+        self.interventions = state["interventions"]

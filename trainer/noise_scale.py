@@ -28,7 +28,8 @@ def two_batch_estimates(small_sq_norm: float, big_sq_norm: float, b_small: int, 
     return tr_sigma, g_sq
 
 
-def measure(params: list[torch.Tensor], loss_fn: Callable[[int], torch.Tensor], n_small: int, b: int) -> tuple[float, float]:
+def measure(params: list[torch.Tensor], loss_fn: Callable[[int], torch.Tensor], n_small: int,
+            b: int) -> tuple[float, float]:
     """(tr Σ per example, |G|²) from n_small independent small batches of b examples each.
 
     loss_fn(i) is the mean loss on the i-th small batch. Each small-batch gradient g_i comes from

@@ -48,7 +48,8 @@ class Schedule:
         if self.total_steps < 1:
             raise ValueError(f"schedule.total_steps: {self.total_steps} must be ≥ 1")
         if not 0 <= self.warmup_steps < self.total_steps:
-            raise ValueError(f"schedule.warmup_steps: {self.warmup_steps} must be in [0, total_steps={self.total_steps})")
+            raise ValueError(f"schedule.warmup_steps: {self.warmup_steps} must be in "
+                             f"[0, total_steps={self.total_steps})")
         for name in ("min_lr_ratio", "decay_fraction"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"schedule.{name}: {getattr(self, name)} must be in [0, 1]")

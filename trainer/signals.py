@@ -88,8 +88,8 @@ class Signals:
         """Between unscaling and clipping: per-group gradient norms; keep the weights to measure the update."""
         for group in self.optimizer.param_groups:
             grads = [p.grad for p in group["params"] if p.grad is not None]
-            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])) if grads \
-                else torch.zeros(())
+            norms = [torch.linalg.vector_norm(g.float()) for g in grads]
+            norm = torch.linalg.vector_norm(torch.stack(norms)) if grads else torch.zeros(())
             self.values[f"grad_norm.{group_name(group)}"] = norm
         self.before = [p.detach().clone() for group in self.optimizer.param_groups for p in group["params"]]
 

@@ -15,10 +15,12 @@ class Loader(yaml.SafeLoader):
     pass
 
 
-FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][-+]?\d+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
+FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][-+]?\d+)?$"
+                   r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
 Loader.yaml_implicit_resolvers = {key: list(value) for key, value in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 for first in "-+0123456789.":
-    resolvers = [(tag, rx) for tag, rx in Loader.yaml_implicit_resolvers.get(first, []) if tag != "tag:yaml.org,2002:float"]
+    resolvers = [(tag, rx) for tag, rx in Loader.yaml_implicit_resolvers.get(first, [])
+                 if tag != "tag:yaml.org,2002:float"]
     # appended after the int resolver, so "3" stays an int and only what int rejects can become a float
     Loader.yaml_implicit_resolvers[first] = resolvers + [("tag:yaml.org,2002:float", FLOAT)]
 
