@@ -188,6 +188,11 @@ CASES = {
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),
     "status-unknown-format": Case(lambda root: ["status", "--format", "xml"],
                                   ("--format:", "'xml' is not one of table, json")),
+    "init-unknown-example": Case(lambda root: ["init", "llama"], ("NAME:", "'llama' is not an example", "demo, ")),
+    "init-over-an-existing-file": Case(lambda root: ["init", "demo", "--out", file(root, "mine.yaml", "name: mine\n")],
+                                       ("--out:", "mine.yaml exists", "not overwritten")),
+    "init-out-below-a-file": Case(lambda root: ["init", "demo", "--out", file(root, "notes.txt", "x") / "demo.yaml"],
+                                  ("--out:", "notes.txt is a file, not a folder")),
     # ---- RunConfigs
     "config-not-yaml": Case(train_text("model: {name: gpt\nsteps: 3\n"), ("config:", "not valid YAML")),
     "config-binary-garbage": Case(train_text(GARBAGE), ("config:", "YAML")),

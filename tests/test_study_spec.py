@@ -60,6 +60,11 @@ def test_trial_config_sets_sampled_values_width_seed_output_and_secret_free_prov
 
 
 def test_shipped_specs_validate(tmp_path):
+    from sweep.examples import names
+    from trainer.config import RunConfig
+
+    assert set(names()) == {"demo", "mlp", "gpt-tokens", "gpt-proxy-run"}  # each one is validated below
+    assert RunConfig.load(example("gpt-proxy-run")).model.parametrization == "mup"
     for name in ("demo", "mlp"):
         spec = load_spec(example(name))
         prepare(spec, width=32, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
