@@ -70,14 +70,10 @@ def test_init_then_a_sweep_from_an_empty_folder_uses_the_wheel_and_writes_only_t
 
     where = subprocess.run([python, "-c", "import sweep; print(sweep.__file__)"], **run).stdout.strip()
     assert Path(where).is_relative_to(venv), where  # the wheel's code, not the clone's
-    listed = subprocess.run([sweep, "init"], **run)
-    assert listed.returncode == 0 and "demo" in listed.stdout and "mlp" in listed.stdout, listed
     made = subprocess.run([sweep, "init", "demo"], **run)
     assert made.returncode == 0, made
     spec = work / "studies" / "demo.yaml"
     assert spec.read_text() == examples.example("demo").read_text()
-    again = subprocess.run([sweep, "init", "demo"], **run)
-    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "exists" in again.stderr, again
 
     raw = yaml.safe_load(spec.read_text())  # edit the copy as a user would: a tiny, quick sweep
     raw["run"].update(steps=4, log_every=2, batch_size=4, eval={"every": 2, "batches": 1, "noise_scale_batches": 0})
@@ -104,3 +100,12 @@ def test_demo_starts_from_an_empty_folder_with_its_packaged_spec(installed, tmp_
         os.killpg(demo.pid, 9)
         demo.wait()
     assert any("step 1/6" in line for line in seen), "".join(seen)
+
+
+def test_init_lists_every_example_and_copies_one_into_a_folder(tmp_path, run_cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("init")
+    assert code == 0 and all(name in out for name in examples.names()) and not list(tmp_path.iterdir()), out + err
+    (tmp_path / "mine").mkdir()
+    code, out, err = run_cli("init", "mlp", "--out", "mine")
+    assert code == 0 and (tmp_path / "mine" / "mlp.yaml").read_text() == examples.example("mlp").read_text(), err

@@ -14,15 +14,15 @@ from sweep.errors import InputError
 from trainer.atomic import atomic_path
 
 
-def run_init(name: Optional[str], out: Optional[Path], console: Console) -> Optional[Path]:
-    """Copy example `name` to `out` (a file, or a folder to put NAME.yaml in; default studies/NAME.yaml) and
-    return where; list the examples and return None when no name is given."""
+def run_init(name: Optional[str], out: Optional[Path], console: Console) -> None:
+    """Copy example `name` to `out` (a file, or a folder to put NAME.yaml in; default studies/NAME.yaml);
+    list the examples when no name is given."""
     known = examples.names()
     if name is None:
         for each in known:
             console.print(f"{each:<16} {examples.summary(each)}")
         console.print("copy one to edit and run: sweep init NAME [--out PATH]")
-        return None
+        return
     if name not in known:
         raise InputError(f"NAME: {name!r} is not an example; one of {', '.join(known)}")
     target = Path("studies") / f"{name}.yaml" if out is None else out / f"{name}.yaml" if out.is_dir() else out
@@ -37,4 +37,3 @@ def run_init(name: Optional[str], out: Optional[Path], console: Console) -> Opti
     except PermissionError as err:
         raise InputError(f"--out: cannot write {target}: permission denied") from err
     console.print(f"wrote {target} (example {name!r}); its first lines say how to run it")
-    return target
