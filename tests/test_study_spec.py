@@ -59,7 +59,7 @@ def test_trial_config_sets_sampled_values_width_seed_output_and_secret_free_prov
 
 
 def test_shipped_specs_validate(tmp_path):
-    for name in ("demo", "mlp"):
+    for name in ("demo", "mlp", "llama"):
         spec = load_spec(f"studies/{name}.yaml")
         prepare(spec, width=32, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
     # the .bin study, pointed at a small token folder
