@@ -188,7 +188,7 @@ CASES = {
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),
     "status-unknown-format": Case(lambda root: ["status", "--format", "xml"],
                                   ("--format:", "'xml' is not one of table, json")),
-    "init-unknown-example": Case(lambda root: ["init", "llama"], ("NAME:", "'llama' is not an example", "demo, ")),
+    "init-unknown-example": Case(lambda root: ["init", "mamba"], ("NAME:", "'mamba' is not an example", "demo, ")),
     "init-over-an-existing-file": Case(lambda root: ["init", "demo", "--out", file(root, "mine.yaml", "name: mine\n")],
                                        ("--out:", "mine.yaml exists", "not overwritten")),
     "init-out-below-a-file": Case(lambda root: ["init", "demo", "--out", file(root, "notes.txt", "x") / "demo.yaml"],
