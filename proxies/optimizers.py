@@ -26,9 +26,9 @@ Depth factors (CompleteP, see `proxies.parametrization`) apply as for AdamW; the
 
 SGD: Tensor Programs V's SGD column (`ParamRule.sgd_lr_mult`), no depth factor.
 
-Muon: `torch.optim.Muon` owns the hidden matrices with two dims (both infinite); every other parameter
-(embeddings, readout, vectors, hidden tensors of other rank such as convolutions) is AdamW's, with the Adam
-column above. Muon's update is ΔW = lr · mult · s(A, B) · O, where O is the Newton–Schulz orthogonalisation of
+Muon: `torch.optim.Muon` owns the 2-D weight matrices other than embeddings and readout (roles hidden and
+input: the same matrices under μP and SP); every other parameter (embeddings, readout, vectors, tensors of
+other rank such as convolutions) is AdamW's, with the Adam column above. Muon's update is ΔW = lr · mult · s(A, B) · O, where O is the Newton–Schulz orthogonalisation of
 the momentum (singular values ≈ 1, so ‖O‖_* ≈ 1) and s is torch's `adjust_lr_fn` for a weight of shape
 (A, B) = (fan_out, fan_in):
     original:         s(A, B) = √max(1, A/B)        (Keller Jordan's Muon)
@@ -39,6 +39,8 @@ asks ‖ΔW‖_* = Θ(√(fan_out / fan_in)). Holding it at every width with the
 A hidden matrix grows along both dims by m, so A/B = A₀/B₀ and
     original:         mult = 1          (s depends on A/B only)
     match_rms_adamw:  mult = 1 / √m     (s grows as √max(A, B))
+An input matrix (fan_out = m·A₀ ≥ fan_in, fixed) gets mult = 1 under both (the target and s both grow as √m).
+Under SP every base shape is the shape, so mult = 1 and only s scales the update.
 Muon's weight decay shrinks W by lr · mult · wd (torch applies it before the shape factor), like AdamW's.
 No depth factor is applied to Muon's matrices: CompleteP derives its depth rules for AdamW only.
 """
@@ -83,7 +85,8 @@ def muon_shape_factor(shape: tuple[int, ...], adjust_lr_fn: str) -> float:
 def muon_lr_mult(shape: tuple[int, ...], base_shape: tuple[int, ...], adjust_lr_fn: str) -> float:
     """mult = √((A/B) / (A₀/B₀)) · s(A₀, B₀) / s(A, B): ‖ΔW‖_* ∝ √(fan_out/fan_in) at every width (module docstring)."""
     (a, b), (a0, b0) = shape[:2], base_shape[:2]
-    return math.sqrt((a / b) / (a0 / b0)) * muon_shape_factor(base_shape, adjust_lr_fn) / muon_shape_factor(shape, adjust_lr_fn)
+    shape_ratio = muon_shape_factor(base_shape, adjust_lr_fn) / muon_shape_factor(shape, adjust_lr_fn)
+    return math.sqrt((a / b) / (a0 / b0)) * shape_ratio
 
 
 def optimizer_rules(model: nn.Module, optimizer: str, *, adjust_lr_fn: str = "match_rms_adamw",
@@ -97,7 +100,7 @@ def optimizer_rules(model: nn.Module, optimizer: str, *, adjust_lr_fn: str = "ma
         lr, depth = r.adam_lr_mult, r.depth_lr_mult
         if optimizer == "sgd":
             lr, depth = r.sgd_lr_mult, 1.0
-        elif optimizer == "muon" and r.role == "hidden" and len(r.shape) == 2:
+        elif optimizer == "muon" and r.role in ("hidden", "input") and len(r.shape) == 2:
             owner, lr, depth = "muon", muon_lr_mult(r.shape, r.base_shape, adjust_lr_fn), 1.0
         rules.append(OptimizerRule(name=r.name, role=r.role, owner=owner, init_std=r.init_std,
                                    forward_mult=r.forward_mult, lr_mult=lr, depth_lr_mult=depth,
