@@ -28,9 +28,9 @@ SGD: Tensor Programs V's SGD column (`ParamRule.sgd_lr_mult`), no depth factor.
 
 Muon: `torch.optim.Muon` owns the 2-D weight matrices other than embeddings and readout (roles hidden and
 input: the same matrices under μP and SP); every other parameter (embeddings, readout, vectors, tensors of
-other rank such as convolutions) is AdamW's, with the Adam column above. Muon's update is ΔW = lr · mult · s(A, B) · O, where O is the Newton–Schulz orthogonalisation of
-the momentum (singular values ≈ 1, so ‖O‖_* ≈ 1) and s is torch's `adjust_lr_fn` for a weight of shape
-(A, B) = (fan_out, fan_in):
+other rank such as convolutions) is AdamW's, with the Adam column above. Muon's update is
+ΔW = lr · mult · s(A, B) · O, where O is the Newton–Schulz orthogonalisation of the momentum (singular values
+≈ 1, so ‖O‖_* ≈ 1) and s is torch's `adjust_lr_fn` for a weight of shape (A, B) = (fan_out, fan_in):
     original:         s(A, B) = √max(1, A/B)        (Keller Jordan's Muon)
     match_rms_adamw:  s(A, B) = 0.2 · √max(A, B)    (Liu et al. 2025, "Muon is Scalable for LLM Training")
 The spectral condition (Yang, Simon & Bernstein 2023, "A Spectral Condition for Feature Learning", Condition 1)
