@@ -303,6 +303,17 @@ def report_cmd(
     run_report(study, storage=storage, password_env=storage_password_env, out=out, console=console)
 
 
+@app.command("init", short_help="Copy an example spec out to edit: studies/NAME.yaml; without NAME, list them")
+def init_cmd(
+    name: Optional[str] = typer.Argument(None, help="example name (run `sweep init` to list them)"),
+    out: Optional[Path] = typer.Option(None, help="file, or folder for NAME.yaml [default: studies/NAME.yaml]"),
+):
+    """Write a packaged example (study spec or RunConfig) where you can edit it; never overwrites a file."""
+    from sweep.init.command import run_init
+
+    run_init(name, out, console)
+
+
 @app.command("demo", short_help="The whole path on the built-in corpus: coord check → sweep → verify → transfer → run → report")
 def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the sweep and verify")):
     """Coordinate check, a proxy sweep at width 32, verify over widths 32–128, transfer to width 256, a local run of
