@@ -230,3 +230,19 @@ def test_each_optimizer_trains_the_gpt_proxy_to_a_lower_loss(tmp_path):
         losses = read_curves(cfg.curves_root(), run=name).sort_values("step")["train_loss"]
         assert losses.notna().all() and all(map(math.isfinite, losses)), name
         assert losses.tail(3).mean() < losses.iloc[0] - 0.3, (name, losses.tolist())
+
+
+def test_the_optimizers_own_section_reaches_the_optimizer_the_trainer_builds(tmp_path):
+    """The classic wiring bug: a section validated in the RunConfig but never passed to the optimizer."""
+    from trainer.build import build
+    from trainer.runtime import Runtime
+
+    cfg = RunConfig.parse({
+        "model": {"name": "gpt", "width": 32, "depth": 1},
+        "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 4000}},
+        "batch_size": 4, "steps": 1, "schedule": {"kind": "constant"},
+        "optimizer": {"name": "muon", "muon": {"adjust_lr_fn": "original", "ns_steps": 3, "momentum": 0.8}},
+        "output": {"root": str(tmp_path), "study": "t", "run": "muon"}})
+    built = build(cfg, Runtime(device=torch.device("cpu"), dtype=None, rank=0, world=1))
+    muon_groups = built.optimizer.parts["muon"].param_groups
+    assert {(g["adjust_lr_fn"], g["ns_steps"], g["momentum"]) for g in muon_groups} == {("original", 3, 0.8)}

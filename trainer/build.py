@@ -39,7 +39,8 @@ def build(cfg: RunConfig, run: Runtime) -> Built:
     opt = cfg.optimizer
     optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
                                 betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,
-                                wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings)
+                                wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings,
+                                settings=opt.settings())
     total_steps = cfg.total_steps(data.tokens_per_example)
     scheduler = make_scheduler(optimizer, build_schedule(cfg, total_steps))
     scaler = torch.amp.GradScaler(run.device.type, enabled=run.dtype == torch.float16)

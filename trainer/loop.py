@@ -221,7 +221,7 @@ class Trainer:
         self.signals = Signals(model, self.optimizer, cfg.signals.every) if cfg.signals.every else None
         self.tokens_per_step = cfg.tokens_per_step(self.data.tokens_per_example)
         self.flops = flops_per_token(model, self.data.tokens_per_example)
-        self.peak = peak_flops(run.device)
+        self.peak = peak_flops(run.device, run.dtype)
         self.static = {"trial": cfg.provenance.trial, "model": cfg.model.name,
                        "parametrization": cfg.model.parametrization, "width": cfg.model.width,
                        "depth": cfg.model.depth, "batch_size": cfg.batch_size}
