@@ -40,7 +40,7 @@ def coord_check_cmd(
                                        "ROOT = $SWEEP_ROOT or ./studies]"),
 ):
     """Check that activations and their updates stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
-    from sweep.coord_check_run import run_coord_check
+    from sweep.coordcheck.command import run_coord_check
 
     passed = run_coord_check(model=model, widths=widths, steps=steps, seeds=seeds, parametrization=parametrization,
                              optimizer=optimizer, lr=lr, depth=depth, batch_size=batch_size, seq_len=seq_len,
@@ -57,7 +57,7 @@ def inspect_cmd(
     opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
 ):
     """Print each parameter's shape, infinite dims, init std, Adam LR and forward multipliers, weight decay."""
-    from sweep.inspect_model import inspect_table
+    from sweep.coordcheck.inspect import inspect_table
 
     console.print(inspect_table(model, width, depth, parametrization, opt))
 
@@ -70,7 +70,7 @@ def train_cmd(
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar (workers are always quiet)"),
 ):
     """Train one RunConfig in this process (torchrun for several): curves, checkpoints, result."""
-    from sweep.train_cmd import run_train
+    from sweep.launch.train import run_train
 
     result = run_train(config, steps, resume, quiet, console)
     raise typer.Exit(0 if result.status == "completed" else 1)
@@ -104,7 +104,7 @@ def proxy_cmd(
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
 ):
     """Create or resume the spec's study at one width and run its trials; the same command resumes it."""
-    from sweep.proxy import run_proxy
+    from sweep.study.command import run_proxy
 
     code = run_proxy(spec, width=width, trials=trials, workers=workers, storage=storage,
                      password_env=storage_password_env, enqueue=enqueue or [], timeout=timeout, backend=backend,
@@ -228,7 +228,7 @@ def transfer_cmd(
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.rules import Target
-    from sweep.transfer import run_transfer
+    from sweep.rules.command import run_transfer
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule)
@@ -284,7 +284,7 @@ def doctor_cmd(
 ):
     """Init loss, overfit one batch, gradient norms, dead or unoptimized parameters, shifted labels, disjoint
     splits, id range, coordinate check, size and cost; exit 1 on any failed row."""
-    from sweep.doctor_cmd import run_doctor_cmd
+    from sweep.doctor.command import run_doctor_cmd
 
     raise typer.Exit(0 if run_doctor_cmd(config, width, lr_max, out, console) else 1)
 

@@ -14,16 +14,16 @@ import pandas as pd
 from rich.console import Console
 from rich.rule import Rule
 
-from sweep.coord_check_run import run_coord_check
+from sweep.coordcheck.command import run_coord_check
 from sweep.launch.command import run_launch
 from sweep.launch.record import read_result
 from sweep.launch.request import LaunchRequest
-from sweep.proxy import run_proxy
+from sweep.study.command import run_proxy
 from sweep.results.report import run_report
 from sweep.rules import Target
-from sweep.study.preflight import results_root
+from sweep.paths import results_root
 from sweep.study.spec import load_spec
-from sweep.transfer import run_transfer
+from sweep.rules.command import run_transfer
 from sweep.verify.command import run_verify, verify_name
 from trainer.config import RunConfig
 

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from sweep.backends.processes import die_with_parent
 from sweep.launch.record import this_process, write_record
-from sweep.train_cmd import run_train
+from sweep.launch.train import run_train
 from trainer.config import RunConfig
 
 

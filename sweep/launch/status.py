@@ -19,7 +19,7 @@ from rich.table import Table
 
 from sweep.errors import InputError
 from sweep.launch.record import RECORD, finished_state, last_logged, process_alive, read_record
-from sweep.study.preflight import results_root
+from sweep.paths import results_root
 from sweep.study.spec import load_spec
 
 FORMATS = ("table", "json")

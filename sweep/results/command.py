@@ -11,7 +11,7 @@ from sweep.errors import InputError
 from sweep.results.plots import write_plots
 from sweep.results.studies import load_studies, locate
 from sweep.results.table import rich_table, to_json, trials_frame
-from sweep.study.preflight import results_root
+from sweep.paths import results_root
 
 FORMATS = ("table", "csv", "json")
 

@@ -30,7 +30,7 @@ from sweep.results.plots import write_plots  # noqa: E402
 from sweep.results.runs_table import run_rows  # noqa: E402
 from sweep.results.scope import Scope  # noqa: E402
 from sweep.results.studies import load_studies, locate  # noqa: E402
-from sweep.study.preflight import results_root  # noqa: E402
+from sweep.paths import results_root  # noqa: E402
 from sweep.verify.command import verify_name  # noqa: E402
 from trainer.atomic import atomic_path  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402

@@ -7,7 +7,7 @@ from typing import Optional
 import optuna
 
 from sweep.errors import InputError
-from sweep.study.preflight import results_root
+from sweep.paths import results_root
 from sweep.study.spec import load_spec
 from sweep.study.storage import StorageURL, open_storage, storage_url
 

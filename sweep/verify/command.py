@@ -27,7 +27,7 @@ from rich.table import Table
 
 from sweep.backends import get_backend
 from sweep.errors import InputError
-from sweep.proxy import run_workers
+from sweep.study.command import run_workers
 from sweep.results.plots import read_curve
 from sweep.results.studies import locate, pick_trial
 from sweep.study.preflight import prepare

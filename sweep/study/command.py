@@ -9,7 +9,7 @@ from rich.console import Console
 
 from sweep.backends import get_backend
 from sweep.errors import InputError
-from sweep.live import short, watch
+from sweep.study.live import short, watch
 from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
 from sweep.study.storage import open_storage
