@@ -104,7 +104,7 @@ def proxy_cmd(
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
 ):
     """Create or resume the spec's study at one width and run its trials; the same command resumes it."""
-    from sweep.study.command import run_proxy
+    from sweep.sweeps.command import run_proxy
 
     code = run_proxy(spec, width=width, trials=trials, workers=workers, storage=storage,
                      password_env=storage_password_env, enqueue=enqueue or [], timeout=timeout, backend=backend,

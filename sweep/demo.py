@@ -7,7 +7,6 @@ resumes, so a second `sweep demo` only re-reads what the first one wrote.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -18,13 +17,14 @@ from sweep.coordcheck.command import run_coord_check
 from sweep.launch.command import run_launch
 from sweep.launch.record import read_result
 from sweep.launch.request import LaunchRequest
-from sweep.study.command import run_proxy
+from sweep.sweeps.command import run_proxy
 from sweep.results.report import run_report
 from sweep.rules import Target
 from sweep.paths import results_root
 from sweep.study.spec import load_spec
 from sweep.rules.command import run_transfer
-from sweep.verify.command import run_verify, verify_name
+from sweep.verify.command import run_verify
+from sweep.verify.summary import read_summary
 from trainer.config import RunConfig
 
 SPEC = Path(__file__).resolve().parents[1] / "studies" / "demo.yaml"
@@ -72,7 +72,7 @@ def run_demo(workers: int, console: Console) -> int:
     report = run_report(str(SPEC), storage=None, password_env=None, out=None, console=console)
 
     console.print(Rule("demo: what it found"))
-    drift = json.loads((root / verify_name(name, "optimizer.lr") / "summary.json").read_text())["parametrizations"]
+    drift = read_summary(root, name)["parametrizations"]
     console.print(f"coordinate check: {'PASS' if coord_passed else 'FAIL'} (the zoo's gpt behaves as μP predicts)")
     for p, v in drift.items():
         verdict = "" if v["passed"] is None else " — pass" if v["passed"] else " — FAIL"

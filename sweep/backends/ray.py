@@ -31,6 +31,7 @@ from sweep.errors import InputError
 from sweep.study.spec import RaySpec
 from sweep.study.study import SweepJob
 
+
 class RayBackend(Backend):
     name = "ray"
     flags = tuple(RaySpec.model_fields)

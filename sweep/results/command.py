@@ -9,7 +9,7 @@ from rich.console import Console
 
 from sweep.errors import InputError
 from sweep.results.plots import write_plots
-from sweep.results.studies import load_studies, locate
+from sweep.study.lookup import load_studies, locate
 from sweep.results.table import rich_table, to_json, trials_frame
 from sweep.paths import results_root
 

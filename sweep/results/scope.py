@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from sweep.errors import InputError
-from sweep.results.studies import locate
+from sweep.study.lookup import locate
 from sweep.paths import results_root
 from sweep.study.storage import StorageURL, storage_url
 

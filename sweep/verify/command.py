@@ -13,7 +13,6 @@ one (or a μP bug that lets the optimum follow width) lands well above it.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -27,28 +26,19 @@ from rich.table import Table
 
 from sweep.backends import get_backend
 from sweep.errors import InputError
-from sweep.study.command import run_workers
-from sweep.results.plots import read_curve
-from sweep.results.studies import locate, pick_trial
+from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.spec import check_builder_named, load_spec, model_name
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
+from sweep.sweeps.command import run_workers
 from sweep.verify.analysis import optima, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.plot import NAMES, figure_one
+from sweep.verify.summary import verify_name, write_summary
 from trainer.atomic import atomic_path
 
 DEFAULT_MAX_DRIFT = 1.0
-
-
-def verify_name(spec_name: str, param: str) -> str:
-    return f"{spec_name}-verify-{param.rsplit('.', 1)[-1]}"
-
-
-def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr") -> Optional[dict]:
-    path = Path(root) / verify_name(spec_name, param) / "summary.json"
-    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def parse_list(text: str, flag: str, cast=str) -> list:
@@ -115,8 +105,7 @@ def run_verify(spec_path: Path, *, widths: str, param: str, values: Optional[str
                "max_drift": max_drift,
                "parametrizations": {v.parametrization: {"drift": v.drift, "noise": v.noise, "passed": v.passed}
                                     for v in judged}}
-    with atomic_path(out / "summary.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2))
+    write_summary(out, summary)
     console.print(optima_table(table, param))
     for v in judged:
         verdict = "" if v.passed is None else " — pass" if v.passed else " — FAIL"

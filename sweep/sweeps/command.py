@@ -9,11 +9,11 @@ from rich.console import Console
 
 from sweep.backends import get_backend
 from sweep.errors import InputError
-from sweep.study.live import short, watch
 from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress, study_name
+from sweep.sweeps.live import short, watch
 
 
 def run_proxy(spec_path: Path, *, width: Optional[int], trials: Optional[int], workers: int, storage: Optional[str],
