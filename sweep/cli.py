@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from sweep.errors import BAD_INPUT, as_fault
+from sweep.errors import as_fault, is_bad_input
 
 try:  # typer ≥ 0.26 vendors click
     from typer._click.exceptions import UsageError
@@ -321,12 +321,12 @@ def main() -> None:
         where = f"{err.ctx.command_path}: " if err.ctx else ""
         print(f"error: {where}{' '.join(err.format_message().split())}", file=sys.stderr)
         sys.exit(2)
-    except BAD_INPUT as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
     except typer.Abort:
         sys.exit(130)
     except Exception as err:
+        if is_bad_input(err):
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)
         fault = as_fault(err)
         if fault is None:
             raise

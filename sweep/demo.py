@@ -17,12 +17,12 @@ from sweep.coordcheck.command import run_coord_check
 from sweep.launch.command import run_launch
 from sweep.launch.record import read_result
 from sweep.launch.request import LaunchRequest
-from sweep.sweeps.command import run_proxy
+from sweep.paths import results_root
 from sweep.results.report import run_report
 from sweep.rules import Target
-from sweep.paths import results_root
-from sweep.study.spec import load_spec
 from sweep.rules.command import run_transfer
+from sweep.study.spec import load_spec
+from sweep.sweeps.command import run_proxy
 from sweep.verify.command import run_verify
 from sweep.verify.summary import read_summary
 from trainer.config import RunConfig

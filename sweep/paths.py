@@ -1,11 +1,14 @@
-"""Where results go, and whether they can be written there: the one thing every command shares."""
+"""Where results go, and whether they can be written there: what every command shares."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from sweep.errors import InputError
+
+if TYPE_CHECKING:
+    from trainer.config import RunConfig
 
 
 def results_root(root: Optional[str] = None) -> Path:
@@ -21,3 +24,8 @@ def check_writable(folder: Path, field: str) -> None:
     if not os.access(existing, os.W_OK):
         why = "is on a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "has no write permission"
         raise InputError(f"{field}: cannot write {folder} ({existing} {why})")
+
+
+def curve_folder(cfg: RunConfig) -> Path:
+    """A run's partition of the curve store: CURVES/study=S/kind=K/run=ID."""
+    return cfg.curves_root() / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / f"run={cfg.run_id()}"

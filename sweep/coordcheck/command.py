@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from proxies.registry import base_width_of, build_model
+from sweep.coordcheck.args import open_model_data, parse_options, parse_widths
 from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coordcheck.plots import coord_check_grid
 from sweep.coordcheck.ready import refuse_unless_mup_ready
 from sweep.errors import InputError
-from sweep.coordcheck.args import open_model_data, parse_options, parse_widths
-from sweep.coordcheck.plots import coord_check_grid
 from sweep.paths import results_root
 from trainer.atomic import atomic_path
 from trainer.optim import build_optimizer

@@ -6,8 +6,8 @@ from rich.table import Table
 
 from proxies.parametrization import param_rules
 from proxies.registry import build_model
-from sweep.errors import InputError
 from sweep.coordcheck.args import parse_options
+from sweep.errors import InputError
 
 
 def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None) -> Table:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from sweep.study.trial import curve_folder
+from sweep.paths import curve_folder
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 from trainer.curves import read_run

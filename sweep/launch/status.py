@@ -17,8 +17,8 @@ from typing import Optional
 from rich.console import Console
 from rich.table import Table
 
-from sweep.errors import InputError
 from sweep.cluster.processes import process_alive
+from sweep.errors import InputError
 from sweep.launch.record import RECORD, finished_state, last_logged, read_record
 from sweep.paths import results_root
 from sweep.study.spec import load_spec

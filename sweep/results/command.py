@@ -8,10 +8,9 @@ from typing import Optional
 from rich.console import Console
 
 from sweep.errors import InputError
-from sweep.results.plots import write_plots
-from sweep.study.lookup import load_studies, locate
-from sweep.results.table import rich_table, to_json, trials_frame
 from sweep.paths import results_root
+from sweep.results.table import rich_table, to_json, trials_frame
+from sweep.study.lookup import load_studies, locate
 
 FORMATS = ("table", "csv", "json")
 
@@ -34,6 +33,8 @@ def run_results(spec_or_name: str, *, width: Optional[int], top: int, fmt: str, 
     else:
         print(to_json({n: f.head(top) for n, f in frames.items()}))
     if plots:
+        from sweep.results.plots import write_plots  # matplotlib: only when plots are written
+
         notes = Console(stderr=True) if fmt != "table" else console
         for study in studies:
             out = results_root() / name / "plots" / study.study_name

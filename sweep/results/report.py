@@ -23,13 +23,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from rich.console import Console  # noqa: E402
 
+from sweep.paths import results_root  # noqa: E402
 from sweep.results.compare import compare_figure  # noqa: E402
 from sweep.results.compare import read_curve as read_run_curve  # noqa: E402
 from sweep.results.plots import write_plots  # noqa: E402
 from sweep.results.runs_table import run_rows  # noqa: E402
 from sweep.results.scope import Scope  # noqa: E402
 from sweep.study.lookup import load_studies, locate  # noqa: E402
-from sweep.paths import results_root  # noqa: E402
 from sweep.verify.summary import read_summary, verify_name  # noqa: E402
 from trainer.atomic import atomic_path  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402

@@ -21,8 +21,8 @@ import pytest
 from optuna.trial import TrialState
 
 from sweep.errors import EnvironmentFault, InputError
-from sweep.study.storage._resilient import backoff
 from sweep.study.storage import open_storage, storage_url
+from sweep.study.storage._resilient import backoff
 from sweep.study.study import counts
 from tests.services import free_port
 from tests.sweep_helpers import load, run_sweep, sweep_cmd, sweep_env, wait_for, write_spec
