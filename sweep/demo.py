@@ -23,7 +23,9 @@ from sweep.rules import Target
 from sweep.rules.command import run_transfer
 from sweep.study.spec import load_spec
 from sweep.sweeps.command import run_proxy
+from sweep.sweeps.request import SweepRequest
 from sweep.verify.command import run_verify
+from sweep.verify.request import VerifyRequest
 from sweep.verify.summary import read_summary
 from trainer.config import RunConfig
 
@@ -51,15 +53,11 @@ def run_demo(workers: int, console: Console) -> int:
                                        optimizer="adamw", lr=None, depth=2, batch_size=None, seq_len=32, data=None,
                                        data_path=None, opt=None, out=None, console=console)
     header(1)
-    code = run_proxy(SPEC, width=PROXY_WIDTH, trials=None, workers=workers, storage=None, password_env=None, enqueue=[],
-                     timeout=None, backend="local", parametrization=None, warm_start=None, console=console)
+    code = run_proxy(SweepRequest(SPEC, width=PROXY_WIDTH, workers=workers), console)
     if code:
         return code
     header(2)
-    verify_code = run_verify(SPEC, widths=VERIFY_WIDTHS, param="optimizer.lr", values=None, span=None,
-                             parametrizations="mup,sp", seeds=1, trials_from="best", proxy_width=None, max_drift=1.0,
-                             backend="local", workers=workers, storage=None, password_env=None, backend_flags=None,
-                             console=console)
+    verify_code = run_verify(VerifyRequest(SPEC, widths=VERIFY_WIDTHS, seeds=1, workers=workers), console)
     if verify_code not in (0, 1):
         return verify_code
     header(3)

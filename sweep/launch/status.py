@@ -23,12 +23,8 @@ from sweep.launch.record import RECORD, finished_state, last_logged, read_record
 from sweep.paths import results_root
 from sweep.study.spec import load_spec
 
-FORMATS = ("table", "json")
-
 
 def run_status(target: Optional[str], fmt: str, console: Console) -> None:
-    if fmt not in FORMATS:
-        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     rows = [run_state(record_path.parent) for record_path in launch_records(target)]
     if fmt == "json":
         print(json.dumps(rows, indent=2))

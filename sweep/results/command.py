@@ -12,13 +12,9 @@ from sweep.paths import results_root
 from sweep.results.table import rich_table, to_json, trials_frame
 from sweep.study.lookup import load_studies, locate
 
-FORMATS = ("table", "csv", "json")
-
 
 def run_results(spec_or_name: str, *, width: Optional[int], top: int, fmt: str, storage: Optional[str],
                 password_env: Optional[str], plots: bool, console: Console) -> None:
-    if fmt not in FORMATS:
-        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if top < 1:
         raise InputError(f"--top: must be at least 1, got {top}")
     name, url = locate(spec_or_name, storage=storage, password_env=password_env)
