@@ -42,7 +42,6 @@ ParametrizationOption = Annotated[Optional[Parametrization],
 Storage = Annotated[Optional[str], typer.Option(help="Optuna storage URL [default: the spec's, or sqlite in the "
                                                      "study folder]")]
 StoragePasswordEnv = Annotated[Optional[str], typer.Option(help="environment variable holding the storage password")]
-Opt = Annotated[Optional[list[str]], typer.Option(help="model option KEY=VALUE (repeatable)")]
 BACKEND_FLAGS = {  # the ray and slurm flags of `sweep proxy` and `sweep verify`: name → (type, help)
     "address": (Optional[str], "ray: cluster address [default: a local Ray instance]"),
     "gpus_per_trial": (Optional[float], "ray: GPUs per trial (fractions share a GPU)"),
@@ -62,8 +61,8 @@ BACKEND_FLAGS = {  # the ray and slurm flags of `sweep proxy` and `sweep verify`
 def with_backend_flags(command: Callable) -> Callable:
     """Give `command` the BACKEND_FLAGS as options; they reach it as one `backend_flags` dict."""
     signature = inspect.signature(command, eval_str=True)
-    flags = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
-                               default=typer.Option(None, help=help)) for name, (kind, help) in BACKEND_FLAGS.items()]
+    options = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                 default=typer.Option(None, help=text)) for name, (kind, text) in BACKEND_FLAGS.items()]
 
     @functools.wraps(command)
     def wrapper(**kwargs):
@@ -71,7 +70,7 @@ def with_backend_flags(command: Callable) -> Callable:
         return command(**kwargs, backend_flags=flags)
 
     wrapper.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values()
-                                                          if p.name != "backend_flags"] + flags)
+                                                          if p.name != "backend_flags"] + options)
     return wrapper
 
 
@@ -114,7 +113,7 @@ def inspect_cmd(
     width: int = typer.Option(..., min=1),
     depth: int = typer.Option(2, min=1),
     parametrization: ParametrizationOption = Parametrization.mup,
-    opt: Opt = None,
+    opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
 ):
     """Print each parameter's shape, infinite dims, init std, Adam LR and forward multipliers, weight decay."""
     from sweep.coordcheck.inspect import inspect_table
