@@ -11,8 +11,9 @@ the rules of microsoft/mup's MuAdam / MuSGD):
 A tied embedding (role "tied") is an embedding on the way in and a readout on the way out; its
 forward multiplier is the readout's.
 
-Init is whatever the model drew (measured here, not assumed). Weight decay applies to weight
-matrices only: never to biases or norm gains, to embeddings only when asked.
+Init is whatever the model drew (measured here, not assumed). Weight decay applies to weight matrices
+only: never to biases or norm gains, to embeddings only when asked. These are the Adam and SGD columns;
+every optimizer's table (Lion, Adam-atan2, Schedule-Free AdamW, Muon too) is in `proxies.optimizers`.
 
 Depth transfer, optional (CompleteP: Dey et al. 2025, "Don't be lazy: CompleteP enables compute-efficient
 deep transformers", arXiv 2505.01618, Table 1, α column; α = 1/2 is Depth-μP, Yang et al. 2023, "Tensor
@@ -47,6 +48,7 @@ NORMS = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm
 class ParamRule:
     name: str
     shape: tuple[int, ...]
+    base_shape: tuple[int, ...]  # the shape at the base width (equal to `shape` along finite dims)
     inf_dims: tuple[int, ...]
     role: str  # hidden | input | embedding | readout | tied (embedding read out) | bias | norm | other
     init_std: float
@@ -118,7 +120,8 @@ def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamR
         decays = p.ndim >= 2 and (role not in ("embedding", "tied") or decay_embeddings)
         depth_lr, eps = depth.get(id(p), (1.0, 1.0))
         rules.append(ParamRule(
-            name=name, shape=tuple(p.shape), inf_dims=tuple(i for i, d in enumerate(infshape) if d.isinf()),
+            name=name, shape=tuple(p.shape), base_shape=tuple(d.base_dim if d.isinf() else d.dim for d in infshape),
+            inf_dims=tuple(i for i, d in enumerate(infshape) if d.isinf()),
             role=role, init_std=float(p.detach().float().std()) if p.numel() > 1 else 0.0,
             adam_lr_mult=adam * depth_lr, sgd_lr_mult=sgd, decays=decays, forward_mult=forward,
             depth_lr_mult=depth_lr, eps_mult=eps,

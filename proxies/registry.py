@@ -13,10 +13,11 @@ from torch import nn
 
 from proxies.base_shapes import has_base_shapes
 from proxies.gpt import gpt
+from proxies.llama import llama
 from proxies.mlp import mlp
 from proxies.resnet import resnet
 
-ZOO: dict[str, Callable[..., nn.Module]] = {"gpt": gpt, "mlp": mlp, "resnet": resnet}
+ZOO: dict[str, Callable[..., nn.Module]] = {"gpt": gpt, "llama": llama, "mlp": mlp, "resnet": resnet}
 
 
 class ModelError(ValueError):

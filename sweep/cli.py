@@ -102,8 +102,9 @@ def coord_check_cmd(
     from sweep.coordcheck.command import run_coord_check
 
     passed = run_coord_check(model=model, widths=widths, steps=steps, seeds=seeds,
-                             parametrization=parametrization.value, optimizer=optimizer.value, lr=lr, depth=depth, batch_size=batch_size, seq_len=seq_len,
-                             data=data, data_path=data_path, opt=opt, out=out, console=console)
+                             parametrization=parametrization.value, optimizer=optimizer.value, lr=lr, depth=depth,
+                             batch_size=batch_size, seq_len=seq_len, data=data, data_path=data_path, opt=opt, out=out,
+                             console=console)
     raise typer.Exit(0 if passed else 1)
 
 
@@ -354,6 +355,17 @@ def report_cmd(
     from sweep.results.report import run_report
 
     run_report(study, storage=storage, password_env=storage_password_env, out=out, console=console)
+
+
+@app.command("init", short_help="Copy an example spec out to edit: studies/NAME.yaml; without NAME, list them")
+def init_cmd(
+    name: Optional[str] = typer.Argument(None, help="example name (run `sweep init` to list them)"),
+    out: Optional[Path] = typer.Option(None, help="file, or folder for NAME.yaml [default: studies/NAME.yaml]"),
+):
+    """Write a packaged example (study spec or RunConfig) where you can edit it; never overwrites a file."""
+    from sweep.init.command import run_init
+
+    run_init(name, out, console)
 
 
 @app.command("demo", short_help="The whole path on the built-in corpus: coord check → sweep → verify → transfer → run → report")

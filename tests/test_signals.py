@@ -10,7 +10,7 @@ from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.loop import train
 from trainer.optim import build_optimizer
-from trainer.signals import Signals, group_name
+from trainer.signals import Signals, attention_logit_max, group_name
 
 
 def config(tmp_path, run, **changes):
@@ -47,13 +47,15 @@ def test_signals_leave_the_curve_bit_identical_and_add_their_columns(tmp_path):
         assert total == pytest.approx(b.loc[step, "grad_norm"], rel=1e-5)
 
 
-def test_signals_measure_what_they_name():
+@pytest.mark.parametrize("name,options", [("gpt", {}), ("llama", {"n_head": 8, "n_kv_head": 2})])
+def test_signals_measure_what_they_name(name, options):
     """At one step on a known model: block maxima, the attention-logit maximum over causal positions (against the
-    explicit attention path), log Z, and ‖ΔW‖/‖W‖ from the weights before and after the update."""
+    explicit attention path; grouped-query attention for llama), log Z, and ‖ΔW‖/‖W‖ from the weights before and
+    after the update."""
     data = open_data("synthetic-tokens", seq_len=32, n_tokens=20000)
     x, y = data.batch("train", 4, torch.Generator().manual_seed(0))
     torch.manual_seed(0)
-    model = build_model("gpt", 128, 2, "mup", zero_query=False, **data.model_options())
+    model = build_model(name, 128, 2, "mup", zero_query=False, **data.model_options(), **options)
     optimizer = build_optimizer(model, lr=0.01)
     signals = Signals(model, optimizer, every=1)
 
@@ -90,3 +92,54 @@ def test_signals_measure_what_they_name():
         delta = math.sqrt(sum((dict(model.named_parameters())[n].detach() - before[n]).square().sum().item() for n in names))
         weight = math.sqrt(sum(before[n].square().sum().item() for n in names))
         assert values[f"update_ratio.{group_name(group)}"] == pytest.approx(delta / weight, rel=1e-4)
+
+
+def test_attention_logit_max_in_chunks_equals_the_whole_matrix():
+    """Reduced a few query rows at a time (memory B·H·rows·T, not B·H·T·T), the maximum is the one over the whole
+    causal logit matrix; keys shared by query heads as grouped-query attention shares them."""
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 4, 9, 8), torch.randn(2, 2, 9, 8)
+    k_full = k.repeat_interleave(2, dim=1)
+    logits = (q @ k_full.transpose(-2, -1)) * 0.3
+    causal = torch.ones(9, 9, dtype=torch.bool).tril()
+    q[..., 0, :] *= 50  # the first query row holds the largest logits, but sees only key 0: the mask must hold
+    whole = ((q @ k_full.transpose(-2, -1)) * 0.3).masked_fill(~causal, -math.inf).max()
+    for chunk in (2 * 4 * 9 * 2, 2 * 4 * 9, 1, 10 ** 9):  # 2 rows, 1 row, below one row, everything at once
+        assert attention_logit_max(q, k, 0.3, chunk_elements=chunk) == whole
+    assert logits.masked_fill(~causal, -math.inf).max() != whole  # the planted row changed the answer
+
+
+def test_signals_under_compile_see_hooks_attached_after_the_first_compiled_call():
+    """torch.compile skips hook guards by default: hooks attached after the first compiled call never ran, and the
+    activation and attention signals were missing. Measured and unmeasured steps each run their own graph."""
+    torch.manual_seed(0)
+    model = build_model("llama", 64, 1, "mup", zero_query=False, q_per_kv=2)
+    x = torch.randint(0, 256, (2, 16))
+    eager = Signals(model, build_optimizer(model, lr=0.01), every=1)
+    eager.attach()
+    model(x)
+    eager.detach()
+    with torch._dynamo.config.patch(skip_nnmodule_hook_guards=True):  # torch's default, whatever ran before
+        signals = Signals(model, build_optimizer(model, lr=0.01), every=1)
+        compiled = torch.compile(model, backend="eager")
+        compiled(x)  # compiled without hooks
+        signals.attach()
+        compiled(x)
+        signals.detach()
+        measured = dict(signals.values)
+        compiled(x)  # hooks gone: nothing measured
+    assert signals.values == measured
+    assert set(measured) == {"act_max.blocks.0", "attn_logit_max.blocks.0.attn", "logit_max", "logit_lse_mean"}
+    for key, value in eager.values.items():
+        assert measured[key].item() == pytest.approx(value.item(), rel=1e-6)
+
+
+def test_gradient_norm_of_a_group_without_gradients_is_on_the_groups_device():
+    """A zero made on the CPU for a group whose parameters got no gradient could not be stacked with CUDA norms."""
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+    optimizer = torch.optim.SGD([{"params": model[0].parameters(), "lr_mult": 1.0, "weight_decay": 0.0},
+                                 {"params": model[1].parameters(), "lr_mult": 0.5, "weight_decay": 0.1}], lr=0.1)
+    signals = Signals(model, optimizer, every=1)
+    signals.after_unscale()
+    assert {v.device.type for v in signals.values.values()} == {"meta"}

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from sweep.errors import InputError
+from sweep.examples import example
 from sweep.study.preflight import prepare
 from sweep.study.space import HalflifeParam, Space, parse_param, set_path
 from sweep.study.spec import load_spec, parse_spec
@@ -59,8 +60,13 @@ def test_trial_config_sets_sampled_values_width_seed_output_and_secret_free_prov
 
 
 def test_shipped_specs_validate(tmp_path):
-    for name in ("demo", "mlp"):
-        spec = load_spec(f"studies/{name}.yaml")
+    from sweep.examples import names
+    from trainer.config import RunConfig
+
+    assert set(names()) == {"demo", "mlp", "gpt-tokens", "gpt-proxy-run", "llama"}  # each one is validated below
+    assert RunConfig.load(example("gpt-proxy-run")).model.parametrization == "mup"
+    for name in ("demo", "mlp", "llama"):
+        spec = load_spec(example(name))
         prepare(spec, width=32, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
     # the .bin study, pointed at a small token folder
     import numpy as np
@@ -68,7 +74,7 @@ def test_shipped_specs_validate(tmp_path):
     folder.mkdir()
     for split in ("train", "val"):
         np.random.default_rng(0).integers(0, 300, 50_000, dtype=np.uint16).tofile(folder / f"{split}.bin")
-    raw = yaml.safe_load(open("studies/gpt-tokens.yaml"))
+    raw = yaml.safe_load(example("gpt-tokens").read_text())
     raw["run"]["data"].update(path=str(folder), vocab_size=300)
     job = prepare(parse_spec(raw), width=32, parametrization=None, trials=None, storage=None, password_env=None,
                   root=str(tmp_path))

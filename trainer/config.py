@@ -14,10 +14,10 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from trainer import yaml_io
 
@@ -52,8 +52,48 @@ class DataConfig(Strict):
     options: dict[str, Any] = {}  # kind-specific: n_tokens, in_features, classes, channels, size
 
 
+class MuonSettings(Strict):
+    """`torch.optim.Muon` on the hidden matrices; AdamW (optimizer.beta1, beta2, eps) on the rest.
+
+    `adjust_lr_fn` is torch's update scale: "original" (Keller Jordan: lr · √max(1, A/B)) or
+    "match_rms_adamw" (Moonlight, Liu et al. 2025: lr · 0.2 · √max(A, B), an update RMS like AdamW's), the
+    default here because one `optimizer.lr` drives both the Muon and the AdamW parts."""
+
+    momentum: float = Field(0.95, ge=0, lt=1)
+    nesterov: bool = True
+    ns_steps: int = Field(5, ge=1, lt=100)  # Newton–Schulz iterations (torch refuses 100 or more)
+    adjust_lr_fn: Literal["original", "match_rms_adamw"] = "match_rms_adamw"
+
+
+class LionSettings(Strict):
+    """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"): its own β's, not AdamW's."""
+
+    beta1: float = Field(0.9, ge=0, lt=1)  # interpolation of momentum and gradient inside the sign
+    beta2: float = Field(0.99, ge=0, lt=1)  # the momentum's decay
+
+
+class ScheduleFreeSettings(Strict):
+    """Schedule-Free AdamW (Defazio et al. 2024, "The Road Less Scheduled"); β's and ε are optimizer.beta1/2, eps."""
+
+    warmup_steps: int = Field(0, ge=0)  # its own linear warmup, on top of schedule.warmup_*
+    r: float = Field(0.0, ge=0)  # polynomial weighting of the average: c_t ∝ t^r · lr_max^weight_lr_power
+    weight_lr_power: float = Field(2.0, ge=0)
+
+
+SETTINGS = {"muon": MuonSettings, "lion": LionSettings, "schedulefree_adamw": ScheduleFreeSettings}
+# flat fields an optimizer does not read, and where its own value lives instead
+UNUSED = {"muon": {"momentum": "optimizer.muon.momentum"},
+          "lion": {"beta1": "optimizer.lion.beta1", "beta2": "optimizer.lion.beta2", "eps": "none: Lion has no ε",
+                   "momentum": "optimizer.lion.beta2"},
+          "adam_atan2": {"eps": "none: atan2 replaces the ε division", "momentum": "optimizer.beta1"},
+          "schedulefree_adamw": {"momentum": "optimizer.beta1"}}
+
+
 class OptimizerConfig(Strict):
-    name: Literal["adamw", "sgd"] = "adamw"
+    """The optimizer; the section named after it (`muon`, `lion`, `schedulefree_adamw`) holds its own settings,
+    filled with their defaults when absent, and is refused under another optimizer."""
+
+    name: Literal["adamw", "sgd", "muon", "lion", "schedulefree_adamw", "adam_atan2"] = "adamw"
     lr: float = Field(2 ** -6, gt=0)  # base LR: the LR at the base width, before μP multipliers
     weight_decay: float = Field(0.0, ge=0)
     wd_mode: Literal["coupled", "independent"] = "coupled"
@@ -63,6 +103,38 @@ class OptimizerConfig(Strict):
     eps: float = Field(1e-8, gt=0)
     momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
     grad_clip: Optional[float] = Field(1.0, gt=0)  # max global grad norm; null: no clipping
+    # absent from dumps when unset: configs and run ids written before these sections existed stay as they were
+    muon: Optional[MuonSettings] = Field(None, exclude_if=lambda v: v is None)
+    lion: Optional[LionSettings] = Field(None, exclude_if=lambda v: v is None)
+    schedulefree_adamw: Optional[ScheduleFreeSettings] = Field(None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_section(cls, data: Any) -> Any:
+        """The chosen optimizer's section, with its defaults, so the written config states every setting."""
+        if isinstance(data, dict) and data.get("name") in SETTINGS and data.get(data["name"]) is None:
+            data = {**data, data["name"]: {}}
+        return data
+
+    @field_validator("beta1", "beta2", "eps", "momentum")
+    @classmethod
+    def _read_by_optimizer(cls, value: float, info: ValidationInfo) -> float:
+        instead = UNUSED.get(info.data.get("name"), {}).get(info.field_name)
+        if instead and value != cls.model_fields[info.field_name].default:
+            raise ValueError(f"{info.data['name']} does not read it (instead: {instead}); leave it at its default")
+        return value
+
+    @field_validator("muon", "lion", "schedulefree_adamw")
+    @classmethod
+    def _section_of_name(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is not None and info.data.get("name") != info.field_name:
+            raise ValueError(f"settings of {info.field_name}, but optimizer.name is {info.data.get('name')} "
+                             f"(give this section only with name {info.field_name})")
+        return value
+
+    def settings(self) -> BaseModel | None:
+        """The chosen optimizer's own settings (None for adamw, sgd and adam_atan2, which have none)."""
+        return getattr(self, self.name, None) if self.name in SETTINGS else None
 
 
 class ScheduleConfig(Strict):
@@ -191,6 +263,14 @@ class RunConfig(Strict):
             raise ValueError(f"batch_size: {self.batch_size} is not divisible by grad_accum {self.grad_accum}")
         return self
 
+    @model_validator(mode="after")
+    def _schedule_free_is_constant(self) -> "RunConfig":
+        """Schedule-Free's averaging replaces the decay (Defazio et al. 2024): a decaying schedule on top is refused."""
+        if self.optimizer.name == "schedulefree_adamw" and self.schedule.kind != "constant":
+            raise ValueError(f"schedule.kind: {self.schedule.kind} decays the LR, schedulefree_adamw needs constant "
+                             "(its averaging replaces the decay; warmup stays allowed)")
+        return self
+
     def tokens_per_step(self, tokens_per_example: int) -> int:
         return self.batch_size * tokens_per_example
 
@@ -208,8 +288,9 @@ class RunConfig(Strict):
         (not where it is written, how often it is logged, checkpointed or its signals measured, its provenance,
         nor the schema version it was written in).
 
-        The spike guard enters only when it can change the curve (on, and skip or rewind), and
-        z_loss only when non-zero, so runs named before these options existed keep their names.
+        The spike guard enters only when it can change the curve (on, and skip or rewind), z_loss only when
+        non-zero, and an optimizer's own section only when set (unset ones are not dumped), so runs named before
+        these options existed keep their names.
         """
         if self.output.run:
             return self.output.run
@@ -271,7 +352,8 @@ def one_line(err: ValidationError, root: type[BaseModel] | None = None) -> str:
     if first["type"] == "extra_forbidden":
         owner = root or RunConfig
         for part in first["loc"][:-1]:
-            owner = owner.model_fields[part].annotation
+            annotation = owner.model_fields[part].annotation
+            owner = next((t for t in (annotation, *get_args(annotation)) if hasattr(t, "model_fields")), annotation)
         return f"{key}: unknown key (allowed: {', '.join(owner.model_fields)})"
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "value_error":  # a rule across keys; the message names them

@@ -1,52 +1,61 @@
 """Optimizers with the μP multipliers as visible parameter groups.
 
-Each group carries `lr_mult` (from `proxies.parametrization`), so a schedule sets
-lr_group = lr(t) · lr_mult and the μP ratios hold at every step; fused AdamW and
-`torch.compile` see a plain torch optimizer.
+Each group carries `lr_mult` (from the optimizer's table in `proxies.optimizers`), so a schedule sets
+lr_group = lr(t) · lr_mult and the μP ratios hold at every step; fused AdamW and `torch.compile` see a plain
+torch optimizer.
 
-Weight decay (AdamW shrinks p by lr_group · wd_group per step; Loshchilov & Hutter 2019):
+Weight decay (AdamW shrinks p by lr_group · wd_group per step; Loshchilov & Hutter 2019; Lion, Adam-atan2,
+Schedule-Free AdamW and Muon decay by the same product):
 - `coupled`: wd_group = wd (torch's default), so a hidden group with lr/m also decays m× less;
 - `independent`: wd_group = wd / (width part of lr_mult), so lr_group · wd_group = lr · wd in every
   group and at every width (what mup's MuAdamW does). With depth transfer the depth factor m_L^(α−1)
   stays in the product: CompleteP's Table 1 scales λ with width (λ · m_N) but not with depth.
 
-AdamW groups also carry `eps_mult` and eps_group = eps · eps_mult (m_L^−α inside residual blocks under
-depth transfer, else 1; see `proxies.parametrization`). Parameters are grouped by (lr_mult, decays,
-eps_mult, depth part of lr_mult); SGD groups have no ε and no depth factor.
+Groups of an optimizer with ε (AdamW, Schedule-Free AdamW, Muon's AdamW part) also carry `eps_mult` and
+eps_group = eps · eps_mult (m_L^−α inside residual blocks under depth transfer, else 1; see
+`proxies.parametrization`). Parameters are grouped by (owner, lr_mult, decays, eps_mult, depth part of lr_mult).
+
+The libraries: `torch.optim` (AdamW, SGD, Muon), `lion-pytorch` (Lion), `adam-atan2-pytorch` (Adam-atan2, which
+torch does not have), `schedulefree` (Schedule-Free AdamW, its authors' implementation).
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import torch
+from adam_atan2_pytorch import AdamAtan2
+from lion_pytorch import Lion
+from pydantic import BaseModel
+from schedulefree import AdamWScheduleFree
 from torch import nn
 
-from proxies.parametrization import param_rules
+from proxies.optimizers import WITH_EPS, optimizer_rules
+from trainer.config import SETTINGS
 
 WD_MODES = ("coupled", "independent")
 
 
 def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer: str = "adamw",
-                 wd_mode: str = "coupled", decay_embeddings: bool = False, eps: float = 1e-8) -> list[dict]:
-    """Parameter groups keyed by (LR multiplier, decays, ε multiplier, depth LR multiplier), each with `lr`,
-    `lr_mult`, `decays`, `weight_decay`, `names`, and for AdamW `eps_mult` and `eps`."""
+                 wd_mode: str = "coupled", decay_embeddings: bool = False, eps: float = 1e-8,
+                 adjust_lr_fn: str = "match_rms_adamw") -> list[dict]:
+    """Parameter groups keyed by (owner, LR multiplier, decays, ε multiplier, depth LR multiplier), each with
+    `lr`, `lr_mult`, `decays`, `weight_decay`, `names`, `owner`, and where the owner has an ε `eps_mult`, `eps`.
+    Under Muon, Muon's groups come first."""
     if wd_mode not in WD_MODES:
         raise ValueError(f"optimizer.wd_mode: {wd_mode!r} is not one of {', '.join(WD_MODES)}")
-    adam = optimizer == "adamw"
     params = dict(model.named_parameters())
-    grouped: dict[tuple[float, bool, float, float], list[str]] = defaultdict(list)
-    for rule in param_rules(model, decay_embeddings=decay_embeddings):
+    grouped: dict[tuple[str, float, bool, float, float], list[str]] = defaultdict(list)
+    for rule in optimizer_rules(model, optimizer, adjust_lr_fn=adjust_lr_fn, decay_embeddings=decay_embeddings):
         if params[rule.name].requires_grad:
-            if adam:
-                grouped[(rule.adam_lr_mult, rule.decays, rule.eps_mult, rule.depth_lr_mult)].append(rule.name)
-            else:
-                grouped[(rule.sgd_lr_mult, rule.decays, 1.0, 1.0)].append(rule.name)
+            grouped[(rule.owner, rule.lr_mult, rule.decays, rule.eps_mult, rule.depth_lr_mult)].append(rule.name)
     groups = []
-    for (mult, decays, eps_mult, depth_mult), names in sorted(grouped.items(), key=lambda kv: (-kv[0][0], kv[0][1], -kv[0][2])):
+    for (owner, mult, decays, eps_mult, depth_mult), names in sorted(
+            grouped.items(), key=lambda kv: (kv[0][0] != "muon", -kv[0][1], kv[0][2], -kv[0][3])):
         wd = 0.0 if not decays else weight_decay if wd_mode == "coupled" else weight_decay * depth_mult / mult
         group = {"params": [params[n] for n in names], "names": names, "lr_mult": mult, "decays": decays,
-                 "lr": lr * mult, "weight_decay": wd}
-        if adam:
+                 "lr": lr * mult, "weight_decay": wd, "owner": owner}
+        if owner in WITH_EPS:
             group.update(eps_mult=eps_mult, eps=eps * eps_mult)
         groups.append(group)
     return groups
@@ -54,12 +63,68 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
 
 def build_optimizer(model: nn.Module, *, name: str = "adamw", lr: float, weight_decay: float = 0.0,
                     betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8, momentum: float = 0.9,
-                    wd_mode: str = "coupled", decay_embeddings: bool = False) -> torch.optim.Optimizer:
-    """AdamW (fused when every parameter is on CUDA) or SGD with momentum, in μP groups."""
-    groups = param_groups(model, lr, weight_decay, optimizer=name, wd_mode=wd_mode, decay_embeddings=decay_embeddings, eps=eps)
+                    wd_mode: str = "coupled", decay_embeddings: bool = False,
+                    settings: BaseModel | None = None) -> torch.optim.Optimizer:
+    """The optimizer `name` in its μP groups. `settings`: its own section of the RunConfig
+    (`OptimizerConfig.settings()`; None: that section's defaults). Schedule-Free AdamW comes in train mode."""
+    settings = settings if settings is not None else SETTINGS[name]() if name in SETTINGS else None
+    adjust = settings.adjust_lr_fn if name == "muon" else "match_rms_adamw"
+    groups = param_groups(model, lr, weight_decay, optimizer=name, wd_mode=wd_mode, decay_embeddings=decay_embeddings,
+                          eps=eps, adjust_lr_fn=adjust)
     if name == "adamw":
-        fused = all(p.is_cuda for g in groups for p in g["params"])
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=fused or None)
+        return _adamw(groups, lr, betas, eps)
     if name == "sgd":
         return torch.optim.SGD(groups, lr=lr, momentum=momentum)
-    raise ValueError(f"optimizer.name: {name!r} is not one of adamw, sgd")
+    if name == "lion":
+        return Lion(groups, lr=lr, betas=(settings.beta1, settings.beta2))
+    if name == "adam_atan2":
+        return AdamAtan2(groups, lr=lr, betas=betas)
+    if name == "schedulefree_adamw":
+        optimizer = AdamWScheduleFree(groups, lr=lr, betas=betas, eps=eps, warmup_steps=settings.warmup_steps,
+                                      r=settings.r, weight_lr_power=settings.weight_lr_power)
+        optimizer.train()  # the loop trains first; it switches to eval() around evaluation and checkpoints
+        return optimizer
+    if name == "muon":
+        muon = torch.optim.Muon([g for g in groups if g["owner"] == "muon"], lr=lr, momentum=settings.momentum,
+                                nesterov=settings.nesterov, ns_steps=settings.ns_steps, adjust_lr_fn=adjust)
+        return MuonWithAdamW(muon, _adamw([g for g in groups if g["owner"] == "adamw"], lr, betas, eps))
+    raise ValueError(f"optimizer.name: {name!r} is not one of adamw, sgd, muon, lion, schedulefree_adamw, adam_atan2")
+
+
+def _adamw(groups: list[dict], lr: float, betas: tuple[float, float], eps: float) -> torch.optim.AdamW:
+    """AdamW, fused when every parameter is on CUDA."""
+    fused = all(p.is_cuda for g in groups for p in g["params"])
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=fused or None)
+
+
+class MuonWithAdamW(torch.optim.Optimizer):
+    """Muon on the hidden matrices and AdamW on the rest, as one optimizer (torch has no combinator).
+
+    Its `param_groups` are the two parts' own group dicts, Muon's first, so a scheduler, `GradScaler`, gradient
+    clipping and `zero_grad` act on both; `step` steps both; the state dict is {"muon": …, "adamw": …}.
+    """
+
+    def __init__(self, muon: torch.optim.Muon, adamw: torch.optim.AdamW):
+        self.parts = {"muon": muon, "adamw": adamw}
+        super().__init__([g for part in self.parts.values() for g in part.param_groups], {})
+        self._share_groups()
+
+    def _share_groups(self) -> None:
+        self.param_groups = [g for part in self.parts.values() for g in part.param_groups]
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for part in self.parts.values():
+            part.step()
+        return loss
+
+    def state_dict(self) -> dict[str, Any]:
+        return {name: part.state_dict() for name, part in self.parts.items()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        for name, part in self.parts.items():
+            part.load_state_dict(state_dict[name])
+        self._share_groups()  # loading replaces each part's group dicts

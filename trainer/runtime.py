@@ -45,7 +45,7 @@ def start(device: str, precision: str) -> Runtime:
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise ConfigError("device: cuda was asked for but torch sees no CUDA device")
-        index = int(os.environ.get("LOCAL_RANK", "0")) if world > 1 else torch.device(device).index or 0
+        index = local_device_index(device, world)
         torch.cuda.set_device(index)
         dev = torch.device("cuda", index)
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -63,6 +63,14 @@ def start(device: str, precision: str) -> Runtime:
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
     return Runtime(device=dev, dtype=dtype, rank=rank, world=world)
+
+
+def local_device_index(device: str, world: int) -> int:
+    """The CUDA device of this process. Under torchrun, LOCAL_RANK modulo the visible devices: a SLURM cluster that
+    binds one GPU per task shows each rank a single device, index 0, whatever its LOCAL_RANK."""
+    if world == 1:
+        return torch.device(device).index or 0
+    return int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count()
 
 
 def stop(runtime: Runtime) -> None:

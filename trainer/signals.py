@@ -6,7 +6,7 @@ instabilities": attention-logit growth, output-logit divergence) and the usual p
     grad_norm.<group>        pre-clip ‖g‖ of each optimizer parameter group (after unscaling)
     update_ratio.<group>     ‖ΔW‖ / ‖W‖ of the group over this step's optimizer update
     act_max.<block>          max |output| of each block (each entry of a ModuleList: gpt blocks.i, mlp hidden.i)
-    attn_logit_max.<layer>   max attention logit q·k·scale over unmasked positions (gpt attention layers)
+    attn_logit_max.<layer>   max attention logit q·k·scale over unmasked positions (gpt, llama attention)
     logit_max                max |output logit|
     logit_lse_mean           mean log Z = mean logsumexp(logits), the z-loss quantity
 
@@ -15,14 +15,40 @@ whose AdamW ε is scaled (the residual blocks under depth transfer) adds it: `lr
 Forward values are maxima (and the mean, for log Z) over the step's micro-batches, on rank 0's share
 of the batch. Hooks are registered for the measured step only and removed after it; the attention
 logits are recomputed from the layer's input beside the fast SDPA path, so measuring never changes
-the training arithmetic (a run with signals has the same curve as one without, and the same run id).
+the training arithmetic (a run with signals has the same curve as one without, and the same run id). The
+logits are reduced a block of query rows at a time (`attention_logit_max`), never all B·H·T·T at once.
+
+Under `torch.compile`, Dynamo by default installs no guards on module hooks (`skip_nnmodule_hook_guards`): hooks
+attached after the first compiled call would never run, and the activation and attention signals would be
+silently missing. A `Signals` turns those guards on for the process when it is made (before the first compiled
+call), so a measured step runs a graph compiled with the hooks and the other steps the graph without them.
 """
 from __future__ import annotations
 
 import torch
+import torch._dynamo
 from torch import nn
 
 from proxies.gpt import CausalSelfAttention
+from proxies.llama import GroupedQueryAttention
+
+ATTENTION = (CausalSelfAttention, GroupedQueryAttention)  # modules with `heads(x) -> q, k, v` and `scale`
+CHUNK_ELEMENTS = 2 ** 22  # logits held at once by attention_logit_max: 16 MiB in fp32
+
+
+def attention_logit_max(q: torch.Tensor, k: torch.Tensor, scale: float, chunk_elements: int = CHUNK_ELEMENTS) -> torch.Tensor:
+    """max over causal positions j ≤ i of q_i·k_j·scale, in fp32, for q (B, H, T, d) and k (B, H_kv, T, d) with
+    H_kv dividing H (grouped-query attention); reduced over blocks of query rows of ≤ chunk_elements logits each."""
+    B, H, T, _ = q.shape
+    k = k.repeat_interleave(H // k.shape[1], dim=1).transpose(-2, -1)
+    rows = max(1, chunk_elements // (B * H * T))
+    best = torch.full((), float("-inf"), device=q.device)
+    for start in range(0, T, rows):
+        stop = min(start + rows, T)
+        logits = (q[..., start:stop, :] @ k[..., :stop]).float() * scale  # keys past the last row are masked anyway
+        causal = torch.ones(stop - start, stop, dtype=torch.bool, device=q.device).tril(diagonal=start)
+        best = torch.maximum(best, logits.masked_fill(~causal, float("-inf")).max())
+    return best
 
 
 def group_name(group: dict) -> str:
@@ -37,11 +63,12 @@ class Signals:
         self.model, self.optimizer, self.every = model, optimizer, every
         self.blocks = [(f"{name}.{i}", child) for name, m in model.named_modules() if isinstance(m, nn.ModuleList)
                        for i, child in enumerate(m)]
-        self.attention = [(name, m) for name, m in model.named_modules() if isinstance(m, CausalSelfAttention)]
+        self.attention = [(name, m) for name, m in model.named_modules() if isinstance(m, ATTENTION)]
         self.handles: list = []
         self.values: dict[str, torch.Tensor] = {}
         self.before: list[torch.Tensor] = []
         self.forwards = 0
+        torch._dynamo.config.skip_nnmodule_hook_guards = False  # compiled graphs see the hooks come and go
 
     def due(self, step: int) -> bool:
         return bool(self.every) and step % self.every == 0
@@ -61,10 +88,7 @@ class Signals:
             def hook(module, inputs, output):
                 with torch.no_grad():
                     q, k, _ = module.heads(inputs[0])
-                    T = q.shape[-2]
-                    logits = (q @ k.transpose(-2, -1)).float() * module.scale
-                    causal = torch.ones(T, T, dtype=torch.bool, device=logits.device).tril()
-                    self._max(f"attn_logit_max.{name}", logits.masked_fill(~causal, float("-inf")).max())
+                    self._max(f"attn_logit_max.{name}", attention_logit_max(q, k, module.scale))
             return hook
 
         def logits_hook(module, inputs, output):
@@ -89,7 +113,7 @@ class Signals:
         for group in self.optimizer.param_groups:
             grads = [p.grad for p in group["params"] if p.grad is not None]
             norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])) if grads \
-                else torch.zeros(())
+                else torch.zeros((), device=group["params"][0].device)  # stacked with the other groups' norms
             self.values[f"grad_norm.{group_name(group)}"] = norm
         self.before = [p.detach().clone() for group in self.optimizer.param_groups for p in group["params"]]
 

@@ -17,6 +17,7 @@ from mup import MuReadout
 from torch import nn
 
 from proxies.gpt import CausalSelfAttention
+from proxies.llama import GroupedQueryAttention
 from proxies.registry import build_model
 from trainer.optim import param_groups
 
@@ -53,7 +54,7 @@ def readout_times(power: float) -> Callable[[nn.Module], None]:
 def sqrt_d_attention(model: nn.Module) -> None:
     """SP's attention logits q·k/√d_head in place of μP's q·k/d_head (same at the base width)."""
     for module in model.modules():
-        if isinstance(module, CausalSelfAttention):
+        if isinstance(module, (CausalSelfAttention, GroupedQueryAttention)):
             module.scale = module.head_dim ** -0.5
 
 
@@ -89,6 +90,8 @@ BUGS = [
         mutate_model=readout_times(0.5)),
     Bug("attention 1/√d, heads fixed", "μP attention: logits q·k/d_head, not q·k/√d_head", "gpt",
         {"n_head": 4}, mutate_model=sqrt_d_attention),
+    Bug("llama attention 1/√d, heads fixed", "μP attention: logits q·k/d_head, not q·k/√d_head (RoPE keeps norms)",
+        "llama", {"n_head": 4, "n_kv_head": 2}, mutate_model=sqrt_d_attention),
     Bug("hidden Adam LR not /m", "Table 3: hidden weights' Adam LR 1/fan_in", "gpt", mutate_groups=flat_lr),
     Bug("embedding/bias/gain LR /m", "Table 3: input weights and biases keep an Adam LR Θ(1)", "gpt",
         mutate_groups=vector_lr_like_hidden),

@@ -22,7 +22,7 @@ FAR_BEYOND_BOUND = {"hidden Adam LR not /m", "hidden init not 1/√fan_in", "emb
 def check(bug: Bug, seeds: int = 2) -> cc.Verdict:
     source = open_model_data(bug.model, None, None, 32)
     base = base_width_of(bug.model)
-    batch = DEFAULT_BATCH.get(bug.model, 16)
+    batch = DEFAULT_BATCH.get(bug.model, 4 if bug.model == "llama" else 16)  # llama: few tokens, as the gpt
     _, _, verdict = cc.coord_check(make_model(bug, **source.model_options()),
                                    lambda seed: source.batch("train", batch, torch.Generator().manual_seed(seed)),
                                    [base, 2 * base, 4 * base], seeds, 8, lr=DEFAULT_LR["adamw"], make_optimizer=make_optimizer(bug))
@@ -36,6 +36,7 @@ def test_planted_bug_fails(bug):
 
 
 @pytest.mark.parametrize("bug", [Bug("gpt head dim fixed", "", "gpt"), Bug("gpt heads fixed", "", "gpt", {"n_head": 4}),
+                                 Bug("llama heads fixed", "", "llama", {"n_head": 4, "n_kv_head": 2}),
                                  Bug("mlp", "", "mlp")], ids=lambda b: b.name)
 def test_unmodified_model_and_optimizer_pass(bug):
     """The control: the mutation machinery itself (copy of the groups, plain AdamW over them) is μP."""

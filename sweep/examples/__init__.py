@@ -1,0 +1,26 @@
+"""The example specs shipped inside the package (package data, read with `importlib.resources`, so they are
+there in a wheel install as in a clone): study specs for `sweep proxy` and one RunConfig for `sweep train`.
+`sweep init NAME` copies one out to edit; `sweep demo` reads `demo` from here."""
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importlib.resources.abc is Python ≥ 3.11; the project runs on 3.10
+    from importlib.resources.abc import Traversable
+
+
+def names() -> list[str]:
+    """The examples' names: their file names without `.yaml`, sorted."""
+    return sorted(f.name.removesuffix(".yaml") for f in files(__name__).iterdir() if f.name.endswith(".yaml"))
+
+
+def example(name: str) -> Traversable:
+    """The packaged file of example `name` (one of `names()`); open it with `.read_text()` or `as_file`."""
+    return files(__name__) / f"{name}.yaml"
+
+
+def summary(name: str) -> str:
+    """What the example is: the first line of its header comment, up to its first colon."""
+    first = example(name).read_text(encoding="utf-8").splitlines()[0]
+    return first.removeprefix("#").split(": ")[0].strip(" .,")

@@ -1,0 +1,37 @@
+"""Where a process runs: the CUDA device each rank takes (no GPU needed: device count and set_device are faked)."""
+import pytest
+import torch
+
+from trainer import runtime
+
+
+@pytest.fixture
+def cuda(monkeypatch):
+    """A fake CUDA with `visible` devices; returns the list of indices set_device was called with."""
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    monkeypatch.setattr(runtime.dist, "is_initialized", lambda: True)  # no process group is joined
+
+    def visible(n):
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: n)
+        return chosen
+    return visible
+
+
+@pytest.mark.parametrize("visible,local_rank,index", [(1, 3, 0), (4, 3, 3), (2, 3, 1)])
+def test_rank_takes_local_rank_modulo_the_visible_devices(cuda, monkeypatch, visible, local_rank, index):
+    """SLURM binding one GPU per task shows every rank one device: set_device(LOCAL_RANK) failed for all but rank 0."""
+    chosen = cuda(visible)
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", str(local_rank))
+    monkeypatch.setenv("LOCAL_RANK", str(local_rank))
+    run = runtime.start("cuda", "bf16")
+    assert chosen == [index] and run.device == torch.device("cuda", index) and run.rank == local_rank
+
+
+def test_single_process_takes_the_device_it_names(cuda, monkeypatch):
+    chosen = cuda(2)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert runtime.start("cuda:1", "bf16").device == torch.device("cuda", 1) and chosen == [1]
