@@ -1,6 +1,6 @@
 """Calibration of the coordinate check's bounds: slopes of correct μP models, of SP and of planted μP bugs.
 
-Every case runs `sweep.coord_check.coord_check` at the defaults of `sweep coord-check` (widths 1×, 2×,
+Every case runs `sweep.coordcheck.check.coord_check` at the defaults of `sweep coord-check` (widths 1×, 2×,
 4× the base width, 8 steps on one batch per seed, 3 seeds; gpt: 4 × 32 tokens, AdamW lr 2^-7, SGD lr 0.1;
 mlp/resnet: 16 examples). Per case it prints
 - growth: the largest slope of log mean |x_t| or log mean |Δx_t| against log width, over modules and steps
@@ -32,11 +32,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer  # noqa: E402
 from proxies.registry import base_width_of, build_model  # noqa: E402
-from sweep.coord_check import GROW_BOUND, SHRINK_BOUND, coord_check  # noqa: E402
-from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR  # noqa: E402
-from sweep.models import open_model_data  # noqa: E402
+from sweep.coordcheck.args import open_model_data  # noqa: E402
+from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check  # noqa: E402
+from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR  # noqa: E402
+from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer  # noqa: E402
 
 STEPS, SEEDS, SEQ_LEN = 8, 3, 32
 

@@ -1,19 +1,78 @@
-"""The `sweep` command."""
+"""The `sweep` command: flags parsed and checked here (choices as Enums), then one call of a command's package."""
 from __future__ import annotations
 
+import functools
+import inspect
+import re
 import sys
+from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
 
-from sweep.errors import BAD_INPUT, as_fault
+from sweep.errors import as_fault, is_bad_input
 
 try:  # typer ≥ 0.26 vendors click
-    from typer._click.exceptions import UsageError
+    from typer._click.exceptions import BadParameter, UsageError
 except ImportError:  # pragma: no cover - older typer depends on click
-    from click.exceptions import UsageError
+    from click.exceptions import BadParameter, UsageError
+
+
+def choice(name: str, *values: str) -> type[Enum]:
+    """An Enum of `values`: typer makes it a choice that click checks (one check, one message)."""
+    return Enum(name, [(value, value) for value in values], type=str)
+
+
+Backend = choice("Backend", "local", "ray", "slurm")
+Parametrization = choice("Parametrization", "mup", "sp")
+Optimizer = choice("Optimizer", "adamw", "sgd")
+ResultsFormat = choice("ResultsFormat", "table", "csv", "json")
+SqlFormat = choice("SqlFormat", "table", "csv", "parquet")
+ExportFormat = choice("ExportFormat", "csv", "parquet")
+StatusFormat = choice("StatusFormat", "table", "json")
+XAxis = choice("XAxis", "step", "tokens", "fraction")
+Metric = choice("Metric", "val_loss", "train_loss")
+TrialsFrom = choice("TrialsFrom", "best", "spec")
+
+# options several commands share, defined once
+ParametrizationOption = Annotated[Optional[Parametrization],
+                                  typer.Option(help="mup (μP) or sp (standard parametrization)")]
+Storage = Annotated[Optional[str], typer.Option(help="Optuna storage URL [default: the spec's, or sqlite in the "
+                                                     "study folder]")]
+StoragePasswordEnv = Annotated[Optional[str], typer.Option(help="environment variable holding the storage password")]
+BACKEND_FLAGS = {  # the ray and slurm flags of `sweep proxy` and `sweep verify`: name → (type, help)
+    "address": (Optional[str], "ray: cluster address [default: a local Ray instance]"),
+    "gpus_per_trial": (Optional[float], "ray: GPUs per trial (fractions share a GPU)"),
+    "cpus_per_trial": (Optional[float], "ray: CPUs per trial"),
+    "max_concurrent": (Optional[int], "ray: trials at once [default: --workers]"),
+    "partition": (Optional[str], "slurm: partition"),
+    "gpus_per_task": (Optional[int], "slurm: GPUs per array task"),
+    "cpus_per_task": (Optional[int], "slurm: CPUs per array task"),
+    "mem": (Optional[float], "slurm: memory per array task, GB"),
+    "time": (Optional[int], "slurm: minutes per task before it requeues"),
+    "account": (Optional[str], "slurm: account"),
+    "qos": (Optional[str], "slurm: quality of service"),
+    "array_parallelism": (Optional[int], "slurm: tasks running at once"),
+}
+
+
+def with_backend_flags(command: Callable) -> Callable:
+    """Give `command` the BACKEND_FLAGS as options; they reach it as one `backend_flags` dict."""
+    signature = inspect.signature(command, eval_str=True)
+    options = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                 default=typer.Option(None, help=text)) for name, (kind, text) in BACKEND_FLAGS.items()]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        flags = {name: kwargs.pop(name) for name in BACKEND_FLAGS}
+        return command(**kwargs, backend_flags=flags)
+
+    wrapper.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values()
+                                                          if p.name != "backend_flags"] + options)
+    return wrapper
+
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Tune hyperparameters on small μP proxies and carry them to full-size runs.")
@@ -26,8 +85,8 @@ def coord_check_cmd(
     widths: Optional[str] = typer.Option(None, help="comma-separated widths [default: 1×, 2×, 4× the base width]"),
     steps: int = typer.Option(8, min=2, help="steps recorded (t = 0 … steps-1), training on one batch per seed"),
     seeds: int = typer.Option(3, min=1, help="seeds averaged per width"),
-    parametrization: str = typer.Option("mup", help="mup or sp"),
-    optimizer: str = typer.Option("adamw", help="adamw or sgd"),
+    parametrization: ParametrizationOption = Parametrization.mup,
+    optimizer: Optimizer = typer.Option(Optimizer.adamw),
     lr: Optional[float] = typer.Option(None, min=0.0, help="learning rate [default: 2^-7 adamw, 0.1 sgd]"),
     depth: int = typer.Option(2, min=1),
     batch_size: Optional[int] = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
@@ -40,11 +99,12 @@ def coord_check_cmd(
                                        "ROOT = $SWEEP_ROOT or ./studies]"),
 ):
     """Check that activations and their updates stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
-    from sweep.coord_check_run import run_coord_check
+    from sweep.coordcheck.command import run_coord_check
 
-    passed = run_coord_check(model=model, widths=widths, steps=steps, seeds=seeds, parametrization=parametrization,
-                             optimizer=optimizer, lr=lr, depth=depth, batch_size=batch_size, seq_len=seq_len,
-                             data=data, data_path=data_path, opt=opt, out=out, console=console)
+    passed = run_coord_check(model=model, widths=widths, steps=steps, seeds=seeds,
+                             parametrization=parametrization.value, optimizer=optimizer.value, lr=lr, depth=depth,
+                             batch_size=batch_size, seq_len=seq_len, data=data, data_path=data_path, opt=opt, out=out,
+                             console=console)
     raise typer.Exit(0 if passed else 1)
 
 
@@ -53,13 +113,13 @@ def inspect_cmd(
     model: str = typer.Argument(..., help="zoo model (gpt, mlp, resnet) or package.module:function"),
     width: int = typer.Option(..., min=1),
     depth: int = typer.Option(2, min=1),
-    parametrization: str = typer.Option("mup", help="mup or sp"),
+    parametrization: ParametrizationOption = Parametrization.mup,
     opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
 ):
     """Print each parameter's shape, infinite dims, init std, Adam LR and forward multipliers, weight decay."""
-    from sweep.inspect_model import inspect_table
+    from sweep.coordcheck.inspect import inspect_table
 
-    console.print(inspect_table(model, width, depth, parametrization, opt))
+    console.print(inspect_table(model, width, depth, parametrization.value, opt))
 
 
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")
@@ -70,50 +130,39 @@ def train_cmd(
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar (workers are always quiet)"),
 ):
     """Train one RunConfig in this process (torchrun for several): curves, checkpoints, result."""
-    from sweep.train_cmd import run_train
+    from sweep.launch.train import run_train
 
     result = run_train(config, steps, resume, quiet, console)
     raise typer.Exit(0 if result.status == "completed" else 1)
 
 
 @app.command("proxy", short_help="Sweep LR/WD/warmup/betas on a small-width proxy with Optuna (resumable)")
+@with_backend_flags
 def proxy_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
     width: Optional[int] = typer.Option(None, help="proxy width [default: the spec's run.model.width]"),
     trials: Optional[int] = typer.Option(None, help="trials to reach [default: the spec's trials]"),
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: sqlite in the study folder]"),
-    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    storage: Storage = None,
+    storage_password_env: StoragePasswordEnv = None,
     enqueue: Optional[list[str]] = typer.Option(None, help="a trial to run first, NAME=VALUE,… (repeatable)"),
     timeout: Optional[float] = typer.Option(None, help="minutes after which no new trial starts"),
-    backend: str = typer.Option("local", help="where trials run: local, ray or slurm"),
-    parametrization: Optional[str] = typer.Option(None, help="mup or sp [default: the spec's]"),
+    backend: Backend = typer.Option(Backend.local, help="where trials run"),
+    parametrization: ParametrizationOption = None,
     warm_start: Optional[int] = typer.Option(None, help="enqueue the best trials of this (narrower) width's study first"),
-    address: Optional[str] = typer.Option(None, help="ray: cluster address [default: a local Ray instance]"),
-    gpus_per_trial: Optional[float] = typer.Option(None, help="ray: GPUs per trial (fractions share a GPU)"),
-    cpus_per_trial: Optional[float] = typer.Option(None, help="ray: CPUs per trial"),
-    max_concurrent: Optional[int] = typer.Option(None, help="ray: trials at once [default: --workers]"),
-    partition: Optional[str] = typer.Option(None, help="slurm: partition"),
-    gpus_per_task: Optional[int] = typer.Option(None, help="slurm: GPUs per array task"),
-    cpus_per_task: Optional[int] = typer.Option(None, help="slurm: CPUs per array task"),
-    mem: Optional[float] = typer.Option(None, help="slurm: memory per array task, GB"),
-    time: Optional[int] = typer.Option(None, "--time", help="slurm: minutes per task before it requeues"),
-    account: Optional[str] = typer.Option(None, help="slurm: account"),
-    qos: Optional[str] = typer.Option(None, help="slurm: quality of service"),
-    array_parallelism: Optional[int] = typer.Option(None, help="slurm: tasks running at once"),
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
+    backend_flags: dict = None,
 ):
-    """Create or resume the spec's study at one width and run its trials; the same command resumes it."""
-    from sweep.proxy import run_proxy
+    """Create or resume the spec's study at one width and run its trials (the spec's parametrization unless
+    --parametrization); the same command resumes it."""
+    from sweep.sweeps.command import run_proxy
+    from sweep.sweeps.request import SweepRequest
 
-    code = run_proxy(spec, width=width, trials=trials, workers=workers, storage=storage,
-                     password_env=storage_password_env, enqueue=enqueue or [], timeout=timeout, backend=backend,
-                     parametrization=parametrization, warm_start=warm_start, console=console, detach=detach,
-                     backend_flags=dict(address=address, gpus_per_trial=gpus_per_trial, cpus_per_trial=cpus_per_trial,
-                                        max_concurrent=max_concurrent, partition=partition, gpus_per_task=gpus_per_task,
-                                        cpus_per_task=cpus_per_task, mem=mem, time=time, account=account, qos=qos,
-                                        array_parallelism=array_parallelism))
-    raise typer.Exit(code)
+    request = SweepRequest(spec, width=width, trials=trials, workers=workers, storage=storage,
+                           password_env=storage_password_env, enqueue=tuple(enqueue or ()), timeout=timeout,
+                           backend=backend.value, parametrization=parametrization and parametrization.value,
+                           warm_start=warm_start, backend_flags=backend_flags, detach=detach)
+    raise typer.Exit(run_proxy(request, console))
 
 
 @app.command("results", short_help="Rank a sweep's trials; write its plots")
@@ -121,15 +170,15 @@ def results_cmd(
     study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
     width: Optional[int] = typer.Option(None, help="only the study at this width"),
     top: int = typer.Option(10, help="trials shown, and curves plotted"),
-    format: str = typer.Option("table", "--format", help="table, csv or json"),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
-    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    format: ResultsFormat = typer.Option(ResultsFormat.table, "--format"),
+    storage: Storage = None,
+    storage_password_env: StoragePasswordEnv = None,
     plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG and HTML plots under ROOT/NAME/plots/"),
 ):
     """Rank, value, params, state, steps and duration per trial; history, importance, parallel, slice and curve plots."""
     from sweep.results.command import run_results
 
-    run_results(study, width=width, top=top, fmt=format, storage=storage, password_env=storage_password_env,
+    run_results(study, width=width, top=top, fmt=format.value, storage=storage, password_env=storage_password_env,
                 plots=plots, console=console)
 
 
@@ -137,38 +186,38 @@ def results_cmd(
 def sql_cmd(
     statement: str = typer.Argument(..., help="one SELECT over the views trials, runs and curves"),
     study: Optional[str] = typer.Option(None, help="one sweep (spec YAML or name) [default: every sweep under the root]"),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage URL of the trials [default: the spec's, or sqlite in each study folder]"),
-    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
-    format: str = typer.Option("table", "--format", help="table, csv or parquet"),
+    storage: Storage = None,
+    storage_password_env: StoragePasswordEnv = None,
+    format: SqlFormat = typer.Option(SqlFormat.table, "--format"),
     out: Optional[Path] = typer.Option(None, help="file to write (csv, parquet) [default: csv to stdout]"),
 ):
     """Run one SELECT (DuckDB) over `trials` (a row per Optuna trial), `runs` (a row per run folder, with
     provenance) and `curves` (the Parquet curve store); anything but a SELECT is refused."""
     from sweep.results.sql import run_sql
 
-    run_sql(statement, study=study, storage=storage, password_env=storage_password_env, fmt=format, out=out,
+    run_sql(statement, study=study, storage=storage, password_env=storage_password_env, fmt=format.value, out=out,
             console=console)
 
 
 @app.command("export", short_help="Write a sweep's trials, runs and curves as CSV or Parquet")
 def export_cmd(
     study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
-    format: str = typer.Option("parquet", "--format", help="csv or parquet"),
+    format: ExportFormat = typer.Option(ExportFormat.parquet, "--format"),
     out: Optional[Path] = typer.Option(None, help="folder [default: ROOT/NAME/export]"),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
-    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    storage: Storage = None,
+    storage_password_env: StoragePasswordEnv = None,
 ):
     """trials, runs and curves of one sweep as files (each atomically), for pandas, spreadsheets or DuckDB."""
     from sweep.results.export import run_export
 
-    run_export(study, fmt=format, out=out, storage=storage, password_env=storage_password_env, console=console)
+    run_export(study, fmt=format.value, out=out, storage=storage, password_env=storage_password_env, console=console)
 
 
 @app.command("compare", short_help="Runs side by side: final and best loss, curves on one plot")
 def compare_cmd(
     refs: list[str] = typer.Argument(..., help="run ids (folder names under runs/) or STUDY#N (a trial's runs)"),
-    x: str = typer.Option("step", "--x", help="x axis: step, tokens or fraction (step / total steps)"),
-    metric: str = typer.Option("val_loss", help="val_loss or train_loss"),
+    x: XAxis = typer.Option(XAxis.step, "--x", help="x axis (fraction: step / total steps)"),
+    metric: Metric = typer.Option(Metric.val_loss),
     study: Optional[str] = typer.Option(None, help="look in this sweep only [default: every sweep under the root]"),
     out: Optional[Path] = typer.Option(None, help="PNG to write [default: ROOT/compare.png]"),
 ):
@@ -176,10 +225,11 @@ def compare_cmd(
     proxies dashed, full runs solid."""
     from sweep.results.compare import run_compare
 
-    run_compare(refs, x=x, metric=metric, study=study, out=out, console=console)
+    run_compare(refs, x=x.value, metric=metric.value, study=study, out=out, console=console)
 
 
 @app.command("verify", short_help="Show the optimum does not move with width: drift per parametrization, Figure 1")
+@with_backend_flags
 def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
     widths: str = typer.Option("32,64,128,256", help="comma-separated widths"),
@@ -189,22 +239,26 @@ def verify_cmd(
                                        "[default: the base value × 2^-3 … 2^3]"),
     parametrizations: str = typer.Option("mup,sp", help="mup, sp or both"),
     seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
-    trials_from: str = typer.Option("best", help="other settings from the sweep's best trial, or the spec's defaults: best|spec"),
+    trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
+                                           "spec's defaults"),
     proxy_width: Optional[int] = typer.Option(None, help="the sweep's width whose best trial is used [default: its only one]"),
     max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
-    backend: str = typer.Option("local", help="where the runs go: local, ray or slurm"),
+    backend: Backend = typer.Option(Backend.local, help="where the runs go"),
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the verify folder]"),
-    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    storage: Storage = None,
+    storage_password_env: StoragePasswordEnv = None,
+    backend_flags: dict = None,
 ):
     """A grid of the setting × width per parametrization (resumable studies): each width's optimum as a fitted
     vertex with its seed spread, the drift, LR sensitivity; Figure-1 PNG and Parquet; exit 1 if μP drifts."""
     from sweep.verify.command import run_verify
+    from sweep.verify.request import VerifyRequest
 
-    raise typer.Exit(run_verify(spec, widths=widths, param=param, values=values, span=span,
-                                parametrizations=parametrizations, seeds=seeds, trials_from=trials_from,
-                                proxy_width=proxy_width, max_drift=max_drift, backend=backend, workers=workers,
-                                storage=storage, password_env=storage_password_env, backend_flags=None, console=console))
+    request = VerifyRequest(spec, widths=widths, param=param, values=values, span=span,
+                            parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
+                            proxy_width=proxy_width, max_drift=max_drift, backend=backend.value, workers=workers,
+                            storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
+    raise typer.Exit(run_verify(request, console))
 
 
 @app.command("transfer", short_help="Write the full-size RunConfig from a proxy trial, with rules and provenance")
@@ -222,13 +276,13 @@ def transfer_cmd(
                                 "of the run, or left: tokens|fraction|none"),
     trial: str = typer.Option("best", help="the proxy trial: best or its number"),
     proxy_width: Optional[int] = typer.Option(None, help="the sweep's width to take the trial from [default: its only one]"),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
-    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    storage: Storage = None,
+    storage_password_env: StoragePasswordEnv = None,
     out: Optional[Path] = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.rules import Target
-    from sweep.transfer import run_transfer
+    from sweep.rules.command import run_transfer
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule)
@@ -239,7 +293,7 @@ def transfer_cmd(
 @app.command("launch", short_help="Start a full run locally, on SLURM or on Ray; the same command resumes or re-attaches")
 def launch_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
-    backend: str = typer.Option("local", help="where it trains: local, slurm or ray"),
+    backend: Backend = typer.Option(Backend.local, help="where it trains"),
     nodes: Optional[int] = typer.Option(None, help="slurm: nodes [default: 1]"),
     gpus_per_node: Optional[int] = typer.Option(None, help="GPUs per node (slurm: one task each; local: one process each)"),
     nproc: Optional[int] = typer.Option(None, help="local: processes under torchrun (gloo on CPU, NCCL on GPUs)"),
@@ -255,7 +309,7 @@ def launch_cmd(
     from sweep.launch.command import run_launch
     from sweep.launch.request import LaunchRequest
 
-    request = LaunchRequest(backend=backend, nodes=nodes, gpus_per_node=gpus_per_node, nproc=nproc, partition=partition,
+    request = LaunchRequest(backend=backend.value, nodes=nodes, gpus_per_node=gpus_per_node, nproc=nproc, partition=partition,
                             time=time, mem=mem, account=account, qos=qos, address=address, detach=detach)
     raise typer.Exit(run_launch(config, request, console))
 
@@ -263,13 +317,13 @@ def launch_cmd(
 @app.command("status", short_help="List launched runs: state, last step and loss, backend and job")
 def status_cmd(
     study: Optional[str] = typer.Argument(None, help="a sweep's spec or name [default: every launched run]"),
-    format: str = typer.Option("table", "--format", help="table or json"),
+    format: StatusFormat = typer.Option(StatusFormat.table, "--format"),
 ):
     """Every run folder with a launch record under the results root (or one sweep's): queued, running, requeued,
     done, failed or diverged, from the scheduler and the run's files."""
     from sweep.launch.status import run_status
 
-    run_status(study, format, console)
+    run_status(study, format.value, console)
 
 
 @app.command("doctor", short_help="Pre-flight checklist of a RunConfig or a study: one verdict table")
@@ -284,7 +338,7 @@ def doctor_cmd(
 ):
     """Init loss, overfit one batch, gradient norms, dead or unoptimized parameters, shifted labels, disjoint
     splits, id range, coordinate check, size and cost; exit 1 on any failed row."""
-    from sweep.doctor_cmd import run_doctor_cmd
+    from sweep.doctor.command import run_doctor_cmd
 
     raise typer.Exit(0 if run_doctor_cmd(config, width, lr_max, out, console) else 1)
 
@@ -292,8 +346,8 @@ def doctor_cmd(
 @app.command("report", short_help="One self-contained HTML report of a sweep, coordinate check to full run")
 def report_cmd(
     study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage URL [default: the spec's, or sqlite in the study folder]"),
-    storage_password_env: Optional[str] = typer.Option(None, help="environment variable holding the storage password"),
+    storage: Storage = None,
+    storage_password_env: StoragePasswordEnv = None,
     out: Optional[Path] = typer.Option(None, help="the HTML file [default: ROOT/NAME/report.html]"),
 ):
     """Coordinate check, sweep history, importance, parallel coordinates, Figure 1 with its drift, the
@@ -323,21 +377,33 @@ def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the
     raise typer.Exit(run_demo(workers, console))
 
 
+REFUSED_CHOICE = re.compile(r"(?:Value error, )?('.*' is not one of )(.*?)\.?")
+
+
+def usage_line(err: UsageError) -> str:
+    """click's message on one line after the command's path; a refused choice reads as the commands' own bad
+    flags do (InputError): `--format: 'xml' is not one of table, json`."""
+    refused = REFUSED_CHOICE.fullmatch(err.message) if isinstance(err, BadParameter) and err.param else None
+    if refused:
+        return f"{err.param.opts[0]}: {refused[1]}{refused[2].replace(chr(39), '')}"
+    where = f"{err.ctx.command_path}: " if err.ctx else ""
+    return f"{where}{' '.join(err.format_message().split())}"
+
+
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2; a full or read-only disk or an
     unreachable storage met on the way is one line and exit code 1."""
     try:
         code = app(standalone_mode=False)
     except UsageError as err:
-        where = f"{err.ctx.command_path}: " if err.ctx else ""
-        print(f"error: {where}{' '.join(err.format_message().split())}", file=sys.stderr)
-        sys.exit(2)
-    except BAD_INPUT as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {usage_line(err)}", file=sys.stderr)
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)
     except Exception as err:
+        if is_bad_input(err):
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)
         fault = as_fault(err)
         if fault is None:
             raise

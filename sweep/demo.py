@@ -7,7 +7,6 @@ resumes, so a second `sweep demo` only re-reads what the first one wrote.
 """
 from __future__ import annotations
 
-import json
 from importlib.resources import as_file
 from pathlib import Path
 
@@ -16,17 +15,20 @@ from rich.console import Console
 from rich.rule import Rule
 
 from sweep import examples
-from sweep.coord_check_run import run_coord_check
+from sweep.coordcheck.command import run_coord_check
 from sweep.launch.command import run_launch
 from sweep.launch.record import read_result
 from sweep.launch.request import LaunchRequest
-from sweep.proxy import run_proxy
+from sweep.paths import results_root
 from sweep.results.report import run_report
 from sweep.rules import Target
-from sweep.study.preflight import results_root
+from sweep.rules.command import run_transfer
 from sweep.study.spec import load_spec
-from sweep.transfer import run_transfer
-from sweep.verify.command import run_verify, verify_name
+from sweep.sweeps.command import run_proxy
+from sweep.sweeps.request import SweepRequest
+from sweep.verify.command import run_verify
+from sweep.verify.request import VerifyRequest
+from sweep.verify.summary import read_summary
 from trainer.config import RunConfig
 
 PROXY_WIDTH = 32
@@ -57,15 +59,11 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
                                        optimizer="adamw", lr=None, depth=2, batch_size=None, seq_len=32, data=None,
                                        data_path=None, opt=None, out=None, console=console)
     header(1)
-    code = run_proxy(spec, width=PROXY_WIDTH, trials=None, workers=workers, storage=None, password_env=None, enqueue=[],
-                     timeout=None, backend="local", parametrization=None, warm_start=None, console=console)
+    code = run_proxy(SweepRequest(spec, width=PROXY_WIDTH, workers=workers), console)
     if code:
         return code
     header(2)
-    verify_code = run_verify(spec, widths=VERIFY_WIDTHS, param="optimizer.lr", values=None, span=None,
-                             parametrizations="mup,sp", seeds=1, trials_from="best", proxy_width=None, max_drift=1.0,
-                             backend="local", workers=workers, storage=None, password_env=None, backend_flags=None,
-                             console=console)
+    verify_code = run_verify(VerifyRequest(spec, widths=VERIFY_WIDTHS, seeds=1, workers=workers), console)
     if verify_code not in (0, 1):
         return verify_code
     header(3)
@@ -78,7 +76,7 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     report = run_report(str(spec), storage=None, password_env=None, out=None, console=console)
 
     console.print(Rule("demo: what it found"))
-    drift = json.loads((root / verify_name(name, "optimizer.lr") / "summary.json").read_text())["parametrizations"]
+    drift = read_summary(root, name)["parametrizations"]
     console.print(f"coordinate check: {'PASS' if coord_passed else 'FAIL'} (the zoo's gpt behaves as μP predicts)")
     for p, v in drift.items():
         verdict = "" if v["passed"] is None else " — pass" if v["passed"] else " — FAIL"

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from pathlib import Path
 from typing import Optional
 
-from proxies.data import DataError
-from proxies.registry import ModelError
 from trainer.atomic import os_error_behind
-from trainer.config import ConfigError
 
 
 class InputError(ValueError):
@@ -27,9 +25,17 @@ class EnvironmentFault(RuntimeError):
     """The disk or the storage, not the input or the run, stopped the work; str() is one line naming it."""
 
 
-BAD_INPUT = (InputError, DataError, ModelError, ConfigError)
+# Bad input found below sweep, by the class's module and name: an error cannot be an instance of a class whose
+# module was never imported, so this module (and a light command) imports neither torch nor the model zoo.
+BAD_INPUT_BELOW = {"proxies.data": "DataError", "proxies.registry": "ModelError", "trainer.config": "ConfigError"}
 DISK_ERRNOS = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EDQUOT: "the disk quota is exceeded (EDQUOT)",
                errno.EROFS: "the file system is read-only (EROFS)"}
+
+
+def is_bad_input(err: BaseException) -> bool:
+    """Whether `err` is bad input: an InputError, or a DataError, ModelError or ConfigError from below."""
+    return isinstance(err, InputError) or any(isinstance(err, getattr(sys.modules[module], name))
+                                              for module, name in BAD_INPUT_BELOW.items() if module in sys.modules)
 
 
 def as_fault(err: BaseException) -> Optional[EnvironmentFault]:

@@ -184,7 +184,7 @@ CASES = {
     "coord-check-one-width": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32"],
                                   ("--widths:", "at least two distinct positive widths")),
     "launch-unknown-backend": Case(lambda root: ["launch", run_config(root), "--backend", "k8s"],
-                                   ("--backend:", "'k8s' is not one of local, slurm, ray")),
+                                   ("--backend:", "'k8s' is not one of local, ray, slurm")),
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),
     "status-unknown-format": Case(lambda root: ["status", "--format", "xml"],
                                   ("--format:", "'xml' is not one of table, json")),

@@ -8,7 +8,7 @@ from torch import nn
 from proxies import mup_builder
 from proxies.data import open_data
 from proxies.gpt import GPT
-from sweep.doctor import run_doctor
+from sweep.doctor.checks import run_doctor
 from trainer.config import RunConfig
 
 GPT_RUN = {"model": {"name": "gpt", "width": 64, "depth": 2}, "data": {"kind": "stdlib", "seq_len": 32},

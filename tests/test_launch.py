@@ -168,7 +168,7 @@ def test_a_ray_launch_trains_in_one_task_on_a_private_instance(tmp_path, no_ray_
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--backend", "pbs"), "--backend: 'pbs' is not one of local, slurm, ray"),
+    (("--backend", "pbs"), "--backend: 'pbs' is not one of local, ray, slurm"),
     (("--backend", "slurm", "--nodes", "0"), "--nodes: must be at least 1, got 0"),
     (("--partition", "gpu"), "--partition: a slurm flag; --backend local takes"),
     (("--detach",), "--detach: a slurm flag"),

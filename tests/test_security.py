@@ -271,7 +271,8 @@ def foreign_study(tmp_path_factory):
                           timeout=240)
     assert done.returncode == 0, done.stderr
     assert marker.exists()  # they named it: it was imported for their sweep
-    from sweep.launch.record import this_process, write_record
+    from sweep.cluster.processes import this_process
+    from sweep.launch.record import write_record
     from trainer.config import RunConfig
 
     run = RunConfig.load(next((folder / "runs").glob("*/config.yaml")))
@@ -328,8 +329,9 @@ def test_verify_never_takes_a_builder_from_the_stored_best_trial(foreign_study, 
         values = {"optimizer.lr": 0.01, "model.name": "evilmod:build"}
         con.execute("UPDATE trial_user_attributes SET value_json = ? WHERE key = 'values'", (json.dumps(values),))
     mine = write_spec(tmp_path, name="evil")
+    # --backend slurm refuses a SQLite storage before anything runs: a second net should the builder check go
     code, out, err = inside("verify", mine, "--storage", f"sqlite:///{copy / 'optuna.db'}", "--widths", "16,32",
-                            "--values", "2^-7,2^-6,2^-5", "--backend", "nowhere")
+                            "--values", "2^-7,2^-6,2^-5", "--backend", "slurm")
     assert not marker.exists() and "evilmod" not in sys.modules
     assert code == 2 and err.count("\n") == 1, err
     assert "model.name: the settings from evil-w16-mup#" in err and "'evilmod:build'" in err

@@ -6,8 +6,8 @@ import torch.nn.functional as F
 
 from proxies.data import open_data
 from proxies.registry import build_model
-from sweep import coord_check as cc
-from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
+from sweep.coordcheck import check as cc
+from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.evaluate import objective
@@ -16,7 +16,7 @@ from trainer.loop import train
 
 def run(tmp_path, name, **changes):
     """The regime: gpt width 64 (the base width), depth 2, byte-level stdlib text, seq 64, batch 16, AdamW at
-    constant lr 2^-5 (twice the μP optimum measured in DESIGN.md), no weight decay, 60 steps."""
+    constant lr 2^-5 (twice the μP optimum measured for this regime), no weight decay, 60 steps."""
     cfg = RunConfig.parse({
         "model": {"name": "gpt", "width": 64, "depth": 2, **changes.pop("model", {})},
         "data": {"kind": "stdlib", "seq_len": 64}, "optimizer": {"lr": 2 ** -5},

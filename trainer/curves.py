@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from trainer.atomic import atomic_path
 
 PARTITIONS = ("study", "kind", "run")
-# the trainer's numeric columns (DESIGN.md "Storage"), present in every part
+# the trainer's numeric columns, present in every part
 FLOAT_COLUMNS = ("tokens", "wall_time", "lr", "train_loss", "val_loss", "grad_norm", "tokens_per_s", "mfu",
                  "noise_scale",
                  "trial", "width", "depth", "batch_size")

@@ -15,8 +15,6 @@ BACKENDS = {"local": LocalBackend, "ray": RayBackend, "slurm": SlurmBackend}
 
 def get_backend(name: str, spec: StudySpec, workers: int = 1, flags: dict | None = None) -> Backend:
     """The backend `name` with its settings: the spec's section of its name, under the flags given."""
-    if name not in BACKENDS:
-        raise InputError(f"--backend: {name!r} is not one of {', '.join(BACKENDS)}")
     given = {flag: value for flag, value in (flags or {}).items() if value is not None}
     for flag in given:
         if flag not in BACKENDS[name].flags:

@@ -15,7 +15,7 @@ import sys
 from dataclasses import replace
 
 from sweep.backends.base import Backend, Execution
-from sweep.backends.processes import die_with_parent
+from sweep.cluster.processes import die_with_parent
 from sweep.errors import EnvironmentFault, InputError
 from sweep.study.study import SweepJob
 

@@ -15,32 +15,21 @@ Tune reuses its trial actors (every trial asks the same resources), so a Ray wor
 torch and the trainer once, not once per trial (benchmarks/backends_overhead.py: the in-trial
 overhead fell from ~5 s to ~0.3 s per trial on 2 loaded cores).
 
-The driver (ray.init, Tuner.fit, ray.shutdown) is a child process in its own session, so every
-process the local Ray instance starts can be found and killed when it ends: none outlives the
-command. Three paths end them: the driver itself after ray.shutdown (before it releases the trials
-Tune stopped, so their workers are known gone); this command after the driver exits; and, when this
-command is killed with SIGKILL (Linux then kills the driver, see `die_with_parent`), a reaper forked
-by the driver that outlives it. The instance's session files and auth token go to a temp dir removed
-afterwards, never to /tmp/ray or ~/.ray; Tune's output goes to ROOT/NAME/ray/STUDY.log.
+The driver (ray.init, Tuner.fit, ray.shutdown) is a `sweep.cluster.ray` driver: a child process in its own
+session, none of whose processes outlives the command; it shuts Ray down before it releases the trials Tune
+stopped, so their workers are known gone. Tune's output goes to ROOT/NAME/ray/STUDY.log.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import secrets
-import shutil
 import signal
-import socket
-import tempfile
 from pathlib import Path
 
 from sweep.backends.base import Backend, Execution
-from sweep.backends.processes import become_subreaper, die_with_parent, end_session, reap_children, start_reaper
+from sweep.cluster.ray import STOP_TIMEOUT_S, Driver, check_address, enter_driver, init_ray, leave_driver, start_driver
 from sweep.errors import InputError
 from sweep.study.spec import RaySpec
 from sweep.study.study import SweepJob
-
-STOP_TIMEOUT_S = 60.0
 
 
 class RayBackend(Backend):
@@ -69,52 +58,28 @@ class RayBackend(Backend):
         check_address(address)
 
     def launch(self, job: SweepJob) -> "RayExecution":
-        temp_dir = tempfile.mkdtemp(prefix="sweep-ray-")
         log = Path(job.root) / job.spec.name / "ray" / f"{job.study_name}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        driver = mp.get_context("spawn").Process(target=driver_main, name="sweep-ray-driver",
-                                                 args=(job, self.options, self.max_concurrent, temp_dir, str(log)))
-        driver.start()
-        return RayExecution(driver, temp_dir, log, self.options, self.max_concurrent)
-
-
-def check_address(address: str) -> None:
-    """A cluster address must be HOST:PORT or ray://HOST:PORT, and answer (`auto` is Ray's own lookup)."""
-    if address == "auto":
-        return
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise InputError(f"--address: {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except OSError as err:
-        raise InputError(f"--address: cannot reach the Ray cluster at {address} ({err.strerror or err})") from None
+        driver = start_driver(driver_main, "sweep-ray-driver", (job, self.options, self.max_concurrent), log)
+        return RayExecution(driver, log, self.options, self.max_concurrent)
 
 
 class RayExecution(Execution):
-    def __init__(self, driver, temp_dir: str, log: Path, options: RaySpec, max_concurrent: int):
-        self.driver, self.temp_dir, self.log = driver, temp_dir, log
+    def __init__(self, driver: Driver, log: Path, options: RaySpec, max_concurrent: int):
+        self.driver, self.log = driver.process, log
+        self.end = driver.end
         self.options, self.max_concurrent = options, max_concurrent
 
     def running(self) -> bool:
         if self.driver.is_alive():
             return True
-        self.clean_up()
+        self.end()
         return False
 
     def stop(self) -> None:
         if self.driver.is_alive():
             os.kill(self.driver.pid, signal.SIGINT)  # Tune stops its trials; the driver releases theirs
             self.driver.join(STOP_TIMEOUT_S)
-        self.clean_up()
-
-    def clean_up(self) -> None:
-        """End what the driver's session left (a driver killed before ray.shutdown), remove the temp dir."""
-        if self.driver.is_alive():
-            self.driver.kill()
-        self.driver.join()
-        end_session(self.driver.pid, STOP_TIMEOUT_S)
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        self.end()
 
     def errors(self) -> list[str]:
         code = self.driver.exitcode
@@ -126,51 +91,6 @@ class RayExecution(Execution):
         where = f"the Ray cluster at {self.options.address}" if self.options.address else "a local Ray instance"
         return (f"Ray Tune on {where}, {self.max_concurrent} trial(s) at once, {self.options.cpus_per_trial:g} CPU and "
                 f"{self.options.gpus_per_trial:g} GPU per trial (driver pid {self.driver.pid}, log {self.log})")
-
-
-def end_driver_session(temp_dir: str) -> None:
-    """In the reaper, once the driver is gone: end the rest of its session and remove the temp dir."""
-    end_session(os.getsid(0), STOP_TIMEOUT_S, spare=(os.getpid(),))
-    shutil.rmtree(temp_dir, ignore_errors=True)
-
-
-def enter_driver(temp_dir: str, log: str, address: str | None) -> None:
-    """The start of a Ray driver process: its own session (Ray's processes join it), dying with its parent,
-    a reaper that ends the session however the driver dies, its output to `log`, and for a private
-    instance (no `address`) a fresh auth token in the temp dir."""
-    os.setsid()
-    die_with_parent()
-    become_subreaper()  # Ray's processes orphaned by the shutdown are reaped here, not left as zombies
-    start_reaper(lambda: end_driver_session(temp_dir))
-    with open(log, "a") as out:
-        os.dup2(out.fileno(), 1)
-        os.dup2(out.fileno(), 2)
-    if address is None:
-        token = Path(temp_dir) / "auth_token"
-        token.write_text(secrets.token_hex(32))
-        token.chmod(0o600)
-        os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-
-
-def init_ray(address: str | None, temp_dir: str, runtime_env: dict | None = None) -> None:
-    """Join the cluster at `address`, or start a private instance with every CPU, its session files in `temp_dir`."""
-    import ray
-
-    if address is None:
-        ray.init(num_cpus=os.cpu_count(), _temp_dir=temp_dir, include_dashboard=False, log_to_driver=False,
-                 runtime_env=runtime_env)
-    else:
-        ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
-
-
-def leave_driver() -> None:
-    """Shut Ray down and end what the shutdown left in the driver's session (the reaper too)."""
-    import ray
-
-    ray.shutdown()
-    end_session(os.getpid(), STOP_TIMEOUT_S, spare=(os.getpid(),))
-    reap_children()
 
 
 def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: str, log: str) -> None:

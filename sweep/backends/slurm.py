@@ -18,12 +18,12 @@ The array's id and log folder are kept on the study (user attr `slurm_job`), so 
 """
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from sweep.backends.base import Backend, Execution
+from sweep.cluster.slurm import cancel, check_slurm, failed_tasks, queued
 from sweep.errors import InputError
 from sweep.study.spec import SlurmSpec
 from sweep.study.storage import open_storage
@@ -31,7 +31,6 @@ from sweep.study.study import SweepJob, open_study
 
 JOB_ATTR = "slurm_job"
 STOP_TIMEOUT_S = 30.0
-FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "CANCELLED")
 
 
 class SlurmBackend(Backend):
@@ -47,15 +46,12 @@ class SlurmBackend(Backend):
         if job.storage.url.startswith("sqlite:"):
             raise InputError("--storage: --backend slurm needs a storage every node reaches: journal:PATH on a "
                              "shared filesystem or a SQLAlchemy URL (postgresql://…); SQLite is for one machine")
-        try:
-            subprocess.run(["sinfo", "--version"], capture_output=True, check=True, timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            raise InputError("--backend slurm: no SLURM here (sinfo does not run); submit from a login node") from None
+        check_slurm()
 
     def launch(self, job: SweepJob) -> "SlurmExecution":
         study = open_study(job, open_storage(job.storage), create=False)
         recorded = study.user_attrs.get(JOB_ATTR)
-        if recorded and active(recorded["id"]):
+        if recorded and queued(recorded["id"]):
             return SlurmExecution(recorded["id"], Path(recorded["folder"]), recorded["tasks"], attached=True)
         import submitit
 
@@ -74,12 +70,6 @@ class SlurmBackend(Backend):
         array_id = tasks[0].job_id.split("_")[0]
         study.set_user_attr(JOB_ATTR, {"id": array_id, "folder": str(folder), "tasks": self.workers})
         return SlurmExecution(array_id, folder, self.workers, attached=False)
-
-
-def active(array_id: str) -> bool:
-    """Whether a task of the array is queued or running (squeue forgets finished jobs)."""
-    done = subprocess.run(["squeue", "-h", "-j", array_id, "-o", "%T"], capture_output=True, text=True, timeout=60)
-    return done.returncode == 0 and bool(done.stdout.split())
 
 
 class SlurmTask:
@@ -101,26 +91,20 @@ class SlurmExecution(Execution):
         self.array_id, self.folder, self.tasks, self.attached = array_id, folder, tasks, attached
 
     def running(self) -> bool:
-        return active(self.array_id)
+        return queued(self.array_id)
 
     def stop(self) -> None:
         """Cancel what is queued; interrupt what runs (each task releases its trial), then cancel the rest."""
-        subprocess.run(["scancel", "--state=PENDING", self.array_id], capture_output=True, timeout=60)
-        subprocess.run(["scancel", "--signal=INT", self.array_id], capture_output=True, timeout=60)
+        cancel(self.array_id, "--state=PENDING")
+        cancel(self.array_id, "--signal=INT")
         deadline = time.time() + STOP_TIMEOUT_S
-        while active(self.array_id) and time.time() < deadline:
+        while queued(self.array_id) and time.time() < deadline:
             time.sleep(0.5)
-        subprocess.run(["scancel", self.array_id], capture_output=True, timeout=60)
+        cancel(self.array_id)
 
     def errors(self) -> list[str]:
-        done = subprocess.run(["sacct", "-n", "-X", "-P", "-j", self.array_id, "-o", "JobID,State,ExitCode"],
-                              capture_output=True, text=True, timeout=60)
-        lines = []
-        for row in done.stdout.splitlines():
-            task, state, code = row.split("|")
-            if state.split()[0] in FAILED_STATES:
-                lines.append(f"SLURM task {task} ended {state} (exit {code}); log: {self.folder}/{task}_0_log.err")
-        return lines
+        return [f"SLURM task {task} ended {state} (exit {code}); log: {self.folder}/{task}_0_log.err"
+                for task, state, code in failed_tasks(self.array_id)]
 
     def describe(self) -> str:
         how = "re-attached to" if self.attached else "submitted"

@@ -17,7 +17,8 @@ from typing import Optional
 from rich.console import Console
 
 from proxies.data import open_data
-from sweep.launch.record import finished_state, last_logged, locations, process_alive, read_record, read_result
+from sweep.cluster.processes import process_alive
+from sweep.launch.record import finished_state, last_logged, locations, read_record, read_result
 from sweep.launch.request import LaunchRequest
 from trainer.config import RunConfig
 from trainer.loop import resolve
@@ -30,11 +31,11 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
               val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
     if request.backend == "slurm":
-        from sweep.launch.slurm import check_slurm
+        from sweep.cluster.slurm import check_slurm
 
         check_slurm()
     if request.backend == "ray" and request.address:
-        from sweep.backends.ray import check_address
+        from sweep.cluster.ray import check_address
 
         check_address(request.address)
 
@@ -69,7 +70,7 @@ def still_launched(record: Optional[dict]) -> Optional[str]:
     if record is None:
         return None
     if record["backend"] == "slurm":
-        from sweep.launch.slurm import active, job_state
+        from sweep.cluster.slurm import active, job_state
 
         state = job_state(record["job"])[0]
         return f"{state.lower()} as SLURM job {record['job']}" if active(state) else None

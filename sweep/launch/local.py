@@ -18,9 +18,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from sweep.backends.processes import die_with_parent
-from sweep.launch.record import this_process, write_record
-from sweep.train_cmd import run_train
+from sweep.cluster.processes import die_with_parent, this_process
+from sweep.launch.record import write_record
+from sweep.launch.train import run_train
 from trainer.config import RunConfig
 
 

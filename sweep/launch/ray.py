@@ -5,17 +5,15 @@ checkpoints and joins its process group from torchrun's environment, so a task h
 GPUs (`num_gpus`) that trains in place (one GPU or CPU) or runs torch's elastic launcher over its GPUs
 needs no second checkpoint or process-group path. The price: one node per run (`--nodes` is SLURM's).
 
-The driver (ray.init, the task, ray.shutdown) is a child process in its own session with a reaper, as
-in `sweep/backends/ray.py`: a private instance's session files and auth token live in a temp dir, and
+The driver (ray.init, the task, ray.shutdown) is a `sweep.cluster.ray` driver, in its own session with a
+reaper: a private instance's session files and auth token live in a temp dir, and
 no Ray process outlives the command, even one killed with SIGKILL. The driver's output goes to
 RUN_DIR/ray.log. A task lost with its worker or node is retried by Ray (`max_retries`) and resumes from
 the run's latest checkpoint; so does `sweep launch` again.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,10 +23,10 @@ from typing import Optional
 
 from rich.console import Console
 
-from sweep.backends.processes import end_session
-from sweep.backends.ray import STOP_TIMEOUT_S, enter_driver, init_ray, leave_driver
+from sweep.cluster.processes import this_process
+from sweep.cluster.ray import enter_driver, init_ray, leave_driver, start_driver
 from sweep.launch.local import elastic_command
-from sweep.launch.record import read_result, this_process, write_record
+from sweep.launch.record import read_result, write_record
 from trainer.config import RunConfig
 from trainer.loop import train
 
@@ -64,12 +62,9 @@ def driver_main(cfg: RunConfig, cwd: str, address: Optional[str], gpus: int, tem
 
 def launch_ray(cfg: RunConfig, address: Optional[str], gpus: int, console: Console) -> int:
     """Run the driver to its end (Ctrl-C ends it and its Ray processes; launching again resumes)."""
-    temp_dir = tempfile.mkdtemp(prefix="sweep-ray-")
     log = (cfg.run_dir() / "ray.log").resolve()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    driver = mp.get_context("spawn").Process(target=driver_main, name="sweep-launch-ray",
-                                             args=(cfg, os.getcwd(), address, gpus, temp_dir, str(log)))
-    driver.start()
+    started = start_driver(driver_main, "sweep-launch-ray", (cfg, os.getcwd(), address, gpus), log)
+    driver = started.process
     where = f"the Ray cluster at {address}" if address else "a local Ray instance"
     record = write_record(cfg, {"backend": "ray", "job": f"driver pid {driver.pid}", "process": this_process(driver.pid),
                                 "address": address, "gpus_per_node": gpus, "log": str(log), "launched": time.time()})
@@ -78,11 +73,8 @@ def launch_ray(cfg: RunConfig, address: Optional[str], gpus: int, console: Conso
     try:
         driver.join()
     except KeyboardInterrupt:
-        driver.kill()
-        driver.join()
         console.print("stopped; `sweep launch` again resumes from the run's latest checkpoint")
         return 130
     finally:
-        end_session(driver.pid, STOP_TIMEOUT_S)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        started.end()
     return 0 if driver.exitcode == 0 else 1

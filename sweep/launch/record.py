@@ -12,9 +12,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-
-from sweep.study.liveness import machine_id, process_start
-from sweep.study.trial import curve_folder
+from sweep.paths import curve_folder
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 from trainer.curves import read_run
@@ -61,14 +59,3 @@ def last_logged(curve: Path) -> Optional[dict]:
     val = rows["val_loss"].dropna()
     return {"step": int(rows["step"].iloc[-1]), "train_loss": float(rows["train_loss"].iloc[-1]),
             "val_loss": float(val.iloc[-1]) if len(val) else None}
-
-
-def this_process(pid: int) -> dict:
-    return {"machine": machine_id(), "pid": pid, "start": process_start(pid)}
-
-
-def process_alive(process: dict) -> Optional[bool]:
-    """Whether a recorded process still runs; None when it ran on another machine (unknown from here)."""
-    if process["machine"] != machine_id():
-        return None
-    return process_start(process["pid"]) == process["start"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import subprocess
 import time
 from contextlib import redirect_stderr
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Optional
 import submitit
 from rich.console import Console
 
+from sweep.cluster.slurm import active, job_state
 from sweep.errors import InputError
 from sweep.launch.record import last_logged, read_result, write_record
 from sweep.launch.request import LaunchRequest
@@ -33,8 +33,6 @@ from trainer.loop import RunResult, train
 
 POLL_S = 2.0
 DEFAULT_TIME_MIN = 60
-WAITING = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "RESIZING")
-RUNNING = ("RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING")
 
 
 class SlurmRun(submitit.helpers.Checkpointable):
@@ -49,32 +47,6 @@ class SlurmRun(submitit.helpers.Checkpointable):
         start = f"resuming from checkpoint step {step_of(checkpoints[-1])}" if checkpoints else "starting at step 0"
         print(f"{cfg.run_id()}: {start} (rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']})", flush=True)
         return train(cfg, resume=True)
-
-
-def check_slurm() -> None:
-    try:
-        subprocess.run(["sinfo", "--version"], capture_output=True, check=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        raise InputError("--backend slurm: no SLURM here (sinfo does not run); launch from a login node") from None
-
-
-def job_state(job_id: str) -> tuple[Optional[str], int]:
-    """(SLURM state, restarts) of a job: scontrol while SLURM remembers it, else sacct; (None, 0) if unknown."""
-    try:
-        shown = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=60)
-        if shown.returncode == 0 and "JobState=" in shown.stdout:
-            fields = dict(item.split("=", 1) for item in shown.stdout.split() if "=" in item)
-            return fields["JobState"], int(fields.get("Restarts", 0))
-        done = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], capture_output=True, text=True,
-                              timeout=60)
-    except (OSError, subprocess.SubprocessError):  # no SLURM on this machine
-        return None, 0
-    states = done.stdout.split()
-    return (states[-1], 0) if states else (None, 0)
-
-
-def active(state: Optional[str]) -> bool:
-    return state in WAITING or state in RUNNING
 
 
 def launch_slurm(cfg: RunConfig, request: LaunchRequest, record: Optional[dict], console: Console) -> int:

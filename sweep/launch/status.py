@@ -17,17 +17,14 @@ from typing import Optional
 from rich.console import Console
 from rich.table import Table
 
+from sweep.cluster.processes import process_alive
 from sweep.errors import InputError
-from sweep.launch.record import RECORD, finished_state, last_logged, process_alive, read_record
-from sweep.study.preflight import results_root
+from sweep.launch.record import RECORD, finished_state, last_logged, read_record
+from sweep.paths import results_root
 from sweep.study.spec import load_spec
-
-FORMATS = ("table", "json")
 
 
 def run_status(target: Optional[str], fmt: str, console: Console) -> None:
-    if fmt not in FORMATS:
-        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     rows = [run_state(record_path.parent) for record_path in launch_records(target)]
     if fmt == "json":
         print(json.dumps(rows, indent=2))
@@ -72,7 +69,7 @@ def run_state(run_dir: Path) -> dict:
 def scheduler_state(record: dict) -> tuple[Optional[str], str]:
     """(queued|requeued|running, detail) while the scheduler or the launcher process holds the run; else (None, detail)."""
     if record["backend"] == "slurm":
-        from sweep.launch.slurm import RUNNING, WAITING, job_state
+        from sweep.cluster.slurm import RUNNING, WAITING, job_state
 
         slurm, restarts = job_state(record["job"])
         if slurm in RUNNING:

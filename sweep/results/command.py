@@ -8,18 +8,13 @@ from typing import Optional
 from rich.console import Console
 
 from sweep.errors import InputError
-from sweep.results.plots import write_plots
-from sweep.results.studies import load_studies, locate
+from sweep.paths import results_root
 from sweep.results.table import rich_table, to_json, trials_frame
-from sweep.study.preflight import results_root
-
-FORMATS = ("table", "csv", "json")
+from sweep.study.lookup import load_studies, locate
 
 
 def run_results(spec_or_name: str, *, width: Optional[int], top: int, fmt: str, storage: Optional[str],
                 password_env: Optional[str], plots: bool, console: Console) -> None:
-    if fmt not in FORMATS:
-        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if top < 1:
         raise InputError(f"--top: must be at least 1, got {top}")
     name, url = locate(spec_or_name, storage=storage, password_env=password_env)
@@ -34,6 +29,8 @@ def run_results(spec_or_name: str, *, width: Optional[int], top: int, fmt: str, 
     else:
         print(to_json({n: f.head(top) for n, f in frames.items()}))
     if plots:
+        from sweep.results.plots import write_plots  # matplotlib: only when plots are written
+
         notes = Console(stderr=True) if fmt != "table" else console
         for study in studies:
             out = results_root() / name / "plots" / study.study_name

@@ -12,14 +12,11 @@ from sweep.results.output import write_result
 from sweep.results.scope import scope
 from sweep.results.views import connect
 
-FORMATS = ("csv", "parquet")
 ORDER = {"trials": "study, number", "runs": "run", "curves": "study, kind, run, step"}
 
 
 def run_export(study: str, *, fmt: str, out: Optional[Path], storage: Optional[str], password_env: Optional[str],
                console: Console) -> list[Path]:
-    if fmt not in FORMATS:
-        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     where = scope(study, storage=storage, password_env=password_env)
     folder = out if out is not None else where.root / where.sweep / "export"
     if folder.exists() and not folder.is_dir():

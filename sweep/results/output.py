@@ -17,7 +17,6 @@ from sweep.errors import InputError
 from sweep.results.table import cell
 from trainer.atomic import atomic_path
 
-FORMATS = ("table", "csv", "parquet")
 TABLE_ROWS = 1000  # rows printed as a table; more go to CSV or Parquet
 NESTED = ("list", "struct", "map", "array", "union")
 

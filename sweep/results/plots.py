@@ -12,11 +12,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import optuna  # noqa: E402
-import pandas as pd  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
+from sweep.study.lookup import read_curve  # noqa: E402
 from trainer.atomic import atomic_path  # noqa: E402
-from trainer.curves import read_run  # noqa: E402
 
 
 def importance_evaluator() -> optuna.importance.BaseImportanceEvaluator:
@@ -79,12 +78,6 @@ def save_html(figures: list, path: Path, title: str) -> Path:
         tmp.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
                        f"<body><h1>{title}</h1>{''.join(parts)}</body></html>")
     return path
-
-
-def read_curve(trial) -> pd.DataFrame | None:
-    """The curve of a trial's first seed, by step (None when it has none)."""
-    folder = trial.user_attrs.get("curves")
-    return read_run(folder) if folder else None
 
 
 def curves_figure(trials: list) -> plt.Figure | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -24,14 +23,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from rich.console import Console  # noqa: E402
 
+from sweep.paths import results_root  # noqa: E402
 from sweep.results.compare import compare_figure  # noqa: E402
 from sweep.results.compare import read_curve as read_run_curve  # noqa: E402
 from sweep.results.plots import write_plots  # noqa: E402
 from sweep.results.runs_table import run_rows  # noqa: E402
 from sweep.results.scope import Scope  # noqa: E402
-from sweep.results.studies import load_studies, locate  # noqa: E402
-from sweep.study.preflight import results_root  # noqa: E402
-from sweep.verify.command import verify_name  # noqa: E402
+from sweep.study.lookup import load_studies, locate  # noqa: E402
+from sweep.verify.summary import read_summary, verify_name  # noqa: E402
 from trainer.atomic import atomic_path  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402
 
@@ -83,10 +82,10 @@ def sweep_sections(study, plots: Path) -> dict[str, str]:
 
 
 def verify_section(root: Path, name: str, spec: str) -> str:
-    folder = root / verify_name(name, "optimizer.lr")
-    if not (folder / "summary.json").is_file():
+    summary = read_summary(root, name)
+    if summary is None:
         return missing(f"sweep verify {spec}")
-    summary = json.loads((folder / "summary.json").read_text())
+    folder = root / verify_name(name, "optimizer.lr")
     rows = "".join(f"<tr><td>{p}</td><td>{v['drift']:.2f}</td><td>±{v['noise']:.2f}</td>"
                    f"<td>{'' if v['passed'] is None else 'pass' if v['passed'] else 'FAIL'}</td></tr>"
                    for p, v in summary["parametrizations"].items())

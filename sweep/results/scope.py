@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 from sweep.errors import InputError
-from sweep.results.studies import locate
-from sweep.study.preflight import results_root
+from sweep.paths import results_root
+from sweep.study.lookup import locate
 from sweep.study.storage import StorageURL, storage_url
 
 

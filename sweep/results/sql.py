@@ -14,15 +14,13 @@ import duckdb
 from rich.console import Console
 
 from sweep.errors import InputError
-from sweep.results.output import FORMATS, print_table, write_result
+from sweep.results.output import print_table, write_result
 from sweep.results.scope import Scope, scope
 from sweep.results.views import TABLES, connect
 
 
 def run_sql(statement: str, *, study: Optional[str], storage: Optional[str], password_env: Optional[str], fmt: str,
             out: Optional[Path], console: Console) -> None:
-    if fmt not in FORMATS:
-        raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if fmt == "parquet" and out is None:
         raise InputError("--out: --format parquet needs a file to write")
     if fmt == "table" and out is not None:

@@ -15,46 +15,22 @@ from the dead trial's last checkpoint when it has one.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
-from pathlib import Path
 
 import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
+
+from sweep.cluster.processes import machine_id, process_start, this_process
 
 HEARTBEAT_S = 5.0
 GRACE_S = 60.0
 WORKER, HEARTBEAT = "sweep:worker", "sweep:heartbeat"
 
 
-def machine_id() -> str:
-    """Host name, boot id and pid namespace: two containers on one kernel share a boot id, not a namespace."""
-    boot = Path("/proc/sys/kernel/random/boot_id")
-    boot_id = boot.read_text().strip()[:8] if boot.exists() else "-"
-    try:
-        namespace = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        namespace = "-"
-    return f"{socket.gethostname()}/{boot_id}/{namespace}"
-
-
-def process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (tells a reused pid apart), None if gone.
-
-    A zombie is gone: it has exited and waits only to be reaped, which PID 1 of some containers never does.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # fields 3, 4, … counted after the command name
-    return None if fields[0] == "Z" else fields[19]  # field 3: the state; field 22: the start time
-
-
 def this_worker() -> dict:
-    return {"machine": machine_id(), "pid": os.getpid(), "start": process_start(os.getpid())}
+    return this_process(os.getpid())
 
 
 def stale_reason(trial: FrozenTrial, now: float, machine: str) -> str | None:

@@ -6,14 +6,13 @@ and the study's folder (and a SQLite or journal storage's) must be writable.
 """
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 from typing import Optional
 
 from proxies.data import open_data
 from proxies.registry import build_model
 from sweep.errors import InputError
+from sweep.paths import check_writable, results_root
 from sweep.study.pruners import make_pruner
 from sweep.study.samplers import grid_size, make_sampler
 from sweep.study.space import FixedParam
@@ -26,21 +25,6 @@ from trainer.loop import resolve
 
 # searched fields that change a run's length, so Hyperband's max_resource is read off the first trial
 LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
-
-
-def results_root(root: Optional[str] = None) -> Path:
-    """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies."""
-    return Path(root or os.environ.get("SWEEP_ROOT") or "studies")
-
-
-def check_writable(folder: Path, field: str) -> None:
-    """`folder`, or the nearest parent that exists (where it will be made), must be writable: a read-only
-    mount or a folder without write permission is found here, before anything is written."""
-    folder = folder.absolute()
-    existing = next(p for p in [folder, *folder.parents] if p.exists())
-    if not os.access(existing, os.W_OK):
-        why = "is on a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "has no write permission"
-        raise InputError(f"{field}: cannot write {folder} ({existing} {why})")
 
 
 def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[str], trials: Optional[int],

@@ -14,13 +14,13 @@ that survives it is trained on the remaining seeds, and its value is the mean of
 from __future__ import annotations
 
 import traceback
-from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
 from sweep.errors import as_fault
+from sweep.paths import curve_folder
 from sweep.study.liveness import Heartbeat
 from sweep.study.space import set_path
 from sweep.study.spec import StudySpec
@@ -62,10 +62,6 @@ def check_run_folder(cfg: RunConfig) -> None:
 def content_id(cfg: RunConfig) -> str:
     """The hash of what shapes a run's curve (RunConfig.run_id without a fixed name)."""
     return cfg.model_copy(update={"output": cfg.output.model_copy(update={"run": None})}).run_id()
-
-
-def curve_folder(cfg: RunConfig) -> Path:
-    return cfg.curves_root() / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / f"run={cfg.run_id()}"
 
 
 def objective_value(cfg: RunConfig, last: int) -> float:

@@ -8,15 +8,13 @@ exceeds `--max-drift` octaves.
 
 The default bound, 1 octave: under SP the optimal LR moves about an octave per doubling of width
 (Tensor Programs V, Fig. 1), 3 over the default 8×; the μP vertex's seed noise on short CPU runs is
-≈ 0.5 octave (../DESIGN.md's measurement), so a correct μP model sits under 1 with margin and an SP
+≈ 0.5 octave (a 2-layer GPT on byte-level text, widths 32→256, 3 seeds), so a correct μP model sits under 1 with margin and an SP
 one (or a μP bug that lets the optimum follow width) lands well above it.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import optuna
@@ -27,28 +25,20 @@ from rich.table import Table
 
 from sweep.backends import get_backend
 from sweep.errors import InputError
-from sweep.proxy import run_workers
-from sweep.results.plots import read_curve
-from sweep.results.studies import locate, pick_trial
+from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.spec import check_builder_named, load_spec, model_name
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
+from sweep.sweeps.command import run_workers
 from sweep.verify.analysis import optima, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.plot import NAMES, figure_one
+from sweep.verify.request import VerifyRequest
+from sweep.verify.summary import verify_name, write_summary
 from trainer.atomic import atomic_path
 
 DEFAULT_MAX_DRIFT = 1.0
-
-
-def verify_name(spec_name: str, param: str) -> str:
-    return f"{spec_name}-verify-{param.rsplit('.', 1)[-1]}"
-
-
-def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr") -> Optional[dict]:
-    path = Path(root) / verify_name(spec_name, param) / "summary.json"
-    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def parse_list(text: str, flag: str, cast=str) -> list:
@@ -61,41 +51,37 @@ def parse_list(text: str, flag: str, cast=str) -> list:
     return items
 
 
-def run_verify(spec_path: Path, *, widths: str, param: str, values: Optional[str], span: Optional[str],
-               parametrizations: str, seeds: int, trials_from: str, proxy_width: Optional[int], max_drift: float,
-               backend: str, workers: int, storage: Optional[str], password_env: Optional[str],
-               backend_flags: Optional[dict], console: Console) -> int:
-    spec = load_spec(spec_path)
-    width_list = sorted(set(parse_list(widths, "--widths", int)))
+def run_verify(request: VerifyRequest, console: Console) -> int:
+    r = request
+    spec = load_spec(r.spec)
+    width_list = sorted(set(parse_list(r.widths, "--widths", int)))
     if width_list[0] < 1 or len(width_list) < 2:
-        raise InputError(f"--widths: at least two positive widths, got {widths!r}")
-    params = parse_list(parametrizations, "--parametrizations")
+        raise InputError(f"--widths: at least two positive widths, got {r.widths!r}")
+    params = parse_list(r.parametrizations, "--parametrizations")
     if any(p not in NAMES for p in params):
-        raise InputError(f"--parametrizations: {parametrizations!r}: each one of mup, sp")
-    if seeds < 1:
-        raise InputError(f"--seeds: at least 1, got {seeds}")
-    if not max_drift > 0:
-        raise InputError(f"--max-drift: a positive number of octaves, got {max_drift}")
-    if trials_from == "best":
-        name, url = locate(str(spec_path), storage=storage, password_env=password_env)
-        study, best = pick_trial(name, url, width=proxy_width, parametrization="mup")
+        raise InputError(f"--parametrizations: {r.parametrizations!r}: each one of mup, sp")
+    if r.seeds < 1:
+        raise InputError(f"--seeds: at least 1, got {r.seeds}")
+    if not r.max_drift > 0:
+        raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
+    if r.trials_from == "best":
+        name, url = locate(str(r.spec), storage=r.storage, password_env=r.password_env)
+        study, best = pick_trial(name, url, width=r.proxy_width, parametrization="mup")
         chosen, source = best.user_attrs.get("values", best.params), f"{study.study_name}#{best.number}"
-    elif trials_from == "spec":
-        chosen, source = {}, "spec"
     else:
-        raise InputError(f"--trials-from: {trials_from!r} is not one of best, spec")
-    run, centre = base_values(spec, chosen, param, width_list[0])
+        chosen, source = {}, "spec"
+    run, centre = base_values(spec, chosen, r.param, width_list[0])
     check_builder_named(model_name(run), spec, f"the settings from {source}")
-    grid = grid_values(centre, values, span)
-    vspec = verify_spec(spec, verify_name(spec.name, param), run, param, grid, seeds)
+    grid = grid_values(centre, r.values, r.span)
+    vspec = verify_spec(spec, verify_name(spec.name, r.param), run, r.param, grid, r.seeds)
 
-    jobs = [prepare(vspec, width=w, parametrization=p, trials=None, storage=storage, password_env=password_env)
+    jobs = [prepare(vspec, width=w, parametrization=p, trials=None, storage=r.storage, password_env=r.password_env)
             for p in params for w in width_list]  # every width is checked before anything is written
-    executor = get_backend(backend, vspec, workers, backend_flags)
+    executor = get_backend(r.backend, vspec, r.workers, r.backend_flags)
     for job in jobs:
         executor.check(job)
-    console.print(f"verify {param} over {len(grid)} values × widths {', '.join(map(str, width_list))} × "
-                  f"{', '.join(NAMES[p] for p in params)}, {seeds} seed(s) each; settings from {source}")
+    console.print(f"verify {r.param} over {len(grid)} values × widths {', '.join(map(str, width_list))} × "
+                  f"{', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     store = open_storage(jobs[0].storage)
     for job in jobs:
@@ -103,28 +89,31 @@ def run_verify(spec_path: Path, *, widths: str, param: str, values: Optional[str
         if code:
             return code
 
-    points = collect(jobs, store, param)
+    points = collect(jobs, store, r.param)
     table = optima(points)
-    judged = verdicts(table, max_drift)
+    judged = verdicts(table, r.max_drift)
     out = Path(jobs[0].root) / vspec.name
-    for frame, filename in ((points, "points.parquet"), (table, "optima.parquet")):
-        with atomic_path(out / filename) as tmp:
-            frame.to_parquet(tmp, index=False)
-    figure_one(points, table, judged, param, out / "figure1.png")
-    summary = {"param": param, "widths": width_list, "grid": grid, "seeds": seeds, "source": source,
-               "max_drift": max_drift,
-               "parametrizations": {v.parametrization: {"drift": v.drift, "noise": v.noise, "passed": v.passed}
-                                    for v in judged}}
-    with atomic_path(out / "summary.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2))
-    console.print(optima_table(table, param))
+    write_results(out, points, table, judged, {"param": r.param, "widths": width_list, "grid": grid, "seeds": r.seeds,
+                                               "source": source, "max_drift": r.max_drift})
+    console.print(optima_table(table, r.param))
     for v in judged:
         verdict = "" if v.passed is None else " — pass" if v.passed else " — FAIL"
-        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over widths {width_list[0]}–{width_list[-1]} "
-                      f"(seed noise ±{v.noise:.2f}){verdict}" + (f" (bound {max_drift:g})" if v.passed is not None else ""))
+        bound = f" (bound {r.max_drift:g})" if v.passed is not None else ""
+        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over widths "
+                      f"{width_list[0]}–{width_list[-1]} (seed noise ±{v.noise:.2f}){verdict}{bound}")
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
 
+
+
+def write_results(out: Path, points: pd.DataFrame, table: pd.DataFrame, judged: list, summary: dict) -> None:
+    """points.parquet, optima.parquet, figure1.png and summary.json (the settings and each verdict) in `out`."""
+    for frame, filename in ((points, "points.parquet"), (table, "optima.parquet")):
+        with atomic_path(out / filename) as tmp:
+            frame.to_parquet(tmp, index=False)
+    figure_one(points, table, judged, summary["param"], out / "figure1.png")
+    verdict = {v.parametrization: {"drift": v.drift, "noise": v.noise, "passed": v.passed} for v in judged}
+    write_summary(out, {**summary, "parametrizations": verdict})
 
 def run_study(job: SweepJob, store, executor, console: Console) -> int:
     study = open_study(job, store, create=True)

@@ -25,8 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-from sweep.backends.processes import session_members
-from sweep.study.liveness import process_start
+from sweep.cluster.processes import process_start, session_members
 from tests.sweep_helpers import sweep_cmd, sweep_env
 
 IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_ISDIR = 0x80, 0x100, 0x200, 0x40000000

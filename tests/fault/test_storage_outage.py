@@ -5,7 +5,7 @@
 - Down past `storage_retry_s`: the workers stop, each with one line naming the storage (redacted),
   exit 1; once the server is back the same command completes the study, earlier trials kept.
 - The password never appears in the output, the study folder or the storage's attributes.
-- The retry schedule (sweep/study/resilient.py): 0.5 s doubling, capped at 10 s, the last try at the
+- The retry schedule (sweep/study/storage/_resilient.py): 0.5 s doubling, capped at 10 s, the last try at the
   bound; the command's own up-front open does not wait (bad input).
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pytest
 from optuna.trial import TrialState
 
 from sweep.errors import EnvironmentFault, InputError
-from sweep.study.resilient import backoff
 from sweep.study.storage import open_storage, storage_url
+from sweep.study.storage._resilient import backoff
 from sweep.study.study import counts
 from tests.services import free_port
 from tests.sweep_helpers import load, run_sweep, sweep_cmd, sweep_env, wait_for, write_spec

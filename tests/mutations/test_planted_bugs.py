@@ -8,14 +8,13 @@ their bound (README table), to keep the suite quick.
 import pytest
 import torch
 
-from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
 from proxies.registry import base_width_of
-from sweep import coord_check as cc
-from sweep.coord_check_run import DEFAULT_BATCH, DEFAULT_LR
-from sweep.coord_ready import refuse_unless_mup_ready
+from sweep.coordcheck import check as cc
+from sweep.coordcheck.args import open_model_data
+from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR
+from sweep.coordcheck.ready import refuse_unless_mup_ready
 from sweep.errors import InputError
-from sweep.models import open_model_data
-
+from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
 
 FAR_BEYOND_BOUND = {"hidden Adam LR not /m", "hidden init not 1/√fan_in", "embedding/bias/gain LR /m"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from sweep.backends.processes import die_with_parent
-from sweep.study.preflight import check_writable
+from sweep.cluster.processes import die_with_parent
+from sweep.paths import check_writable
 from trainer.config import RunConfig
 from trainer.loop import RunResult, train
 

@@ -6,13 +6,10 @@ from rich.table import Table
 
 from proxies.parametrization import param_rules
 from proxies.registry import build_model
-from sweep.errors import InputError
-from sweep.models import parse_options
+from sweep.coordcheck.args import parse_options
 
 
 def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None) -> Table:
-    if parametrization not in ("mup", "sp"):
-        raise InputError(f"--parametrization: {parametrization!r} is not one of mup, sp")
     net = build_model(model, width, depth, parametrization, **parse_options(opt))
     rules = param_rules(net)
     depth_columns = any(r.depth_lr_mult != 1 or r.eps_mult != 1 for r in rules)  # depth transfer away from the base depth

@@ -1,7 +1,6 @@
 """`sweep proxy`: create or resume the study of a spec at one width, run its trials on a backend, follow them."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import optuna
@@ -9,31 +8,31 @@ from rich.console import Console
 
 from sweep.backends import get_backend
 from sweep.errors import InputError
-from sweep.live import short, watch
 from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress, study_name
+from sweep.sweeps.live import short, watch
+from sweep.sweeps.request import SweepRequest
 
 
-def run_proxy(spec_path: Path, *, width: Optional[int], trials: Optional[int], workers: int, storage: Optional[str],
-              password_env: Optional[str], enqueue: list[str], timeout: Optional[float], backend: str,
-              parametrization: Optional[str], warm_start: Optional[int], console: Console,
-              backend_flags: Optional[dict] = None, detach: bool = False) -> int:
+def run_proxy(request: SweepRequest, console: Console) -> int:
     """Returns the exit code: 0 when the study has its trials (or the sweep was detached), 1 when workers
     failed or time ran out."""
-    spec = load_spec(spec_path)
-    job = prepare(spec, width=width, parametrization=parametrization, trials=trials, storage=storage,
-                  password_env=password_env, timeout_min=timeout)
-    executor = get_backend(backend, spec, workers, backend_flags)
-    if detach and backend != "slurm":
+    r = request
+    spec = load_spec(r.spec)
+    job = prepare(spec, width=r.width, parametrization=r.parametrization, trials=r.trials, storage=r.storage,
+                  password_env=r.password_env, timeout_min=r.timeout)
+    executor = get_backend(r.backend, spec, r.workers, r.backend_flags)
+    if r.detach and r.backend != "slurm":
         raise InputError("--detach: only --backend slurm runs on without this command")
     executor.check(job)
     space = spec.space()
     try:
-        enqueued = [space.parse_assignments(text) for text in enqueue]
+        enqueued = [space.parse_assignments(text) for text in r.enqueue]
     except ValueError as err:
         raise InputError(f"--enqueue: {err}") from None
+    warm_start = r.warm_start
     if warm_start is not None and warm_start == job.width:
         raise InputError(f"--warm-start: {warm_start} is the width being swept; name a narrower study's width")
 
@@ -48,7 +47,7 @@ def run_proxy(spec_path: Path, *, width: Optional[int], trials: Optional[int], w
     done, _ = progress(study)
     console.print(f"study {job.study_name} in {job.storage.redacted}: {done}/{job.n_trials} trials counted")
     if done < job.n_trials:
-        stopped = run_workers(study, job, executor, console, detach=detach)
+        stopped = run_workers(study, job, executor, console, detach=r.detach)
         if stopped is not None:
             return stopped
     return summarize(study, job, console)

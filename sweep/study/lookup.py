@@ -1,15 +1,18 @@
-"""Find the Optuna studies of a sweep: by spec file or by name, in its storage, one per width and parametrization."""
+"""Find the Optuna studies of a sweep: by spec file or by name, in its storage, one per width and parametrization;
+a trial's curve."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
 import optuna
+import pandas as pd
 
 from sweep.errors import InputError
-from sweep.study.preflight import results_root
+from sweep.paths import results_root
 from sweep.study.spec import load_spec
 from sweep.study.storage import StorageURL, open_storage, storage_url
+from trainer.curves import read_run
 
 
 def locate(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str],
@@ -68,3 +71,9 @@ def pick_trial(name: str, url: StorageURL, *, width: Optional[int], parametrizat
     if chosen.state != optuna.trial.TrialState.COMPLETE:
         raise InputError(f"--trial: trial {trial} of {study.study_name} is {chosen.state.name}, not COMPLETE")
     return study, chosen
+
+
+def read_curve(trial) -> pd.DataFrame | None:
+    """The curve of a trial's first seed, by step (None when it has none)."""
+    folder = trial.user_attrs.get("curves")
+    return read_run(folder) if folder else None

@@ -21,16 +21,14 @@ import logging
 import os
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Callable, Optional, TypeVar
+from typing import Callable, Optional, TypeVar
 
 import optuna
 import sqlalchemy.exc
 
 from sweep.errors import DISK_ERRNOS, EnvironmentFault, as_fault
+from sweep.study.storage._url import StorageURL
 from trainer.atomic import causes
-
-if TYPE_CHECKING:
-    from sweep.study.storage import StorageURL
 
 # Optuna's RDB storage warns (its one warning, several lines with the SQL) when a read fails and it falls back
 # to a slower query; in an outage the fallback fails too and `retrying` handles it: there it is noise.
@@ -56,7 +54,7 @@ def disk_errno(err: BaseException) -> Optional[int]:
     return None
 
 
-def disk_fault(err: BaseException, url: "StorageURL") -> Optional[EnvironmentFault]:
+def disk_fault(err: BaseException, url: StorageURL) -> Optional[EnvironmentFault]:
     """A full or read-only disk under the storage's file, as an EnvironmentFault naming its folder; else None."""
     code = disk_errno(err)
     return None if code is None else as_fault(OSError(code, os.strerror(code), str(url.file() or "")))
@@ -69,7 +67,7 @@ def unreachable(err: BaseException) -> bool:
         or (isinstance(e, sqlalchemy.exc.DBAPIError) and e.connection_invalidated) for e in causes(err))
 
 
-def retrying(call: Callable[[], T], url: "StorageURL") -> T:
+def retrying(call: Callable[[], T], url: StorageURL) -> T:
     """`call()`, made again after backoff(0), backoff(1), … s (the last wait cut to end at the bound) while
     it fails because the database cannot be reached, until `url.retry_s` seconds after its first
     failure; then an EnvironmentFault naming the storage (redacted) and the driver's reason."""
@@ -94,7 +92,7 @@ def retrying(call: Callable[[], T], url: "StorageURL") -> T:
 class ResilientStorage(optuna.storages.BaseStorage):
     """`inner` (an Optuna storage opened from `url`) with every call retried through an outage (module doc)."""
 
-    def __init__(self, inner: optuna.storages.BaseStorage, url: "StorageURL"):
+    def __init__(self, inner: optuna.storages.BaseStorage, url: StorageURL):
         self.inner, self.url = inner, url
 
     def call(self, method: str, *args, **kwargs):

@@ -12,12 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from proxies.registry import base_width_of, build_model
-from sweep.coord_check import GROW_BOUND, SHRINK_BOUND, coord_check
-from sweep.coord_ready import refuse_unless_mup_ready
-from sweep.errors import InputError
-from sweep.models import open_model_data, parse_options, parse_widths
-from sweep.plots import coord_check_grid
-from sweep.study.preflight import results_root
+from sweep.coordcheck.args import open_model_data, parse_options, parse_widths
+from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coordcheck.plots import coord_check_grid
+from sweep.coordcheck.ready import refuse_unless_mup_ready
+from sweep.paths import results_root
 from trainer.atomic import atomic_path
 from trainer.optim import build_optimizer
 
@@ -43,10 +42,6 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
                     lr: float | None, depth: int, batch_size: int | None, seq_len: int, data: str | None,
                     data_path: str | None, opt: list[str] | None, out: Path | None, console: Console) -> bool:
     """Returns whether the model passed. Bad input and models that are not μP-ready raise before any file."""
-    if parametrization not in ("mup", "sp"):
-        raise InputError(f"--parametrization: {parametrization!r} is not one of mup, sp")
-    if optimizer not in DEFAULT_LR:
-        raise InputError(f"--optimizer: {optimizer!r} is not one of {', '.join(DEFAULT_LR)}")
     lr = DEFAULT_LR[optimizer] if lr is None else lr
     base = base_width_of(model)
     width_list = parse_widths(widths or f"{base},{2 * base},{4 * base}")

@@ -1,5 +1,9 @@
-"""Linux process plumbing for the backends: a child that dies with its parent, and a session whose every
-process can be found and ended, even when the process that owns it is killed with SIGKILL.
+"""Linux process plumbing shared by sweep workers and full runs: which process on which machine, a child that
+dies with its parent, and a session whose every process can be found and ended, even when the process that
+owns it is killed with SIGKILL.
+
+- `machine_id`, `process_start`: a process is (machine, pid, start time), so a reused pid or a process on
+  another machine (or container) is told apart; `this_process` records one, `process_alive` asks after it.
 
 - `die_with_parent`: prctl(PR_SET_PDEATHSIG, SIGKILL), the kernel kills the caller when its parent exits.
 - A session (setsid) groups a process with everything it starts that does not leave it; members are read
@@ -15,11 +19,47 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Callable
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+
+
+def machine_id() -> str:
+    """Host name, boot id and pid namespace: two containers on one kernel share a boot id, not a namespace."""
+    boot = Path("/proc/sys/kernel/random/boot_id")
+    boot_id = boot.read_text().strip()[:8] if boot.exists() else "-"
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = "-"
+    return f"{socket.gethostname()}/{boot_id}/{namespace}"
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (tells a reused pid apart), None if gone.
+
+    A zombie is gone: it has exited and waits only to be reaped, which PID 1 of some containers never does.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # fields 3, 4, … counted after the command name
+    return None if fields[0] == "Z" else fields[19]  # field 3: the state; field 22: the start time
+
+
+def this_process(pid: int) -> dict:
+    return {"machine": machine_id(), "pid": pid, "start": process_start(pid)}
+
+
+def process_alive(process: dict) -> bool | None:
+    """Whether a recorded process still runs; None when it ran on another machine (unknown from here)."""
+    if process["machine"] != machine_id():
+        return None
+    return process_start(process["pid"]) == process["start"]
 
 
 def prctl(option: int, value: int) -> bool:

@@ -15,12 +15,11 @@ from rich.table import Table
 
 from proxies.data import open_data
 from sweep.errors import InputError
-from sweep.results.plots import read_curve
-from sweep.results.studies import locate, pick_trial
 from sweep.rules import Change, Target, transfer_run
+from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
-from sweep.verify.command import read_summary
+from sweep.verify.summary import read_summary
 from trainer.atomic import atomic_path
 from trainer.config import Provenance, RunConfig
 

@@ -8,9 +8,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from sweep.doctor import run_doctor
+from sweep.doctor.checks import run_doctor
 from sweep.errors import InputError
-from sweep.study.preflight import results_root
+from sweep.paths import results_root
 from sweep.study.spec import load_spec
 from sweep.study.trial import base_run
 from trainer.atomic import atomic_path

@@ -1,0 +1,1 @@
+"""`sweep doctor`: the pre-flight checklist of one RunConfig or study."""

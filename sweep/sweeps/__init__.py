@@ -1,0 +1,1 @@
+"""`sweep proxy`: one sweep at one width, its workers on a backend, and its live view."""

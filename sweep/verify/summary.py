@@ -1,0 +1,24 @@
+"""What `sweep verify` leaves for others to read: ROOT/NAME-verify-SETTING/summary.json (the grid, the seeds,
+each parametrization's drift, noise and verdict) and figure1.png; `sweep transfer` records the summary in the
+full run's provenance, `sweep report` shows both."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from trainer.atomic import atomic_path
+
+
+def verify_name(spec_name: str, param: str) -> str:
+    return f"{spec_name}-verify-{param.rsplit('.', 1)[-1]}"
+
+
+def write_summary(folder: Path, summary: dict) -> None:
+    with atomic_path(folder / "summary.json") as tmp:
+        tmp.write_text(json.dumps(summary, indent=2))
+
+
+def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr") -> Optional[dict]:
+    path = Path(root) / verify_name(spec_name, param) / "summary.json"
+    return json.loads(path.read_text()) if path.is_file() else None
