@@ -27,8 +27,8 @@ The last line is `hyperband compute to target vs plain TPE: X.XX×`.
 from __future__ import annotations
 
 import argparse
-import os
 import math
+import os
 import statistics
 import sys
 import tempfile

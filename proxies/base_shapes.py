@@ -16,8 +16,8 @@ a one-line ValueError naming the module, rather than mup's assertion from inside
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import mup
 import torch

@@ -7,7 +7,7 @@ their own models by naming their builder as `package.module:function`.
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 from torch import nn
 

@@ -5,9 +5,10 @@ import functools
 import inspect
 import re
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -37,24 +38,24 @@ Metric = choice("Metric", "val_loss", "train_loss")
 TrialsFrom = choice("TrialsFrom", "best", "spec")
 
 # options several commands share, defined once
-ParametrizationOption = Annotated[Optional[Parametrization],
+ParametrizationOption = Annotated[Parametrization | None,
                                   typer.Option(help="mup (μP) or sp (standard parametrization)")]
-Storage = Annotated[Optional[str], typer.Option(help="Optuna storage URL [default: the spec's, or sqlite in the "
+Storage = Annotated[str | None, typer.Option(help="Optuna storage URL [default: the spec's, or sqlite in the "
                                                      "study folder]")]
-StoragePasswordEnv = Annotated[Optional[str], typer.Option(help="environment variable holding the storage password")]
+StoragePasswordEnv = Annotated[str | None, typer.Option(help="environment variable holding the storage password")]
 BACKEND_FLAGS = {  # the ray and slurm flags of `sweep proxy` and `sweep verify`: name → (type, help)
-    "address": (Optional[str], "ray: cluster address [default: a local Ray instance]"),
-    "gpus_per_trial": (Optional[float], "ray: GPUs per trial (fractions share a GPU)"),
-    "cpus_per_trial": (Optional[float], "ray: CPUs per trial"),
-    "max_concurrent": (Optional[int], "ray: trials at once [default: --workers]"),
-    "partition": (Optional[str], "slurm: partition"),
-    "gpus_per_task": (Optional[int], "slurm: GPUs per array task"),
-    "cpus_per_task": (Optional[int], "slurm: CPUs per array task"),
-    "mem": (Optional[float], "slurm: memory per array task, GB"),
-    "time": (Optional[int], "slurm: minutes per task before it requeues"),
-    "account": (Optional[str], "slurm: account"),
-    "qos": (Optional[str], "slurm: quality of service"),
-    "array_parallelism": (Optional[int], "slurm: tasks running at once"),
+    "address": (str | None, "ray: cluster address [default: a local Ray instance]"),
+    "gpus_per_trial": (float | None, "ray: GPUs per trial (fractions share a GPU)"),
+    "cpus_per_trial": (float | None, "ray: CPUs per trial"),
+    "max_concurrent": (int | None, "ray: trials at once [default: --workers]"),
+    "partition": (str | None, "slurm: partition"),
+    "gpus_per_task": (int | None, "slurm: GPUs per array task"),
+    "cpus_per_task": (int | None, "slurm: CPUs per array task"),
+    "mem": (float | None, "slurm: memory per array task, GB"),
+    "time": (int | None, "slurm: minutes per task before it requeues"),
+    "account": (str | None, "slurm: account"),
+    "qos": (str | None, "slurm: quality of service"),
+    "array_parallelism": (int | None, "slurm: tasks running at once"),
 }
 
 
@@ -82,20 +83,20 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 @app.command("coord-check", short_help="Check μP: activation sizes and updates flat across widths")
 def coord_check_cmd(
     model: str = typer.Option("gpt", help="zoo model (gpt, mlp, resnet) or package.module:function"),
-    widths: Optional[str] = typer.Option(None, help="comma-separated widths [default: 1×, 2×, 4× the base width]"),
+    widths: str | None = typer.Option(None, help="comma-separated widths [default: 1×, 2×, 4× the base width]"),
     steps: int = typer.Option(8, min=2, help="steps recorded (t = 0 … steps-1), training on one batch per seed"),
     seeds: int = typer.Option(3, min=1, help="seeds averaged per width"),
     parametrization: ParametrizationOption = Parametrization.mup,
     optimizer: Optimizer = typer.Option(Optimizer.adamw),
-    lr: Optional[float] = typer.Option(None, min=0.0, help="learning rate [default: 2^-7 adamw, 0.1 sgd]"),
+    lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: 2^-7 adamw, 0.1 sgd]"),
     depth: int = typer.Option(2, min=1),
-    batch_size: Optional[int] = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
+    batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),
-    data: Optional[str] = typer.Option(None, help="data kind [default: stdlib for gpt, synthetic for mlp/resnet]"),
-    data_path: Optional[str] = typer.Option(None, help="file or folder for text/tokens data"),
-    opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable; gpt: n_head= or head_dim= "
+    data: str | None = typer.Option(None, help="data kind [default: stdlib for gpt, synthetic for mlp/resnet]"),
+    data_path: str | None = typer.Option(None, help="file or folder for text/tokens data"),
+    opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable; gpt: n_head= or head_dim= "
                                             "picks one attention regime, else both run)"),
-    out: Optional[Path] = typer.Option(None, help="output folder [default: ROOT/coord-check/MODEL-PARAMETRIZATION, "
+    out: Path | None = typer.Option(None, help="output folder [default: ROOT/coord-check/MODEL-PARAMETRIZATION, "
                                        "ROOT = $SWEEP_ROOT or ./studies]"),
 ):
     """Check that activations and their updates stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
@@ -114,7 +115,7 @@ def inspect_cmd(
     width: int = typer.Option(..., min=1),
     depth: int = typer.Option(2, min=1),
     parametrization: ParametrizationOption = Parametrization.mup,
-    opt: Optional[list[str]] = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
+    opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
 ):
     """Print each parameter's shape, infinite dims, init std, Adam LR and forward multipliers, weight decay."""
     from sweep.coordcheck.inspect import inspect_table
@@ -125,7 +126,7 @@ def inspect_cmd(
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")
 def train_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML"),
-    steps: Optional[int] = typer.Option(None, min=1, help="override the config's step budget"),
+    steps: int | None = typer.Option(None, min=1, help="override the config's step budget"),
     resume: bool = typer.Option(False, "--resume", help="continue from the run's latest checkpoint, if any"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar (workers are always quiet)"),
 ):
@@ -140,16 +141,16 @@ def train_cmd(
 @with_backend_flags
 def proxy_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
-    width: Optional[int] = typer.Option(None, help="proxy width [default: the spec's run.model.width]"),
-    trials: Optional[int] = typer.Option(None, help="trials to reach [default: the spec's trials]"),
+    width: int | None = typer.Option(None, help="proxy width [default: the spec's run.model.width]"),
+    trials: int | None = typer.Option(None, help="trials to reach [default: the spec's trials]"),
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
-    enqueue: Optional[list[str]] = typer.Option(None, help="a trial to run first, NAME=VALUE,… (repeatable)"),
-    timeout: Optional[float] = typer.Option(None, help="minutes after which no new trial starts"),
+    enqueue: list[str] | None = typer.Option(None, help="a trial to run first, NAME=VALUE,… (repeatable)"),
+    timeout: float | None = typer.Option(None, help="minutes after which no new trial starts"),
     backend: Backend = typer.Option(Backend.local, help="where trials run"),
     parametrization: ParametrizationOption = None,
-    warm_start: Optional[int] = typer.Option(None, help="enqueue the best trials of this (narrower) width's study first"),
+    warm_start: int | None = typer.Option(None, help="enqueue the best trials of this (narrower) width's study first"),
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
     backend_flags: dict = None,
 ):
@@ -168,7 +169,7 @@ def proxy_cmd(
 @app.command("results", short_help="Rank a sweep's trials; write its plots")
 def results_cmd(
     study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
-    width: Optional[int] = typer.Option(None, help="only the study at this width"),
+    width: int | None = typer.Option(None, help="only the study at this width"),
     top: int = typer.Option(10, help="trials shown, and curves plotted"),
     format: ResultsFormat = typer.Option(ResultsFormat.table, "--format"),
     storage: Storage = None,
@@ -185,11 +186,11 @@ def results_cmd(
 @app.command("sql", short_help="One read-only SQL query over trials, runs and curves (DuckDB)")
 def sql_cmd(
     statement: str = typer.Argument(..., help="one SELECT over the views trials, runs and curves"),
-    study: Optional[str] = typer.Option(None, help="one sweep (spec YAML or name) [default: every sweep under the root]"),
+    study: str | None = typer.Option(None, help="one sweep (spec YAML or name) [default: every sweep under the root]"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
     format: SqlFormat = typer.Option(SqlFormat.table, "--format"),
-    out: Optional[Path] = typer.Option(None, help="file to write (csv, parquet) [default: csv to stdout]"),
+    out: Path | None = typer.Option(None, help="file to write (csv, parquet) [default: csv to stdout]"),
 ):
     """Run one SELECT (DuckDB) over `trials` (a row per Optuna trial), `runs` (a row per run folder, with
     provenance) and `curves` (the Parquet curve store); anything but a SELECT is refused."""
@@ -203,7 +204,7 @@ def sql_cmd(
 def export_cmd(
     study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
     format: ExportFormat = typer.Option(ExportFormat.parquet, "--format"),
-    out: Optional[Path] = typer.Option(None, help="folder [default: ROOT/NAME/export]"),
+    out: Path | None = typer.Option(None, help="folder [default: ROOT/NAME/export]"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
 ):
@@ -218,8 +219,8 @@ def compare_cmd(
     refs: list[str] = typer.Argument(..., help="run ids (folder names under runs/) or STUDY#N (a trial's runs)"),
     x: XAxis = typer.Option(XAxis.step, "--x", help="x axis (fraction: step / total steps)"),
     metric: Metric = typer.Option(Metric.val_loss),
-    study: Optional[str] = typer.Option(None, help="look in this sweep only [default: every sweep under the root]"),
-    out: Optional[Path] = typer.Option(None, help="PNG to write [default: ROOT/compare.png]"),
+    study: str | None = typer.Option(None, help="look in this sweep only [default: every sweep under the root]"),
+    out: Path | None = typer.Option(None, help="PNG to write [default: ROOT/compare.png]"),
 ):
     """A table (run, kind, width, batch, steps, final and best metric, the trial it came from) and one plot;
     proxies dashed, full runs solid."""
@@ -234,14 +235,14 @@ def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
     widths: str = typer.Option("32,64,128,256", help="comma-separated widths"),
     param: str = typer.Option("optimizer.lr", help="the setting on the grid (a RunConfig path with positive values)"),
-    values: Optional[str] = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
-    span: Optional[str] = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
+    values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
+    span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
     parametrizations: str = typer.Option("mup,sp", help="mup, sp or both"),
     seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
-    proxy_width: Optional[int] = typer.Option(None, help="the sweep's width whose best trial is used [default: its only one]"),
+    proxy_width: int | None = typer.Option(None, help="the sweep's width whose best trial is used [default: its only one]"),
     max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
     backend: Backend = typer.Option(Backend.local, help="where the runs go"),
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
@@ -265,20 +266,20 @@ def verify_cmd(
 def transfer_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML of the proxy sweep"),
     width: int = typer.Option(..., help="the full run's width"),
-    depth: Optional[int] = typer.Option(None, help="the full run's depth (needs the proxy's depth rule) [default: kept]"),
-    batch_size: Optional[int] = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
-    tokens: Optional[int] = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
-    steps: Optional[int] = typer.Option(None, help="the full run's steps (instead of --tokens)"),
+    depth: int | None = typer.Option(None, help="the full run's depth (needs the proxy's depth rule) [default: kept]"),
+    batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
+    tokens: int | None = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
+    steps: int | None = typer.Option(None, help="the full run's steps (instead of --tokens)"),
     batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt or noise"),
     warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: fraction|tokens"),
     beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
     wd_rule: str = typer.Option("tokens", help="weight decay at a constant AdamW timescale in tokens, as a fraction "
                                 "of the run, or left: tokens|fraction|none"),
     trial: str = typer.Option("best", help="the proxy trial: best or its number"),
-    proxy_width: Optional[int] = typer.Option(None, help="the sweep's width to take the trial from [default: its only one]"),
+    proxy_width: int | None = typer.Option(None, help="the sweep's width to take the trial from [default: its only one]"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
-    out: Optional[Path] = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
+    out: Path | None = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.rules import Target
@@ -294,15 +295,15 @@ def transfer_cmd(
 def launch_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
     backend: Backend = typer.Option(Backend.local, help="where it trains"),
-    nodes: Optional[int] = typer.Option(None, help="slurm: nodes [default: 1]"),
-    gpus_per_node: Optional[int] = typer.Option(None, help="GPUs per node (slurm: one task each; local: one process each)"),
-    nproc: Optional[int] = typer.Option(None, help="local: processes under torchrun (gloo on CPU, NCCL on GPUs)"),
-    partition: Optional[str] = typer.Option(None, help="slurm: partition"),
-    time: Optional[int] = typer.Option(None, "--time", help="slurm: minutes per job before it requeues and resumes [default: 60]"),
-    mem: Optional[float] = typer.Option(None, help="slurm: memory per node, GB"),
-    account: Optional[str] = typer.Option(None, help="slurm: account"),
-    qos: Optional[str] = typer.Option(None, help="slurm: quality of service"),
-    address: Optional[str] = typer.Option(None, help="ray: cluster address [default: a private local Ray instance]"),
+    nodes: int | None = typer.Option(None, help="slurm: nodes [default: 1]"),
+    gpus_per_node: int | None = typer.Option(None, help="GPUs per node (slurm: one task each; local: one process each)"),
+    nproc: int | None = typer.Option(None, help="local: processes under torchrun (gloo on CPU, NCCL on GPUs)"),
+    partition: str | None = typer.Option(None, help="slurm: partition"),
+    time: int | None = typer.Option(None, "--time", help="slurm: minutes per job before it requeues and resumes [default: 60]"),
+    mem: float | None = typer.Option(None, help="slurm: memory per node, GB"),
+    account: str | None = typer.Option(None, help="slurm: account"),
+    qos: str | None = typer.Option(None, help="slurm: quality of service"),
+    address: str | None = typer.Option(None, help="ray: cluster address [default: a private local Ray instance]"),
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
 ):
     """Train RUN.yaml with resume on the backend; print its job, log, checkpoints and curve; exit 0 when done."""
@@ -316,7 +317,7 @@ def launch_cmd(
 
 @app.command("status", short_help="List launched runs: state, last step and loss, backend and job")
 def status_cmd(
-    study: Optional[str] = typer.Argument(None, help="a sweep's spec or name [default: every launched run]"),
+    study: str | None = typer.Argument(None, help="a sweep's spec or name [default: every launched run]"),
     format: StatusFormat = typer.Option(StatusFormat.table, "--format"),
 ):
     """Every run folder with a launch record under the results root (or one sweep's): queued, running, requeued,
@@ -329,11 +330,11 @@ def status_cmd(
 @app.command("doctor", short_help="Pre-flight checklist of a RunConfig or a study: one verdict table")
 def doctor_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML, or a study spec (its base run at --width)"),
-    width: Optional[int] = typer.Option(None, min=1, help="target width for the size, step-time and memory rows; "
+    width: int | None = typer.Option(None, min=1, help="target width for the size, step-time and memory rows; "
                                         "for a study, the proxy width [default: the config's]"),
-    lr_max: Optional[float] = typer.Option(None, min=0.0, help="top of the LR range for the gradient-norm row "
+    lr_max: float | None = typer.Option(None, min=0.0, help="top of the LR range for the gradient-norm row "
                                            "[default: a study's searched maximum, else the config's lr]"),
-    out: Optional[Path] = typer.Option(None, help="Parquet of the table [default: RUN_DIR/doctor.parquet; "
+    out: Path | None = typer.Option(None, help="Parquet of the table [default: RUN_DIR/doctor.parquet; "
                                        "for a study ROOT/NAME/doctor-wW-PARAM.parquet]"),
 ):
     """Init loss, overfit one batch, gradient norms, dead or unoptimized parameters, shifted labels, disjoint
@@ -348,7 +349,7 @@ def report_cmd(
     study: str = typer.Argument(..., help="study spec YAML, or the sweep's name"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
-    out: Optional[Path] = typer.Option(None, help="the HTML file [default: ROOT/NAME/report.html]"),
+    out: Path | None = typer.Option(None, help="the HTML file [default: ROOT/NAME/report.html]"),
 ):
     """Coordinate check, sweep history, importance, parallel coordinates, Figure 1 with its drift, the
     transferred configs with provenance, full runs beside their proxies: images embedded, opens offline."""
@@ -359,8 +360,8 @@ def report_cmd(
 
 @app.command("init", short_help="Copy an example spec out to edit: studies/NAME.yaml; without NAME, list them")
 def init_cmd(
-    name: Optional[str] = typer.Argument(None, help="example name (run `sweep init` to list them)"),
-    out: Optional[Path] = typer.Option(None, help="file, or folder for NAME.yaml [default: studies/NAME.yaml]"),
+    name: str | None = typer.Argument(None, help="example name (run `sweep init` to list them)"),
+    out: Path | None = typer.Option(None, help="file, or folder for NAME.yaml [default: studies/NAME.yaml]"),
 ):
     """Write a packaged example (study spec or RunConfig) where you can edit it; never overwrites a file."""
     from sweep.init.command import run_init

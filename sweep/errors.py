@@ -12,7 +12,6 @@ import errno
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 from trainer.atomic import os_error_behind
 
@@ -38,7 +37,7 @@ def is_bad_input(err: BaseException) -> bool:
                                               for module, name in BAD_INPUT_BELOW.items() if module in sys.modules)
 
 
-def as_fault(err: BaseException) -> Optional[EnvironmentFault]:
+def as_fault(err: BaseException) -> EnvironmentFault | None:
     """`err` as an EnvironmentFault when a full, over-quota or read-only disk caused it, naming the folder
     of the file being written; else None."""
     if isinstance(err, EnvironmentFault):

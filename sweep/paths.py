@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from sweep.errors import InputError
 
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from trainer.config import RunConfig
 
 
-def results_root(root: Optional[str] = None) -> Path:
+def results_root(root: str | None = None) -> Path:
     """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies."""
     return Path(root or os.environ.get("SWEEP_ROOT") or "studies")
 

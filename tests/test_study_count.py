@@ -9,7 +9,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from sweep.study import liveness, study as study_mod
+from sweep.study import liveness
+from sweep.study import study as study_mod
 from sweep.study.liveness import HEARTBEAT, WORKER, Heartbeat, retry_stale, stale_reason, this_worker
 from sweep.study.study import claim, counts, progress
 

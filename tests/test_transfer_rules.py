@@ -4,8 +4,7 @@ import math
 import pytest
 
 from sweep.errors import InputError
-from sweep.rules import Target, transfer_run
-from sweep.rules import batch, horizon
+from sweep.rules import Target, batch, horizon, transfer_run
 from trainer.config import RunConfig
 
 SEQ = 64  # tokens per example in the proxy configs below

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
 
 
 @contextmanager
@@ -30,7 +30,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         raise
 
 
-def causes(err: Optional[BaseException]) -> Iterator[BaseException]:
+def causes(err: BaseException | None) -> Iterator[BaseException]:
     """`err`, then what caused it (__cause__, else __context__), and so on."""
     seen: set[int] = set()
     while err is not None and id(err) not in seen:
@@ -39,6 +39,6 @@ def causes(err: Optional[BaseException]) -> Iterator[BaseException]:
         err = err.__cause__ or err.__context__
 
 
-def os_error_behind(err: Optional[BaseException]) -> Optional[OSError]:
+def os_error_behind(err: BaseException | None) -> OSError | None:
     """The OSError that caused `err`: itself, or the one a library wrapped (its __cause__ or __context__)."""
     return next((e for e in causes(err) if isinstance(e, OSError)), None)

@@ -14,13 +14,12 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Literal, Optional, get_args
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from trainer import yaml_io
-
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 
@@ -38,16 +37,16 @@ class ModelConfig(Strict):
     width: int = Field(128, ge=1)
     depth: int = Field(2, ge=1)
     parametrization: Literal["mup", "sp"] = "mup"
-    base_width: Optional[int] = Field(None, ge=1)  # recorded from the builder; must match it when given
+    base_width: int | None = Field(None, ge=1)  # recorded from the builder; must match it when given
     options: dict[str, Any] = {}  # builder options, multipliers included (output_mult, attn_mult, n_head, …)
 
 
 class DataConfig(Strict):
     kind: str = "stdlib"
-    path: Optional[str] = None
+    path: str | None = None
     seq_len: int = Field(128, ge=1)
-    dtype: Optional[Literal["uint16", "uint32"]] = None
-    vocab_size: Optional[int] = Field(None, ge=1)
+    dtype: Literal["uint16", "uint32"] | None = None
+    vocab_size: int | None = Field(None, ge=1)
     val_fraction: float = Field(0.1, gt=0, lt=1)
     options: dict[str, Any] = {}  # kind-specific: n_tokens, in_features, classes, channels, size
 
@@ -102,11 +101,11 @@ class OptimizerConfig(Strict):
     beta2: float = Field(0.95, ge=0, lt=1)
     eps: float = Field(1e-8, gt=0)
     momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
-    grad_clip: Optional[float] = Field(1.0, gt=0)  # max global grad norm; null: no clipping
+    grad_clip: float | None = Field(1.0, gt=0)  # max global grad norm; null: no clipping
     # absent from dumps when unset: configs and run ids written before these sections existed stay as they were
-    muon: Optional[MuonSettings] = Field(None, exclude_if=lambda v: v is None)
-    lion: Optional[LionSettings] = Field(None, exclude_if=lambda v: v is None)
-    schedulefree_adamw: Optional[ScheduleFreeSettings] = Field(None, exclude_if=lambda v: v is None)
+    muon: MuonSettings | None = Field(None, exclude_if=lambda v: v is None)
+    lion: LionSettings | None = Field(None, exclude_if=lambda v: v is None)
+    schedulefree_adamw: ScheduleFreeSettings | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="before")
     @classmethod
@@ -139,14 +138,14 @@ class OptimizerConfig(Strict):
 
 class ScheduleConfig(Strict):
     kind: Literal["cosine", "wsd", "linear", "constant"] = "cosine"
-    warmup_steps: Optional[int] = Field(None, ge=0)
-    warmup_fraction: Optional[float] = Field(None, ge=0, lt=1)
+    warmup_steps: int | None = Field(None, ge=0)
+    warmup_fraction: float | None = Field(None, ge=0, lt=1)
     min_lr_ratio: float = Field(0.1, ge=0, le=1)
     decay_fraction: float = Field(0.2, gt=0, le=1)  # wsd
     decay_shape: Literal["linear", "cosine", "sqrt"] = "linear"  # wsd
 
     @model_validator(mode="after")
-    def _one_warmup(self) -> "ScheduleConfig":
+    def _one_warmup(self) -> ScheduleConfig:
         if self.warmup_steps is not None and self.warmup_fraction is not None:
             raise ValueError("warmup_steps and warmup_fraction: give one, not both")
         return self
@@ -163,7 +162,7 @@ class EvalConfig(Strict):
     noise_scale_batches: int = Field(8, ge=0)  # small batches for B_simple at each eval; 0: off, else ≥ 2
 
     @model_validator(mode="after")
-    def _two_batches(self) -> "EvalConfig":
+    def _two_batches(self) -> EvalConfig:
         if self.noise_scale_batches == 1:
             raise ValueError("noise_scale_batches: 0 (off) or at least 2, since B_simple compares two batch sizes")
         return self
@@ -178,7 +177,7 @@ class GuardConfig(Strict):
     """Loss-spike guard (PaLM, Chowdhery et al. 2022, §5.1: restart ~100 steps before a spike, skip the
     batches that led there); see trainer/guard.py. `enabled: null` means on for `output.kind: full`."""
 
-    enabled: Optional[bool] = None
+    enabled: bool | None = None
     action: Literal["log", "skip", "rewind"] = "rewind"
     rule: Literal["ratio", "zscore"] = "ratio"
     factor: float = Field(1.5, gt=1)  # ratio rule: spike when loss > factor × rolling mean
@@ -190,7 +189,7 @@ class GuardConfig(Strict):
     max_rewinds: int = Field(5, ge=0)  # rewinds (or skipped steps, for action skip) before the run stops
 
     @model_validator(mode="after")
-    def _ring_reaches_back(self) -> "GuardConfig":
+    def _ring_reaches_back(self) -> GuardConfig:
         if self.action == "rewind" and (self.ring_size - 1) * self.ring_every < self.rewind_steps:
             raise ValueError(f"ring_size: {self.ring_size} checkpoints {self.ring_every} steps apart cannot reach "
                              f"{self.rewind_steps} steps back; need (ring_size − 1) × ring_every ≥ rewind_steps")
@@ -207,15 +206,15 @@ class OutputConfig(Strict):
     root: str = "studies"
     study: str = Field("default", pattern=r"^[A-Za-z0-9._-]+$")
     kind: Literal["proxy", "full"] = "proxy"
-    run: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9._-]+$")  # default: derived from the config's content
+    run: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$")  # default: derived from the config's content
 
 
 class Provenance(Strict):
-    study: Optional[str] = None  # the Optuna study (a sweep's study name at one width and parametrization)
-    trial: Optional[int] = None
-    storage: Optional[str] = None  # the Optuna storage URL, never with a password
-    created_by: Optional[str] = None
-    trial_value: Optional[float] = None  # the proxy trial's objective (a transferred run)
+    study: str | None = None  # the Optuna study (a sweep's study name at one width and parametrization)
+    trial: int | None = None
+    storage: str | None = None  # the Optuna storage URL, never with a password
+    created_by: str | None = None
+    trial_value: float | None = None  # the proxy trial's objective (a transferred run)
     proxy: dict[str, Any] = {}  # the proxy's width, depth, batch, tokens, parametrization (a transferred run)
     verify: dict[str, Any] = {}  # the drift `sweep verify` measured, when it was run
     rules: list[dict[str, Any]] = []  # transfer rules applied: rule, field, before, after, formula
@@ -229,8 +228,8 @@ class RunConfig(Strict):
     schedule: ScheduleConfig = ScheduleConfig()
     batch_size: int = Field(16, ge=1)  # global batch, in examples (sequences), per optimizer step
     grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step (per process)
-    steps: Optional[int] = Field(None, ge=1)
-    tokens: Optional[int] = Field(None, ge=1)  # budget in tokens; steps = ceil(tokens / tokens per step)
+    steps: int | None = Field(None, ge=1)
+    tokens: int | None = Field(None, ge=1)  # budget in tokens; steps = ceil(tokens / tokens per step)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
     compile: bool = False
     seed: int = Field(0, ge=0)
@@ -256,7 +255,7 @@ class RunConfig(Strict):
         return data
 
     @model_validator(mode="after")
-    def _budget(self) -> "RunConfig":
+    def _budget(self) -> RunConfig:
         if (self.steps is None) == (self.tokens is None):
             raise ValueError("steps and tokens: give exactly one")
         if self.batch_size % self.grad_accum:
@@ -264,7 +263,7 @@ class RunConfig(Strict):
         return self
 
     @model_validator(mode="after")
-    def _schedule_free_is_constant(self) -> "RunConfig":
+    def _schedule_free_is_constant(self) -> RunConfig:
         """Schedule-Free's averaging replaces the decay (Defazio et al. 2024): a decaying schedule on top is refused."""
         if self.optimizer.name == "schedulefree_adamw" and self.schedule.kind != "constant":
             raise ValueError(f"schedule.kind: {self.schedule.kind} decays the LR, schedulefree_adamw needs constant "
@@ -320,7 +319,7 @@ class RunConfig(Strict):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
     @classmethod
-    def from_yaml(cls, text: str | bytes) -> "RunConfig":
+    def from_yaml(cls, text: str | bytes) -> RunConfig:
         try:
             data = yaml_io.load(text)
         except yaml.YAMLError as err:
@@ -328,14 +327,14 @@ class RunConfig(Strict):
         return cls.parse(data or {})
 
     @classmethod
-    def load(cls, path: str | Path) -> "RunConfig":
+    def load(cls, path: str | Path) -> RunConfig:
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"config: {path} does not exist")
         return cls.from_yaml(path.read_bytes())
 
     @classmethod
-    def parse(cls, data: Any) -> "RunConfig":
+    def parse(cls, data: Any) -> RunConfig:
         try:
             return cls.model_validate(data)
         except ValidationError as err:

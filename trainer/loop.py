@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
-from typing import Callable, Mapping, Optional
 
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -30,8 +30,14 @@ from proxies.registry import ModelError, base_width_of
 from trainer import runtime as rt
 from trainer.atomic import atomic_path
 from trainer.build import build
-from trainer.checkpoint import (CheckpointError, delete_after, latest_checkpoint, list_checkpoints, load_checkpoint,
-                                save_checkpoint)
+from trainer.checkpoint import (
+    CheckpointError,
+    delete_after,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import CurveWriter
 from trainer.divergence import Divergence
@@ -49,9 +55,9 @@ class RunResult:
     run_id: str
     status: str  # completed | diverged | pruned
     step: int
-    train_loss: Optional[float]
-    val_loss: Optional[float]
-    reason: Optional[str] = None
+    train_loss: float | None
+    val_loss: float | None
+    reason: str | None = None
 
 
 class RunExists(ConfigError):

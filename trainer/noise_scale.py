@@ -14,7 +14,7 @@ is in examples: sequences for a language model, × seq_len for tokens):
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -32,7 +32,7 @@ class Backend(ABC):
     flags: tuple[str, ...] = ()  # its own command-line options (also settable in the spec's section of its name)
 
     @classmethod
-    def create(cls, spec: StudySpec, workers: int, flags: dict) -> "Backend":
+    def create(cls, spec: StudySpec, workers: int, flags: dict) -> Backend:
         """The backend with its settings: the spec's section of its name, if it has one, under the flags given."""
         section = getattr(spec, cls.name, None)
         return cls(workers) if section is None else cls(workers, with_flags(section, flags))

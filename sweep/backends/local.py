@@ -30,7 +30,7 @@ class LocalBackend(Backend):
             raise InputError(f"--workers: must be at least 1, got {workers}")
         self.workers = workers
 
-    def launch(self, job: SweepJob) -> "LocalExecution":
+    def launch(self, job: SweepJob) -> LocalExecution:
         threads = job.threads or max(1, (os.cpu_count() or 1) // self.workers)
         job = replace(job, threads=threads)
         context = mp.get_context("spawn")

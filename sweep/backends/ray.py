@@ -57,7 +57,7 @@ class RayBackend(Backend):
                              "filesystem or a SQLAlchemy URL (postgresql://…); SQLite is for one machine")
         check_address(address)
 
-    def launch(self, job: SweepJob) -> "RayExecution":
+    def launch(self, job: SweepJob) -> RayExecution:
         log = Path(job.root) / job.spec.name / "ray" / f"{job.study_name}.log"
         driver = start_driver(driver_main, "sweep-ray-driver", (job, self.options, self.max_concurrent), log)
         return RayExecution(driver, log, self.options, self.max_concurrent)

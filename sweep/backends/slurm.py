@@ -48,7 +48,7 @@ class SlurmBackend(Backend):
                              "shared filesystem or a SQLAlchemy URL (postgresql://…); SQLite is for one machine")
         check_slurm()
 
-    def launch(self, job: SweepJob) -> "SlurmExecution":
+    def launch(self, job: SweepJob) -> SlurmExecution:
         study = open_study(job, open_storage(job.storage), create=False)
         recorded = study.user_attrs.get(JOB_ATTR)
         if recorded and queued(recorded["id"]):

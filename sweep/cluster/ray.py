@@ -16,9 +16,9 @@ import secrets
 import shutil
 import socket
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from sweep.cluster.processes import become_subreaper, die_with_parent, end_session, reap_children, start_reaper
 from sweep.errors import InputError

@@ -6,7 +6,6 @@ The submission itself (submitit's executors) stays with its user: an array of sw
 from __future__ import annotations
 
 import subprocess
-from typing import Optional
 
 from sweep.errors import InputError
 
@@ -23,7 +22,7 @@ def check_slurm() -> None:
         raise InputError("--backend slurm: no SLURM here (sinfo does not run); submit from a login node") from None
 
 
-def job_state(job_id: str) -> tuple[Optional[str], int]:
+def job_state(job_id: str) -> tuple[str | None, int]:
     """(SLURM state, restarts) of a job: scontrol while SLURM remembers it, else sacct; (None, 0) if unknown."""
     try:
         shown = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=60)
@@ -38,7 +37,7 @@ def job_state(job_id: str) -> tuple[Optional[str], int]:
     return (states[-1], 0) if states else (None, 0)
 
 
-def active(state: Optional[str]) -> bool:
+def active(state: str | None) -> bool:
     """Whether a job in this state is queued or running."""
     return state in WAITING or state in RUNNING
 

@@ -34,8 +34,8 @@ within [1/1.2, 1.2] over 4× width (|slope| ≤ 0.13), which finite-width effect
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd

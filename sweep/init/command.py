@@ -5,7 +5,6 @@ Without NAME it lists the examples. The default destination is where the README'
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 
@@ -14,7 +13,7 @@ from sweep.errors import InputError
 from trainer.atomic import atomic_path
 
 
-def run_init(name: Optional[str], out: Optional[Path], console: Console) -> None:
+def run_init(name: str | None, out: Path | None, console: Console) -> None:
     """Copy example `name` to `out` (a file, or a folder to put NAME.yaml in; default studies/NAME.yaml);
     list the examples when no name is given."""
     known = examples.names()

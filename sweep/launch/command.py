@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 
@@ -64,7 +63,7 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     return report(state, cfg, console) if state and not request.detach else code
 
 
-def still_launched(record: Optional[dict]) -> Optional[str]:
+def still_launched(record: dict | None) -> str | None:
     """Where the recorded launch still holds the run (a SLURM job queued or running, a launcher process alive
     on this machine other than this one), or None."""
     if record is None:

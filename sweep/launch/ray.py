@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 
@@ -45,7 +44,7 @@ def train_task(cfg: RunConfig, cwd: str, gpus: int) -> str:
     return read_result(cfg.run_dir())["status"]
 
 
-def driver_main(cfg: RunConfig, cwd: str, address: Optional[str], gpus: int, temp_dir: str, log: str) -> None:
+def driver_main(cfg: RunConfig, cwd: str, address: str | None, gpus: int, temp_dir: str, log: str) -> None:
     """Start (or join) Ray, run the task to its end, shut down; exit 0 when the run completed."""
     enter_driver(temp_dir, log, address)
     import ray
@@ -60,7 +59,7 @@ def driver_main(cfg: RunConfig, cwd: str, address: Optional[str], gpus: int, tem
     sys.exit(0 if status == "completed" else 1)
 
 
-def launch_ray(cfg: RunConfig, address: Optional[str], gpus: int, console: Console) -> int:
+def launch_ray(cfg: RunConfig, address: str | None, gpus: int, console: Console) -> int:
     """Run the driver to its end (Ctrl-C ends it and its Ray processes; launching again resumes)."""
     log = (cfg.run_dir() / "ray.log").resolve()
     started = start_driver(driver_main, "sweep-launch-ray", (cfg, os.getcwd(), address, gpus), log)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from sweep.paths import curve_folder
 from trainer.atomic import atomic_path
@@ -34,24 +33,24 @@ def write_record(cfg: RunConfig, record: dict) -> dict:
     return record
 
 
-def read_record(run_dir: Path) -> Optional[dict]:
+def read_record(run_dir: Path) -> dict | None:
     path = Path(run_dir) / RECORD
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def read_result(run_dir: Path) -> Optional[dict]:
+def read_result(run_dir: Path) -> dict | None:
     """The trainer's result.json (status, step, losses, reason), once the run has ended."""
     path = Path(run_dir) / "result.json"
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def finished_state(run_dir: Path) -> Optional[str]:
+def finished_state(run_dir: Path) -> str | None:
     """done or diverged when the trainer recorded so; None while it has not (or the run was pruned)."""
     result = read_result(run_dir)
     return FINISHED.get(result["status"]) if result else None
 
 
-def last_logged(curve: Path) -> Optional[dict]:
+def last_logged(curve: Path) -> dict | None:
     """The curve's last row: step, train_loss, val_loss (the last evaluation's); None before the first log."""
     rows = read_run(curve, columns=["step", "train_loss", "val_loss"])
     if rows is None:

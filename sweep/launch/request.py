@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Optional
 
 from sweep.errors import InputError
 
@@ -21,15 +20,15 @@ def flag(name: str) -> str:
 @dataclass(frozen=True)
 class LaunchRequest:
     backend: str = "local"
-    nodes: Optional[int] = None
-    gpus_per_node: Optional[int] = None
-    nproc: Optional[int] = None  # local: processes (CPU, or one per GPU)
-    partition: Optional[str] = None
-    time: Optional[int] = None  # slurm: minutes before the job is requeued (and resumes)
-    mem: Optional[float] = None  # slurm: GB per node
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    address: Optional[str] = None  # ray: a running cluster; none: a private local instance
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    nproc: int | None = None  # local: processes (CPU, or one per GPU)
+    partition: str | None = None
+    time: int | None = None  # slurm: minutes before the job is requeued (and resumes)
+    mem: float | None = None  # slurm: GB per node
+    account: str | None = None
+    qos: str | None = None
+    address: str | None = None  # ray: a running cluster; none: a private local instance
     detach: bool = False
 
     @property

@@ -18,7 +18,6 @@ import shutil
 import time
 from contextlib import redirect_stderr
 from pathlib import Path
-from typing import Optional
 
 import submitit
 from rich.console import Console
@@ -49,7 +48,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         return train(cfg, resume=True)
 
 
-def launch_slurm(cfg: RunConfig, request: LaunchRequest, record: Optional[dict], console: Console) -> int:
+def launch_slurm(cfg: RunConfig, request: LaunchRequest, record: dict | None, console: Console) -> int:
     """Submit the job (or re-attach to the recorded one while it is queued or running); follow it unless detached."""
     if record and record["backend"] == "slurm" and active(job_state(record["job"])[0]):
         job_id, attached = record["job"], True

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 from rich.table import Table
@@ -24,7 +23,7 @@ from sweep.paths import results_root
 from sweep.study.spec import load_spec
 
 
-def run_status(target: Optional[str], fmt: str, console: Console) -> None:
+def run_status(target: str | None, fmt: str, console: Console) -> None:
     rows = [run_state(record_path.parent) for record_path in launch_records(target)]
     if fmt == "json":
         print(json.dumps(rows, indent=2))
@@ -41,7 +40,7 @@ def run_status(target: Optional[str], fmt: str, console: Console) -> None:
     console.print(table)
 
 
-def launch_records(target: Optional[str]) -> list[Path]:
+def launch_records(target: str | None) -> list[Path]:
     """launch.json of every run under the results root, or under one sweep's folder (by spec or name)."""
     root = results_root()
     if target is None:
@@ -66,7 +65,7 @@ def run_state(run_dir: Path) -> dict:
             "job": record["job"], "state": state, **logged, "detail": detail, "run_dir": str(run_dir)}
 
 
-def scheduler_state(record: dict) -> tuple[Optional[str], str]:
+def scheduler_state(record: dict) -> tuple[str | None, str]:
     """(queued|requeued|running, detail) while the scheduler or the launcher process holds the run; else (None, detail)."""
     if record["backend"] == "slurm":
         from sweep.cluster.slurm import RUNNING, WAITING, job_state

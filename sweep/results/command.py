@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 
@@ -13,8 +12,8 @@ from sweep.results.table import rich_table, to_json, trials_frame
 from sweep.study.lookup import load_studies, locate
 
 
-def run_results(spec_or_name: str, *, width: Optional[int], top: int, fmt: str, storage: Optional[str],
-                password_env: Optional[str], plots: bool, console: Console) -> None:
+def run_results(spec_or_name: str, *, width: int | None, top: int, fmt: str, storage: str | None,
+                password_env: str | None, plots: bool, console: Console) -> None:
     if top < 1:
         raise InputError(f"--top: must be at least 1, got {top}")
     name, url = locate(spec_or_name, storage=storage, password_env=password_env)

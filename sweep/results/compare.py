@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 import matplotlib
 
@@ -26,7 +25,7 @@ from sweep.results.table import cell  # noqa: E402
 from trainer.curves import read_run  # noqa: E402
 
 
-def run_compare(refs: list[str], *, x: str, metric: str, study: Optional[str], out: Optional[Path],
+def run_compare(refs: list[str], *, x: str, metric: str, study: str | None, out: Path | None,
                 console: Console) -> Path:
     where = scope(study, storage=None, password_env=None)
     runs = pick_runs(run_rows(where), refs, where)

@@ -3,7 +3,6 @@ each written atomically, by default under ROOT/NAME/export/."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 
@@ -15,7 +14,7 @@ from sweep.results.views import connect
 ORDER = {"trials": "study, number", "runs": "run", "curves": "study, kind, run, step"}
 
 
-def run_export(study: str, *, fmt: str, out: Optional[Path], storage: Optional[str], password_env: Optional[str],
+def run_export(study: str, *, fmt: str, out: Path | None, storage: str | None, password_env: str | None,
                console: Console) -> list[Path]:
     where = scope(study, storage=storage, password_env=password_env)
     folder = out if out is not None else where.root / where.sweep / "export"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import duckdb
 import pyarrow as pa
@@ -34,7 +33,7 @@ def print_table(result: duckdb.DuckDBPyRelation, console: Console) -> None:
     Console(stderr=True).print(f"[dim]{shown} row{'s' * (shown != 1)} shown{more}[/]")
 
 
-def write_result(result: duckdb.DuckDBPyRelation, out: Optional[Path], fmt: str) -> None:
+def write_result(result: duckdb.DuckDBPyRelation, out: Path | None, fmt: str) -> None:
     """Stream the result as `fmt` (csv, parquet) to `out`, or CSV to stdout when `out` is None."""
     if fmt == "csv":
         result = flat(result)

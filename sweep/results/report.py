@@ -14,7 +14,6 @@ import base64
 import html
 import io
 from pathlib import Path
-from typing import Optional
 
 import matplotlib
 
@@ -117,7 +116,7 @@ def proxy_vs_full_section(where: Scope) -> str:
     return png_tag(figure_png(compare_figure(shown, curves, "fraction", "val_loss")), "proxy vs full")
 
 
-def build_report(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str]) -> tuple[str, Path]:
+def build_report(spec_or_name: str, *, storage: str | None, password_env: str | None) -> tuple[str, Path]:
     name, url = locate(spec_or_name, storage=storage, password_env=password_env)
     studies = load_studies(name, url)
     root = results_root().resolve()
@@ -142,7 +141,7 @@ def build_report(spec_or_name: str, *, storage: Optional[str], password_env: Opt
     return page, root / name / "report.html"
 
 
-def run_report(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str], out: Optional[Path],
+def run_report(spec_or_name: str, *, storage: str | None, password_env: str | None, out: Path | None,
                console: Console) -> Path:
     page, default = build_report(spec_or_name, storage=storage, password_env=password_env)
     path = out or default

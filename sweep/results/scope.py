@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from sweep.errors import InputError
 from sweep.paths import results_root
@@ -15,7 +14,7 @@ from sweep.study.storage import StorageURL, storage_url
 @dataclass(frozen=True)
 class Scope:
     root: Path  # the results root, absolute
-    sweep: Optional[str]  # one sweep's name (its folder ROOT/NAME), or None: every sweep under root
+    sweep: str | None  # one sweep's name (its folder ROOT/NAME), or None: every sweep under root
     storages: tuple[StorageURL, ...]  # where the trials are; with `sweep` set only its studies are read
 
     def folders(self) -> list[Path]:
@@ -25,7 +24,7 @@ class Scope:
         return sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
 
 
-def scope(study: Optional[str], *, storage: Optional[str], password_env: Optional[str]) -> Scope:
+def scope(study: str | None, *, storage: str | None, password_env: str | None) -> Scope:
     """One sweep (a spec or a name) with its storage, or every sweep under the results root with every
     default SQLite storage there (or the one `storage` given). A folder without a storage, e.g. one
     written by `sweep train`, has runs and curves but no trials."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
 
 import duckdb
 from rich.console import Console
@@ -19,8 +18,8 @@ from sweep.results.scope import Scope, scope
 from sweep.results.views import TABLES, connect
 
 
-def run_sql(statement: str, *, study: Optional[str], storage: Optional[str], password_env: Optional[str], fmt: str,
-            out: Optional[Path], console: Console) -> None:
+def run_sql(statement: str, *, study: str | None, storage: str | None, password_env: str | None, fmt: str,
+            out: Path | None, console: Console) -> None:
     if fmt == "parquet" and out is None:
         raise InputError("--out: --format parquet needs a file to write")
     if fmt == "table" and out is not None:

@@ -13,7 +13,7 @@ nothing outside it (no other file, no URL), no extension is installed or loaded,
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import duckdb
 

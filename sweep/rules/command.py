@@ -8,7 +8,6 @@ shape and budget, the verify drift when one was measured, and every rule with it
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from rich.console import Console
 from rich.table import Table
@@ -27,8 +26,8 @@ LIMITS = ("Tensor Programs V proves transfer across width only: regularization a
           "horizon rules, are empirical. Compare the full run's first evaluations with the proxy's before trusting it.")
 
 
-def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: Optional[int], storage: Optional[str],
-                 password_env: Optional[str], out: Optional[Path], console: Console) -> Path:
+def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: int | None, storage: str | None,
+                 password_env: str | None, out: Path | None, console: Console) -> Path:
     target.check()
     name, url = locate(str(spec_path), storage=storage, password_env=password_env)
     study, chosen = pick_trial(name, url, width=proxy_width, parametrization="mup", trial=trial)
@@ -85,7 +84,7 @@ def measured_noise_scale(trial) -> float:
                      "(eval.noise_scale_batches: 0); pick another rule or sweep with it on")
 
 
-def verify_record(summary: Optional[dict]) -> dict:
+def verify_record(summary: dict | None) -> dict:
     if not summary:
         return {}
     return {"param": summary["param"], "widths": summary["widths"], "seeds": summary["seeds"],

@@ -12,7 +12,7 @@ Order (each step reads what the steps before it set; tests/test_transfer_rules.p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from proxies.registry import base_width_of
 from sweep.errors import InputError
@@ -32,10 +32,10 @@ class Target:
     """The full-size run: its width, and what else changes from the proxy (None: kept)."""
 
     width: int
-    depth: Optional[int] = None
-    batch_size: Optional[int] = None
-    steps: Optional[int] = None
-    tokens: Optional[int] = None
+    depth: int | None = None
+    batch_size: int | None = None
+    steps: int | None = None
+    tokens: int | None = None
     batch_rule: str = "none"
     warmup: str = "fraction"
     beta2: str = "halflife"
@@ -86,7 +86,7 @@ class _Edit:
             self.changes.append(Change(rule, path, before, after, formula))
 
 
-def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int, b_noise: Optional[float] = None) -> Transferred:
+def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int, b_noise: float | None = None) -> Transferred:
     """Apply the rules in order (module docstring) to the proxy's RunConfig; bad targets are InputErrors."""
     target.check()
     edit, warnings = _Edit(proxy), []
@@ -166,7 +166,7 @@ def _budget(edit: _Edit, proxy: RunConfig, target: Target, proxy_tokens: int) ->
         edit.set("budget", "tokens", proxy_tokens, "the proxy's tokens kept at the new batch")
 
 
-def _batch(edit: _Edit, proxy: RunConfig, target: Target, kappa: float, b_noise: Optional[float],
+def _batch(edit: _Edit, proxy: RunConfig, target: Target, kappa: float, b_noise: float | None,
            warnings: list[str]) -> float:
     """Step 4; returns the target's LR."""
     opt, rule = proxy.optimizer, target.batch_rule

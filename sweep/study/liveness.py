@@ -90,7 +90,7 @@ class Heartbeat:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{trial_id}", daemon=True)
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         self.storage.set_trial_system_attr(self.trial_id, WORKER, this_worker())
         self.beat()
         self._thread.start()

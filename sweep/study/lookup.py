@@ -3,7 +3,6 @@ a trial's curve."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import optuna
 import pandas as pd
@@ -15,8 +14,8 @@ from sweep.study.storage import StorageURL, open_storage, storage_url
 from trainer.curves import read_run
 
 
-def locate(spec_or_name: str, *, storage: Optional[str], password_env: Optional[str],
-           root: Optional[str] = None) -> tuple[str, StorageURL]:
+def locate(spec_or_name: str, *, storage: str | None, password_env: str | None,
+           root: str | None = None) -> tuple[str, StorageURL]:
     """(sweep name, storage URL) from a spec file or a bare name (whose default storage must exist)."""
     path = Path(spec_or_name)
     if path.suffix in (".yaml", ".yml") or path.is_file():
@@ -30,7 +29,7 @@ def locate(spec_or_name: str, *, storage: Optional[str], password_env: Optional[
     return name, storage_url(given, password_env, default_sqlite=default)
 
 
-def load_studies(name: str, url: StorageURL, width: Optional[int] = None) -> list[optuna.Study]:
+def load_studies(name: str, url: StorageURL, width: int | None = None) -> list[optuna.Study]:
     """The studies of sweep `name` (all widths and parametrizations, or one width), narrowest first."""
     if url.is_journal and not url.journal_path().is_file():
         raise InputError(f"storage: {url.redacted} does not exist")
@@ -46,7 +45,7 @@ def load_studies(name: str, url: StorageURL, width: Optional[int] = None) -> lis
     return sorted(studies, key=lambda s: (s.user_attrs.get("width", 0), s.user_attrs.get("parametrization", "")))
 
 
-def pick_trial(name: str, url: StorageURL, *, width: Optional[int], parametrization: str,
+def pick_trial(name: str, url: StorageURL, *, width: int | None, parametrization: str,
                trial: str = "best") -> tuple[optuna.Study, optuna.trial.FrozenTrial]:
     """The sweep's study at `width` (the only one in `parametrization` when no width is given) and one of
     its COMPLETE trials: the best, or the one numbered `trial`."""

@@ -7,7 +7,6 @@ and the study's folder (and a SQLite or journal storage's) must be writable.
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 from proxies.data import open_data
 from proxies.registry import build_model
@@ -27,9 +26,9 @@ from trainer.loop import resolve
 LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
 
 
-def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[str], trials: Optional[int],
-            storage: Optional[str], password_env: Optional[str], timeout_min: Optional[float] = None,
-            root: Optional[str] = None) -> SweepJob:
+def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, trials: int | None,
+            storage: str | None, password_env: str | None, timeout_min: float | None = None,
+            root: str | None = None) -> SweepJob:
     """Validate a sweep of `spec` at one width and return its job; an InputError names what is wrong."""
     width = width if width is not None else spec.run.get("model", {}).get("width")
     if width is None:

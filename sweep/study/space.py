@@ -19,7 +19,7 @@ named `PATH.halflife_steps` or `PATH.halflife_tokens`; the β it maps to is reco
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 import optuna
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -52,10 +52,10 @@ class FloatParam(Param):
     low: float
     high: float
     log: bool = False
-    step: Optional[float] = Field(None, gt=0)
+    step: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
-    def _range(self) -> "FloatParam":
+    def _range(self) -> FloatParam:
         check_range(self.low, self.high, self.log)
         if self.log and self.step is not None:
             raise ValueError("step: not allowed with log: true")
@@ -79,7 +79,7 @@ class IntParam(Param):
     step: int = Field(1, ge=1)
 
     @model_validator(mode="after")
-    def _range(self) -> "IntParam":
+    def _range(self) -> IntParam:
         check_range(self.low, self.high, self.log)
         return self
 
@@ -95,7 +95,7 @@ class IntParam(Param):
 
 class CategoricalParam(Param):
     type: Literal["categorical"] = "categorical"
-    choices: list[Union[bool, int, float, str, None]] = Field(min_length=1)
+    choices: list[bool | int | float | str | None] = Field(min_length=1)
 
     def suggest(self, trial: optuna.Trial, name: str) -> Any:
         return trial.suggest_categorical(name, self.choices)
@@ -125,7 +125,7 @@ class HalflifeParam(Param):
     log: bool = True
 
     @model_validator(mode="after")
-    def _range(self) -> "HalflifeParam":
+    def _range(self) -> HalflifeParam:
         check_range(self.low, self.high, self.log)
         return self
 
@@ -146,7 +146,7 @@ class HalflifeParam(Param):
         return [self.low, self.high]  # mapped to β by `Space.extreme_values`
 
 
-AnyParam = Union[FloatParam, IntParam, CategoricalParam, FixedParam, HalflifeParam]
+AnyParam = FloatParam | IntParam | CategoricalParam | FixedParam | HalflifeParam
 
 
 def check_range(low: float, high: float, log: bool) -> None:

@@ -23,7 +23,7 @@ import hashlib
 import json
 import typing
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -46,7 +46,7 @@ class Strict(BaseModel):
 
 class SamplerSpec(Strict):
     name: Literal[SAMPLERS] = "tpe"
-    seed: Optional[int] = 0
+    seed: int | None = 0
     options: dict[str, Any] = {}  # passed to the Optuna sampler (grid: `points` per float range)
 
 
@@ -62,22 +62,22 @@ class ObjectiveSpec(Strict):
 
 class SlurmSpec(Strict):
     """Where `--backend slurm` runs each array task (the flags of the same names override these)."""
-    partition: Optional[str] = Field(None, pattern=r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
+    partition: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
     gpus_per_task: int = Field(0, ge=0)
     cpus_per_task: int = Field(1, ge=1)
-    mem: Optional[float] = Field(None, gt=0)  # GB per task
+    mem: float | None = Field(None, gt=0)  # GB per task
     time: int = Field(60, ge=1)  # minutes per task; a timed-out task requeues and resumes its trial
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    array_parallelism: Optional[int] = Field(None, ge=1)  # tasks running at once (default: all)
+    account: str | None = None
+    qos: str | None = None
+    array_parallelism: int | None = Field(None, ge=1)  # tasks running at once (default: all)
 
 
 class RaySpec(Strict):
     """Where `--backend ray` runs trials (the flags of the same names override these)."""
-    address: Optional[str] = None  # a running cluster (HOST:PORT, ray://HOST:PORT, auto); none: a local instance
+    address: str | None = None  # a running cluster (HOST:PORT, ray://HOST:PORT, auto); none: a local instance
     gpus_per_trial: float = Field(0.0, ge=0)
     cpus_per_trial: float = Field(1.0, gt=0)
-    max_concurrent: Optional[int] = Field(None, ge=1)  # default: --workers
+    max_concurrent: int | None = Field(None, ge=1)  # default: --workers
 
     @field_validator("gpus_per_trial", "cpus_per_trial")
     @classmethod
@@ -97,8 +97,8 @@ class StudySpec(Strict):
     sampler: SamplerSpec = SamplerSpec()
     pruner: PrunerSpec = PrunerSpec()
     seeds_per_trial: int = Field(1, ge=1)
-    storage: Optional[str] = None
-    storage_password_env: Optional[str] = None
+    storage: str | None = None
+    storage_password_env: str | None = None
     storage_retry_s: float = Field(STORAGE_RETRY_S, gt=0)
     slurm: SlurmSpec = SlurmSpec()
     ray: RaySpec = RaySpec()
@@ -197,7 +197,7 @@ def builders_named(spec: StudySpec) -> set[str]:
     return named
 
 
-def check_builder_named(name: str, spec: Optional[StudySpec], where: str) -> None:
+def check_builder_named(name: str, spec: StudySpec | None, where: str) -> None:
     """A builder import path (`package.module:function`) read from a study, which someone else may have
     written, is imported only when the spec the user passed names it too; a zoo name imports nothing."""
     from proxies.registry import ZOO

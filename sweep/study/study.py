@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Optional
 
 import numpy as np
 import optuna
@@ -43,10 +42,10 @@ class SweepJob:
     root: str  # results root: ROOT/NAME/{runs,curves}
     n_trials: int
     eval_every: int
-    total_steps: Optional[int]  # None when the searched values change it
+    total_steps: int | None  # None when the searched values change it
     tokens_per_example: int
-    deadline: Optional[float] = None  # epoch seconds after which no trial is started
-    threads: Optional[int] = None  # torch threads per worker
+    deadline: float | None = None  # epoch seconds after which no trial is started
+    threads: int | None = None  # torch threads per worker
     worker: int = 0  # this worker's index among the backend's workers (seeds its sampler)
 
     @property
@@ -67,7 +66,7 @@ def counts(trial: FrozenTrial) -> bool:
         trial.state == TrialState.FAIL and "error" in trial.user_attrs)
 
 
-def sampler_seed(seed: Optional[int], worker: int, trials_before: int) -> Optional[int]:
+def sampler_seed(seed: int | None, worker: int, trials_before: int) -> int | None:
     """The sampler seed of one worker process: the spec's seed mixed with the worker's index and the
     study's trial count when it starts, so parallel workers and a resumed sweep do not replay the
     same random points, while the same history gives the same sequence."""
@@ -137,7 +136,7 @@ def check_same_spec(recorded: dict, job: SweepJob) -> None:
 MISSING = "(absent)"
 
 
-def first_difference(old, new, path: str) -> Optional[tuple[str, object, object]]:
+def first_difference(old, new, path: str) -> tuple[str, object, object] | None:
     """(dotted path, old value, new value) of the first place two JSON-like values differ, or None."""
     if isinstance(old, dict) and isinstance(new, dict):
         for key in [*old, *(k for k in new if k not in old)]:
@@ -157,7 +156,7 @@ def progress(study: optuna.Study) -> tuple[int, int]:
 WAIT = "wait"  # claim_once: the last places are held by running trials; ask again later
 
 
-def claim(study: optuna.Study, n_trials: int, deadline: Optional[float] = None) -> Optional[optuna.Trial]:
+def claim(study: optuna.Study, n_trials: int, deadline: float | None = None) -> optuna.Trial | None:
     """The next trial to run, or None when the study has `n_trials` counted (or the deadline passed).
 
     While the last places are held by running trials this waits: one of them may die and be retried.

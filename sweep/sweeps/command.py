@@ -1,7 +1,6 @@
 """`sweep proxy`: create or resume the study of a spec at one width, run its trials on a backend, follow them."""
 from __future__ import annotations
 
-from typing import Optional
 
 import optuna
 from rich.console import Console
@@ -53,7 +52,7 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
     return summarize(study, job, console)
 
 
-def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, detach: bool = False) -> Optional[int]:
+def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, detach: bool = False) -> int | None:
     """Launch the backend's workers on the study and follow them to the end; an exit code when the
     command must stop here (130 on Ctrl-C, 0 when detached), else None."""
     execution = executor.launch(job)

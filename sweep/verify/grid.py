@@ -9,7 +9,7 @@ defaults), the one setting on a grid (Optuna's grid sampler, every point queued 
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +31,7 @@ def parse_number(text: str, flag: str) -> float:
         raise InputError(f"{flag}: {text.strip()!r} is not a number (e.g. 0.003 or 2^-8)") from None
 
 
-def grid_values(centre: Optional[float], values: Optional[str], span: Optional[str]) -> list[float]:
+def grid_values(centre: float | None, values: str | None, span: str | None) -> list[float]:
     if values and span:
         raise InputError("--values, --range: give one, not both")
     if values:

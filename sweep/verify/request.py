@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -12,15 +11,15 @@ class VerifyRequest:
     spec: Path
     widths: str = "32,64,128,256"  # comma-separated
     param: str = "optimizer.lr"  # the setting on the grid, a RunConfig path with positive values
-    values: Optional[str] = None  # the grid, comma-separated
-    span: Optional[str] = None  # LO,HI,N [default: the base value × 2^-3 … 2^3]
+    values: str | None = None  # the grid, comma-separated
+    span: str | None = None  # LO,HI,N [default: the base value × 2^-3 … 2^3]
     parametrizations: str = "mup,sp"
     seeds: int = 2
     trials_from: str = "best"  # the sweep's best trial, or the spec's defaults: best|spec
-    proxy_width: Optional[int] = None  # the sweep's width whose best trial is used [default: its only one]
+    proxy_width: int | None = None  # the sweep's width whose best trial is used [default: its only one]
     max_drift: float = 1.0  # octaves
     backend: str = "local"
     workers: int = 1
-    storage: Optional[str] = None
-    password_env: Optional[str] = None
+    storage: str | None = None
+    password_env: str | None = None
     backend_flags: dict = field(default_factory=dict)  # ray and slurm flags, by name (None: not given)

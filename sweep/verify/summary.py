@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from trainer.atomic import atomic_path
 
@@ -19,6 +18,6 @@ def write_summary(folder: Path, summary: dict) -> None:
         tmp.write_text(json.dumps(summary, indent=2))
 
 
-def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr") -> Optional[dict]:
+def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr") -> dict | None:
     path = Path(root) / verify_name(spec_name, param) / "summary.json"
     return json.loads(path.read_text()) if path.is_file() else None

@@ -21,9 +21,10 @@ import signal
 import struct
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from sweep.cluster.processes import process_start, session_members
 from tests.sweep_helpers import sweep_cmd, sweep_env

@@ -9,8 +9,8 @@ optimizer groups of `trainer.optim.param_groups` before the optimizer is made.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 from mup import MuReadout

@@ -21,7 +21,8 @@ import logging
 import os
 import sqlite3
 import time
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import optuna
 import sqlalchemy.exc
@@ -43,7 +44,7 @@ def backoff(attempt: int) -> float:
     return min(RETRY_FIRST_S * 2 ** attempt, RETRY_CAP_S)
 
 
-def disk_errno(err: BaseException) -> Optional[int]:
+def disk_errno(err: BaseException) -> int | None:
     """ENOSPC, EDQUOT or EROFS when a full, over-quota or read-only disk caused `err`, else None."""
     for e in causes(err):
         if isinstance(e, OSError) and e.errno in DISK_ERRNOS:
@@ -54,7 +55,7 @@ def disk_errno(err: BaseException) -> Optional[int]:
     return None
 
 
-def disk_fault(err: BaseException, url: StorageURL) -> Optional[EnvironmentFault]:
+def disk_fault(err: BaseException, url: StorageURL) -> EnvironmentFault | None:
     """A full or read-only disk under the storage's file, as an EnvironmentFault naming its folder; else None."""
     code = disk_errno(err)
     return None if code is None else as_fault(OSError(code, os.strerror(code), str(url.file() or "")))

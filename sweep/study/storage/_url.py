@@ -5,7 +5,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 from urllib.parse import quote
 
 from sweep.errors import InputError
@@ -19,7 +18,7 @@ STORAGE_RETRY_S = 300.0
 @dataclass(frozen=True)
 class StorageURL:
     url: str  # as given: may hold ${VAR}, never a literal password
-    password_env: Optional[str] = None
+    password_env: str | None = None
     retry_s: float = STORAGE_RETRY_S  # how long a call waits for an unreachable database
 
     @property
@@ -33,7 +32,7 @@ class StorageURL:
     def journal_path(self) -> Path:
         return Path(self.url.removeprefix("journal:"))
 
-    def file(self) -> Optional[Path]:
+    def file(self) -> Path | None:
         """The file holding the storage (SQLite or journal), None for a database server."""
         if self.is_journal:
             return self.journal_path()
