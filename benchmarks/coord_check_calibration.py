@@ -20,6 +20,7 @@ update, this check's t = 0), beside this check's largest size slope at t = 0, 1,
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -85,11 +86,12 @@ def mup_comparison() -> None:
         options = source.model_options()
         widths = [64, 128, 256]
         x, y = make_batch(0)
-        lazy = {w: (lambda w=w: (torch.manual_seed(0), build_model(model, w, 2, "mup", **options))[1]) for w in widths}
+        build = functools.partial(build_model, model, depth=2, parametrization="mup", **options)
+        lazy = {w: (lambda w=w, build=build: (torch.manual_seed(0), build(w))[1]) for w in widths}
         flat = model == "gpt"
         df = get_coord_data(lazy, [(x, y.flatten() if flat else y)], optimizer="adam", lr=DEFAULT_LR["adamw"], mup=True,
                             nsteps=3, cuda=False, flatten_output=flat, nseeds=1)
-        ours_c, _, _ = coord_check(lambda w: build_model(model, w, 2, "mup", **options), make_batch, widths, 1, 3)
+        ours_c, _, _ = coord_check(build, make_batch, widths, 1, 3)
         theirs, ours = [], []
         for t in (1, 2, 3):
             d = df[df["t"] == t].pivot_table(index="module", columns="width", values="l1")

@@ -19,6 +19,7 @@ and the CLI's imports included), once per query.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -110,8 +111,8 @@ def compact_store(root: Path, runs: int) -> None:
 def time_queries(root: Path, args, layout: str) -> None:
     parts = sum(1 for _ in root.glob("bench/curves/*/*/*/part-*.parquet"))
     for name, statement in queries(args.runs).items():
-        sql_s, sql_rows = seconds(lambda: via_sql(root, statement), args.repeat)
-        pandas_s, pandas_rows = seconds(lambda: via_pandas(root, name, args.runs), args.repeat)
+        sql_s, sql_rows = seconds(functools.partial(via_sql, root, statement), args.repeat)
+        pandas_s, pandas_rows = seconds(functools.partial(via_pandas, root, name, args.runs), args.repeat)
         assert sql_rows == pandas_rows, (sql_rows, pandas_rows)
         print(f"| {layout} | {parts:,} | {name} | {sql_rows:,} | {sql_s:.2f} | {pandas_s:.2f} | {pandas_s / sql_s:.1f}× | "
               f"{command_seconds(root, statement):.2f} |")

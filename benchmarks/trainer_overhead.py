@@ -115,7 +115,7 @@ def busy_cores(seconds: float = 1.0) -> float | None:
         after = read()
     except (OSError, ValueError):
         return None
-    delta = [b - a for a, b in zip(before, after)]
+    delta = [b - a for a, b in zip(before, after, strict=True)]
     idle, total = delta[3] + delta[4], sum(delta[:8])  # idle + iowait; user … steal
     return (os.cpu_count() or 1) * (1 - idle / total) if total else None
 
@@ -263,12 +263,12 @@ def main() -> None:
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     print()
     for i, line in enumerate(table):
-        print("  ".join(cell.ljust(w) if j in (0, 5) else cell.rjust(w) for j, (cell, w) in enumerate(zip(line, widths))))
+        print("  ".join(cell.ljust(w) if j in (0, 5) else cell.rjust(w) for j, (cell, w) in enumerate(zip(line, widths, strict=True))))
         if i == 0:
             print("  ".join("-" * w for w in widths))
     print("* the trainer's own log rows: they leave out the logging work itself (not used for the ratio)")
     print("CPU ms/step: process CPU time (all threads) per step, median of rounds; about threads × ms/step on an idle CPU host")
-    paired = [t / b for t, b in zip(trainer_rates, bare_rates)]
+    paired = [t / b for t, b in zip(trainer_rates, bare_rates, strict=True)]
     print(f"paired rounds trainer/bare: {' '.join(f'{p:.3f}' for p in paired)} (median {statistics.median(paired):.3f})")
     print(f"FLOPs/token {flops / 1e6:,.1f} M; device peak {f'{peak / 1e12:,.0f} TFLOP/s' if peak else 'unknown (CPU)'}; "
           f"wall time {time.perf_counter() - started:.0f} s in train(), {time.perf_counter() - T0:.0f} s in all")

@@ -90,7 +90,7 @@ def main() -> None:
     print(f"\n{'parametrization':<16}{'drift (octaves)':>16}{'seed noise':>12}   optimum log2 lr per width")
     for p, v in summary["parametrizations"].items():
         row = optima[optima["parametrization"] == p]
-        per_width = ", ".join(f"{w}: {x:.2f}" for w, x in zip(row["width"], row["optimum_x"]))
+        per_width = ", ".join(f"{w}: {x:.2f}" for w, x in zip(row["width"], row["optimum_x"], strict=True))
         print(f"{p:<16}{v['drift']:>16.2f}{v['noise']:>12.2f}   {per_width}")
     print(f"\nat width {large}: transferred lr {lr:.4g} (μP vertex at width {small}) → val loss {moved:.4f} "
           f"(seeds {', '.join(f'{v:.4f}' for v in transferred)})")

@@ -70,7 +70,7 @@ def test_verdict_rules():
         "update_grows": [(0.0, nan), (0.1, 0.6), (0.1, 0.2)],
         "update_vanishes": [(0.0, nan), (0.0, -0.9), (0.0, -0.8)],
     })
-    failed = dict(zip(v.table["module"], v.table["why"]))
+    failed = dict(zip(v.table["module"], v.table["why"], strict=True))
     assert {m for m, why in failed.items() if why} == {"size_grows", "update_grows", "update_vanishes"}
     assert failed["update_vanishes"] == "update vanishes" and failed["update_grows"] == "update grows"
     assert not v.passed

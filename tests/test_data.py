@@ -18,7 +18,7 @@ def batches(data, split, seed, n=3, batch_size=4):
 
 
 def same_batches(a, b):
-    return all(torch.equal(xa, xb) and torch.equal(ya, yb) for (xa, ya), (xb, yb) in zip(a, b))
+    return all(torch.equal(xa, xb) and torch.equal(ya, yb) for (xa, ya), (xb, yb) in zip(a, b, strict=True))
 
 
 def test_split_is_deterministic_and_val_is_the_tail(tmp_path):
@@ -44,7 +44,7 @@ def test_batch_order_is_a_function_of_the_generator_and_y_is_x_shifted(tmp_path)
     for split, offset in (("train", 0), ("val", 4500)):
         for x, y in batches(data, split, 3):
             assert x.dtype == y.dtype == torch.int64 and x.shape == y.shape == (4, 8)
-            for row_x, row_y in zip(x.numpy(), y.numpy()):
+            for row_x, row_y in zip(x.numpy(), y.numpy(), strict=True):
                 s = row_x[0] - offset
                 assert 0 <= s <= data.provenance[f"n_{split}"] - 9
                 assert np.array_equal(row_x, ids[offset + s : offset + s + 8])

@@ -83,7 +83,7 @@ def test_compiled_forward_and_backward_match_eager():
     eager_loss, eager_grads = loss_and_grads(model)
     compiled_loss, compiled_grads = loss_and_grads(torch.compile(model, backend="eager", fullgraph=True))
     torch.testing.assert_close(compiled_loss, eager_loss)
-    for a, b in zip(compiled_grads, eager_grads):
+    for a, b in zip(compiled_grads, eager_grads, strict=True):
         torch.testing.assert_close(a, b)
 
 

@@ -24,7 +24,7 @@ def test_mup_equals_sp_at_base_width(name, opts):
     for a, b in zip(param_rules(mu), param_rules(sp), strict=True):
         assert (a.name, a.shape, a.adam_lr_mult, a.sgd_lr_mult, a.forward_mult, a.decays) == \
                (b.name, b.shape, b.adam_lr_mult, b.sgd_lr_mult, b.forward_mult, b.decays)
-    for (n, p), (_, q) in zip(mu.named_parameters(), sp.named_parameters()):
+    for (n, p), (_, q) in zip(mu.named_parameters(), sp.named_parameters(), strict=True):
         assert torch.equal(p, q), f"{n} initialised differently"
     x = torch.randint(0, 256, (2, 16)) if name == "gpt" else torch.randn(4, 32) if name == "mlp" else torch.randn(4, 3, 8, 8)
     torch.testing.assert_close(mu(x), sp(x))
@@ -100,7 +100,7 @@ def test_coupled_and_independent_weight_decay():
     model = build("gpt", 256, "mup", {})
     coupled = param_groups(model, 0.01, 0.1, wd_mode="coupled")
     independent = param_groups(model, 0.01, 0.1, wd_mode="independent")
-    for c, i in zip(coupled, independent):
+    for c, i in zip(coupled, independent, strict=True):
         if c["weight_decay"]:
             assert c["weight_decay"] == 0.1  # torch's lr×wd: hidden groups decay m× less
             assert i["lr"] * i["weight_decay"] == pytest.approx(0.01 * 0.1)  # lr×wd kept per group

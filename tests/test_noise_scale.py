@@ -29,7 +29,7 @@ def test_measure_recovers_a_known_noise_scale():
     noise = NoiseScale()
     for _ in range(4):
         x = mu + sigma * torch.randn(n_small, b, d, generator=g)
-        noise.update(*measure([w], lambda i: 0.5 * (w - x[i]).pow(2).sum(-1).mean(), n_small, b))
+        noise.update(*measure([w], lambda i, x=x: 0.5 * (w - x[i]).pow(2).sum(-1).mean(), n_small, b))
     assert noise.value == pytest.approx(d * sigma**2 / 4.0, rel=0.2)
     assert noise.tr_sigma == pytest.approx(d * sigma**2, rel=0.2)  # per example, not per small batch
 
@@ -37,11 +37,11 @@ def test_measure_recovers_a_known_noise_scale():
 def test_measure_leaves_accumulated_grads_untouched():
     model = torch.nn.Linear(3, 2)
     sentinels = [torch.full_like(p, 7.0) for p in model.parameters()]
-    for p, s in zip(model.parameters(), sentinels):
+    for p, s in zip(model.parameters(), sentinels, strict=True):
         p.grad = s.clone()
     x = torch.randn(4, 2, 3, generator=torch.Generator().manual_seed(0))
     measure(list(model.parameters()), lambda i: model(x[i]).pow(2).mean(), n_small=4, b=2)
-    for p, s in zip(model.parameters(), sentinels):
+    for p, s in zip(model.parameters(), sentinels, strict=True):
         assert torch.equal(p.grad, s)
 
 

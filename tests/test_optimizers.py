@@ -38,7 +38,7 @@ def one_step(name: str, grads: list[torch.Tensor], steps: int = 1, wd: float = W
     before = [p.detach().clone() for p in model.parameters()]
     optimizer = build_optimizer(model, name=name, lr=LR, weight_decay=wd, **kwargs)
     for _ in range(steps):
-        for p, g in zip(model.parameters(), grads):
+        for p, g in zip(model.parameters(), grads, strict=True):
             p.grad = g.clone()
         optimizer.step()
     return optimizer, before, [p.detach().clone() for p in model.parameters()]

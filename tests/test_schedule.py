@@ -87,7 +87,7 @@ def test_group_ratios_equal_lr_mult_ratios_at_every_step(kind):
     sched = make_scheduler(opt, s)
     for t in range(35):
         lrs = [g["lr"] for g in opt.param_groups]
-        for g, lr in zip(opt.param_groups, lrs):
+        for g, lr in zip(opt.param_groups, lrs, strict=True):
             assert lr == pytest.approx(LR * g["lr_mult"] * s(t))  # not one absolute LR for all groups
         for i in range(len(lrs)):
             for j in range(len(lrs)):

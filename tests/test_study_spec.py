@@ -180,7 +180,7 @@ def test_every_sampler_samples_the_space_within_its_ranges(name):
                                          "optimizer.beta2": {"type": "halflife", "low": 6.5, "high": 700},
                                          "batch_size": {"type": "int", "low": 4, "high": 8, "step": 4}})).space()
     study = optuna.create_study(sampler=make_sampler(SamplerSpec(name=name, seed=0), space))
-    for i in range(6):
+    for _ in range(6):
         trial = study.ask()
         values = space.values(space.suggest(trial), tokens_per_step=64)
         assert 1e-3 <= values["optimizer.lr"] <= 1e-1 and values["batch_size"] in (4, 8)

@@ -119,7 +119,7 @@ class CurveWriter:
     def __init__(self, root, study: str, kind: str, run: str, flush_rows: int = 500):
         if flush_rows < 1:
             raise ValueError(f"curves.flush_rows: {flush_rows} must be ≥ 1")
-        parts = {f: check_partition(f, v) for f, v in zip(PARTITIONS, (study, kind, run))}
+        parts = {f: check_partition(f, v) for f, v in zip(PARTITIONS, (study, kind, run), strict=True)}
         self.folder = Path(root).joinpath(*(f"{f}={v}" for f, v in parts.items()))
         self.flush_rows = flush_rows
         self.rows: list[dict] = []

@@ -44,7 +44,7 @@ def measure(params: list[torch.Tensor], loss_fn: Callable[[int], torch.Tensor], 
         grads = torch.autograd.grad(loss_fn(i), params)
         with torch.no_grad():
             small_sq = small_sq + sum(g.float().pow(2).sum() for g in grads)  # stays on device: one sync below
-            for acc, g in zip(big, grads):
+            for acc, g in zip(big, grads, strict=True):
                 acc += g.float()
     big_sq = sum(acc.div(n_small).pow(2).sum() for acc in big)
     return two_batch_estimates(float(small_sq) / n_small, float(big_sq), b, n_small * b)

@@ -132,4 +132,4 @@ class Signals:
         if self.forwards:
             self.values["logit_lse_mean"] = self.values["logit_lse_mean"] / self.forwards
         values = torch.stack([v.float().reshape(()) for v in self.values.values()]).tolist()
-        return dict(zip(self.values, values))
+        return dict(zip(self.values, values, strict=True))

@@ -37,7 +37,7 @@ class Backend(ABC):
         section = getattr(spec, cls.name, None)
         return cls(workers) if section is None else cls(workers, with_flags(section, flags))
 
-    def check(self, job: SweepJob) -> None:
+    def check(self, job: SweepJob) -> None:  # noqa: B027 (an optional hook: the local backend accepts every job)
         """Reject what this backend cannot run (an InputError), before anything is written."""
 
     @abstractmethod

@@ -73,7 +73,7 @@ def window_hashes(data: DataSource, split: str, n: int, batch: int, seed: int) -
     hashes = set()
     for _ in range(max(1, n // batch)):
         x, y = data.batch(split, batch, gen)
-        for xi, yi in zip(x, y):
+        for xi, yi in zip(x, y, strict=True):
             hashes.add(hashlib.sha1(xi.numpy().tobytes() + yi.numpy().tobytes()).digest())
     return hashes
 

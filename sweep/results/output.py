@@ -55,7 +55,7 @@ def write_stream(result: duckdb.DuckDBPyRelation, sink, fmt: str) -> None:
 
 def flat(result: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
     """CSV has no lists or structs: such columns are written as DuckDB's text form of them."""
-    nested = {c for c, t in zip(result.columns, result.types) if t.id in NESTED}
+    nested = {c for c, t in zip(result.columns, result.types, strict=True) if t.id in NESTED}
     if not nested:
         return result
     quoted = {c: '"' + c.replace('"', '""') + '"' for c in result.columns}

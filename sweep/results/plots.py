@@ -113,7 +113,7 @@ def signals_figure(trial) -> plt.Figure | None:
     if not families:
         return None
     figure, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 3.6), squeeze=False)
-    for ax, (family, columns) in zip(axes.flat, families.items()):
+    for ax, (family, columns) in zip(axes.flat, families.items(), strict=True):
         for column in columns:
             points = curve.dropna(subset=[column])
             ax.plot(points["step"], points[column].abs(), marker=".", ms=3, lw=1, label=column.removeprefix(f"{family}."))

@@ -108,7 +108,7 @@ def proxy_vs_full_section(where: Scope) -> str:
     full = runs[runs["kind"] == "full"]
     if full.empty:
         return missing("sweep train ROOT/NAME/transfer/CONFIG.yaml")
-    sources = set(zip(full["provenance_study"], full["provenance_trial"]))
+    sources = set(zip(full["provenance_study"], full["provenance_trial"], strict=True))
     from_source = runs[["provenance_study", "provenance_trial"]].apply(tuple, axis=1).isin(sources)
     proxies = runs[(runs["kind"] == "proxy") & from_source]
     shown = pd.concat([full, proxies]).reset_index(drop=True)

@@ -78,7 +78,7 @@ def grid_points(spec: SamplerSpec, space: Space) -> list[dict]:
     if spec.name != "grid":
         return []
     axes = grid(spec, space)
-    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
 
 
 def grid_size(spec: SamplerSpec, space: Space) -> int | None:

@@ -1,7 +1,6 @@
 """`sweep proxy`: create or resume the study of a spec at one width, run its trials on a backend, follow them."""
 from __future__ import annotations
 
-
 import optuna
 from rich.console import Console
 

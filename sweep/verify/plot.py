@@ -25,7 +25,7 @@ def figure_one(points: pd.DataFrame, table: pd.DataFrame, verdicts: list[Verdict
     by_param = {v.parametrization: v for v in verdicts}
     finite = points["loss"].dropna()
     top = float(min(points["loss_init"].median(), finite.quantile(0.9) + 0.25)) if len(finite) else 1.0
-    for ax, p in zip(axes[0], params):
+    for ax, p in zip(axes[0], params, strict=True):
         for w in widths:
             g = points[(points["parametrization"] == p) & (points["width"] == w)]
             mean = seed_mean(g)
