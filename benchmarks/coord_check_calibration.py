@@ -29,15 +29,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import pandas as pd
+import torch
 
-from proxies.registry import base_width_of, build_model  # noqa: E402
-from sweep.coordcheck.args import open_model_data  # noqa: E402
-from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check  # noqa: E402
-from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR  # noqa: E402
-from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer  # noqa: E402
+from proxies.registry import base_width_of, build_model
+from sweep.coordcheck.args import open_model_data
+from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR
+from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
 
 STEPS, SEEDS, SEQ_LEN = 8, 3, 32
 

@@ -32,16 +32,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402
+import torch
 
-from proxies.data import open_data  # noqa: E402
-from proxies.registry import build_model  # noqa: E402
-from trainer.checkpoint import list_checkpoints  # noqa: E402
-from trainer.config import RunConfig  # noqa: E402
-from trainer.evaluate import objective  # noqa: E402
-from trainer.loop import train  # noqa: E402
-from trainer.optim import build_optimizer  # noqa: E402
-from trainer.signals import Signals  # noqa: E402
+from proxies.data import open_data
+from proxies.registry import build_model
+from trainer.checkpoint import list_checkpoints
+from trainer.config import RunConfig
+from trainer.evaluate import objective
+from trainer.loop import train
+from trainer.optim import build_optimizer
+from trainer.signals import Signals
 
 DEFAULT_TEXT = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
 GUARD = {"enabled": True, "action": "rewind", "ring_every": 50, "ring_size": 3, "rewind_steps": 100}

@@ -40,8 +40,8 @@ from bench_sweeps import REPO, prose_data, run_sweep
 from optuna.trial import TrialState
 
 sys.path.insert(0, str(REPO))
-from proxies.registry import build_model  # noqa: E402
-from trainer.flops import flops_per_token  # noqa: E402
+from proxies.registry import build_model
+from trainer.flops import flops_per_token
 
 STEPS, EVERY = int(os.environ.get("BENCH_STEPS", 300)), 50
 RUN = {"model": {"name": "gpt", "depth": 2, "options": {"block_size": 64}}, "data": prose_data(), "batch_size": 16,

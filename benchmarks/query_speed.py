@@ -34,9 +34,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sweep.results.scope import Scope  # noqa: E402
-from sweep.results.sql import check_read_only, query  # noqa: E402
-from trainer.curves import FLOAT_COLUMNS, CurveWriter, write_part  # noqa: E402
+from sweep.results.scope import Scope
+from sweep.results.sql import check_read_only, query
+from trainer.curves import FLOAT_COLUMNS, CurveWriter, write_part
 
 EVAL_EVERY = 100
 

@@ -48,16 +48,16 @@ T0 = time.perf_counter()
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch
+import torch.nn.functional as F
 
-from proxies.data import open_data  # noqa: E402
-from proxies.registry import build_model  # noqa: E402
-from trainer.config import RunConfig  # noqa: E402
-from trainer.flops import flops_per_token, peak_flops  # noqa: E402
-from trainer.loop import train  # noqa: E402
-from trainer.optim import build_optimizer  # noqa: E402
-from trainer.schedule import Schedule  # noqa: E402
+from proxies.data import open_data
+from proxies.registry import build_model
+from trainer.config import RunConfig
+from trainer.flops import flops_per_token, peak_flops
+from trainer.loop import train
+from trainer.optim import build_optimizer
+from trainer.schedule import Schedule
 
 DEFAULT_TEXT = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
 SEED = 0

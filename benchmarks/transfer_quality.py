@@ -31,8 +31,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from trainer.config import RunConfig  # noqa: E402
-from trainer.loop import train  # noqa: E402
+from trainer.config import RunConfig
+from trainer.loop import train
 
 
 def spec(steps: int) -> dict:

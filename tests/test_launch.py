@@ -19,7 +19,7 @@ import yaml
 
 from sweep.launch.status import run_state
 from tests.sweep_helpers import file_tree, kept, run_sweep, sweep_cmd, sweep_env, wait_for
-from tests.test_backend_ray import no_ray_left  # noqa: F401  (the fixture)
+from tests.test_backend_ray import no_ray_left  # noqa: F401 (a fixture: pytest finds it by this name)
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.loop import train
@@ -156,7 +156,7 @@ def test_c_a_slurm_job_requeued_while_running_resumes_from_its_checkpoint(tmp_pa
     assert status(tmp_path)[cfg.run_id()]["state"] == "done"
 
 
-def test_a_ray_launch_trains_in_one_task_on_a_private_instance(tmp_path, no_ray_left):  # noqa: F811
+def test_a_ray_launch_trains_in_one_task_on_a_private_instance(tmp_path, no_ray_left):  # noqa: F811 (the fixture)
     path = write_run(tmp_path)
     launched = run_sweep(tmp_path, "launch", path, "--backend", "ray", timeout=180)
     assert launched.returncode == 0, launched.stderr

@@ -253,7 +253,7 @@ from pathlib import Path
 
 Path({marker!r}).touch()
 
-from proxies.gpt import gpt as build  # noqa: E402  (a working μP builder, so their sweep ran)
+from proxies.gpt import gpt as build  # a working μP builder, so their sweep ran
 '''
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+from trainer.atomic import atomic_path
 
-from trainer.atomic import atomic_path  # noqa: E402
+matplotlib.use("Agg")  # write files, never open a window (fine after importing pyplot: no figure exists yet)
 
 
 def coord_check_grid(coords: pd.DataFrame, table: pd.DataFrame, path: str | Path, title: str) -> None:

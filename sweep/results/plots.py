@@ -8,14 +8,14 @@ import warnings
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+import optuna
+from optuna.trial import TrialState
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import optuna  # noqa: E402
-from optuna.trial import TrialState  # noqa: E402
+from sweep.study.lookup import read_curve
+from trainer.atomic import atomic_path
 
-from sweep.study.lookup import read_curve  # noqa: E402
-from trainer.atomic import atomic_path  # noqa: E402
+matplotlib.use("Agg")  # write files, never open a window (fine after importing pyplot: no figure exists yet)
 
 
 def importance_evaluator() -> optuna.importance.BaseImportanceEvaluator:

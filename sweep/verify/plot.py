@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from sweep.verify.analysis import Verdict, seed_mean
+from trainer.atomic import atomic_path
 
-from sweep.verify.analysis import Verdict, seed_mean  # noqa: E402
-from trainer.atomic import atomic_path  # noqa: E402
+matplotlib.use("Agg")  # write files, never open a window (fine after importing pyplot: no figure exists yet)
 
 NAMES = {"mup": "μP", "sp": "SP"}
 
