@@ -34,7 +34,8 @@ from sweep_overhead import SPEC, calibrate_steps, per_trial_overhead
 
 REPO = Path(__file__).resolve().parents[1]
 CORES = str(os.cpu_count())
-BACKENDS = {"local": [], "ray": ["--max-concurrent", "1", "--cpus-per-trial", CORES], "slurm": ["--cpus-per-task", CORES]}
+BACKENDS = {"local": [], "ray": ["--max-concurrent", "1", "--cpus-per-trial", CORES],
+            "slurm": ["--cpus-per-task", CORES]}
 
 
 def run(root: Path, spec: dict, backend: str) -> tuple[float, optuna.Study]:

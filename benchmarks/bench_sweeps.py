@@ -27,7 +27,8 @@ def run_sweep(root: Path, spec: dict, width: int, workers: int, *flags: str) -> 
     path.write_text(yaml.safe_dump(spec))
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "sweep", "proxy", str(path), "--width", str(width), "--workers", str(workers),
-                    *flags], cwd=REPO, env={**os.environ, "SWEEP_ROOT": str(root)}, check=True, stdout=subprocess.DEVNULL)
+                    *flags], cwd=REPO, env={**os.environ, "SWEEP_ROOT": str(root)}, check=True,
+                   stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     study = optuna.load_study(study_name=f"{spec['name']}-w{width}-mup",
                               storage=f"sqlite:///{root / spec['name'] / 'optuna.db'}")

@@ -46,7 +46,11 @@ def setting(model: str):
     source = open_model_data(model, None, None, SEQ_LEN)
     batch = DEFAULT_BATCH.get(model, 16)
     base = base_width_of(model)
-    return source, [base, 2 * base, 4 * base], (lambda seed: source.batch("train", batch, torch.Generator().manual_seed(seed)))
+
+    def make_batch(seed):
+        return source.batch("train", batch, torch.Generator().manual_seed(seed))
+
+    return source, [base, 2 * base, 4 * base], make_batch
 
 
 def summarise(table: pd.DataFrame) -> tuple[float, float]:
@@ -56,7 +60,8 @@ def summarise(table: pd.DataFrame) -> tuple[float, float]:
 
 def cases():
     """(name, rule, Bug): the correct zoo models and SP as unmutated Bugs, then the planted bugs."""
-    for model, regimes in (("gpt", {"head dim fixed": {}, "heads fixed": {"n_head": 4}}), ("mlp", {"": {}}), ("resnet", {"": {}})):
+    for model, regimes in (("gpt", {"head dim fixed": {}, "heads fixed": {"n_head": 4}}),
+                           ("mlp", {"": {}}), ("resnet", {"": {}})):
         for regime, options in regimes.items():
             for optimizer in ("adamw", "sgd"):
                 for parametrization in ("mup", "sp"):
@@ -109,11 +114,13 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(2)
     print(f"bounds: fail when growth > +{GROW_BOUND} or vanishing < −{SHRINK_BOUND}\n")
-    print("| case | rule broken (Tensor Programs V) | growth | vanishing | verdict | s |\n| --- | --- | --- | --- | --- | --- |")
+    print("| case | rule broken (Tensor Programs V) | growth | vanishing | verdict | s |\n"
+          "| --- | --- | --- | --- | --- | --- |")
     for name, rule, optimizer, bug in cases():
         if args.only in name:
             growth, vanishing, passed, seconds = run_case(optimizer, bug)
-            print(f"| {name} | {rule} | {growth:+.2f} | {vanishing:+.2f} | {'pass' if passed else 'FAIL'} | {seconds:.0f} |", flush=True)
+            print(f"| {name} | {rule} | {growth:+.2f} | {vanishing:+.2f} | {'pass' if passed else 'FAIL'} | "
+                  f"{seconds:.0f} |", flush=True)
     if args.mup:
         mup_comparison()
 

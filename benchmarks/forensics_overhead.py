@@ -101,7 +101,8 @@ def main() -> None:
     ring_bytes = None
     tmp = tempfile.TemporaryDirectory(prefix="forensics-")
     print(f"forensics overhead: gpt width {args.width} depth {args.depth}, seq {args.seq}, batch {args.batch}, "
-          f"{args.rounds} rounds × {S} timed steps per side, {torch.get_num_threads()} threads, data {data['kind']}", flush=True)
+          f"{args.rounds} rounds × {S} timed steps per side, {torch.get_num_threads()} threads, "
+          f"data {data['kind']}", flush=True)
     for r in range(args.rounds):
         for name, extra in sides.items():
             cfg = RunConfig.parse({
@@ -146,7 +147,8 @@ def main() -> None:
     print(f"signals/plain throughput ratio: {med['signals'] / med['plain']:.2f}")
     paired = paired_blocks(args, data, args.blocks)
     print(f"signals/plain throughput, paired blocks of 10 steps: {statistics.median(paired):.3f} "
-          f"(quartiles {statistics.quantiles(paired, n=4)[0]:.3f} … {statistics.quantiles(paired, n=4)[2]:.3f}, {len(paired)} pairs)")
+          f"(quartiles {statistics.quantiles(paired, n=4)[0]:.3f} … {statistics.quantiles(paired, n=4)[2]:.3f}, "
+          f"{len(paired)} pairs)")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--trials", type=int, default=40)
-    parser.add_argument("--pruned-trials", type=int, default=None, help="trials of the pruned methods [default: 2 × --trials]")
+    parser.add_argument("--pruned-trials", type=int, default=None,
+                        help="trials of the pruned methods [default: 2 × --trials]")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -107,11 +108,13 @@ def main() -> None:
         for seed in range(args.seeds):
             for method, pruner in (("tpe", "none"), ("tpe+hyperband", "hyperband"), ("tpe+wilcoxon", "wilcoxon")):
                 trials = args.trials if pruner == "none" else pruned_trials
-                _, study = run_sweep(root, spec(f"{method.replace('+', '-')}-{seed}", trials, seed, pruner), 64, args.workers)
+                name = f"{method.replace('+', '-')}-{seed}"
+                _, study = run_sweep(root, spec(name, trials, seed, pruner), 64, args.workers)
                 runs[method].append((history(study), 0.0))
             name = f"warm-{seed}"
             _, narrow = run_sweep(root, spec(name, pruned_trials // 2, seed, "hyperband"), 32, args.workers)
-            _, wide = run_sweep(root, spec(name, pruned_trials, seed, "hyperband"), 64, args.workers, "--warm-start", "32")
+            _, wide = run_sweep(root, spec(name, pruned_trials, seed, "hyperband"), 64, args.workers,
+                                "--warm-start", "32")
             runs["tpe+hyperband+warm"].append((history(wide), ratio32 * sum(s for s, _ in history(narrow))))
         grid = {"name": "grid", "trials": 12, "run": RUN, "sampler": {"name": "grid", "options": {"points": 12}},
                 "search": {"optimizer.lr": SEARCH["optimizer.lr"]}, "pruner": {"name": "none"}}
@@ -121,9 +124,10 @@ def main() -> None:
     target = statistics.median(bests["tpe"])
     reference = statistics.median(steps_to(h, target, c) for h, c in runs["tpe"])
     budget = statistics.median(sum(s for s, _ in h) for h, _ in runs["tpe"])
-    print(f"μP gpt w64, {STEPS} steps, {args.trials} trials ({pruned_trials} when pruned) × {args.seeds} sampler seeds, "
-          f"data {RUN['data']['kind']}")
-    print(f"LR-only grid (12 points) best: {grid_study.best_value:.4f} at lr {grid_study.best_params['optimizer.lr']:.3g}")
+    print(f"μP gpt w64, {STEPS} steps, {args.trials} trials ({pruned_trials} when pruned) × {args.seeds} "
+          f"sampler seeds, data {RUN['data']['kind']}")
+    print(f"LR-only grid (12 points) best: {grid_study.best_value:.4f} "
+          f"at lr {grid_study.best_params['optimizer.lr']:.3g}")
     print(f"target (median of plain TPE's best): {target:.4f}; plain TPE's compute: {budget:,.0f} steps")
     print(f"{'method':<20}{'best per seed':<26}{'best within TPE compute':>25}{'steps to target':>17}{'vs tpe':>8}"
           f"{'total steps':>13}")

@@ -114,8 +114,8 @@ def time_queries(root: Path, args, layout: str) -> None:
         sql_s, sql_rows = seconds(functools.partial(via_sql, root, statement), args.repeat)
         pandas_s, pandas_rows = seconds(functools.partial(via_pandas, root, name, args.runs), args.repeat)
         assert sql_rows == pandas_rows, (sql_rows, pandas_rows)
-        print(f"| {layout} | {parts:,} | {name} | {sql_rows:,} | {sql_s:.2f} | {pandas_s:.2f} | {pandas_s / sql_s:.1f}× | "
-              f"{command_seconds(root, statement):.2f} |")
+        print(f"| {layout} | {parts:,} | {name} | {sql_rows:,} | {sql_s:.2f} | {pandas_s:.2f} | "
+              f"{pandas_s / sql_s:.1f}× | {command_seconds(root, statement):.2f} |")
 
 
 def main() -> None:

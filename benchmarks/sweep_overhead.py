@@ -101,8 +101,8 @@ def main() -> None:
     print(f"  sweep overhead per trial   median {statistics.median(overheads):.3f} s   max {max(overheads):.3f} s"
           f"   = {100 * statistics.median(overheads) / trial_s:.1f}% of a trial")
     print(f"  plain Optuna ask+5 suggests+tell on SQLite: {1000 * plain:.1f} ms per trial")
-    print(f"  whole command {wall:.1f} s for {args.trials} trials ({wall - sum(d for d, _ in pairs):.1f} s outside trials:"
-          " start-up, worker spawn, study creation)")
+    print(f"  whole command {wall:.1f} s for {args.trials} trials "
+          f"({wall - sum(d for d, _ in pairs):.1f} s outside trials: start-up, worker spawn, study creation)")
     print(f"throughput ({args.short_trials} trials of {short} steps):")
     print(f"  1 worker: {rates[1]:.0f} trials/h   2 workers: {rates[2]:.0f} trials/h")
     print(f"2 workers / 1 worker trials per hour: {rates[2] / rates[1]:.2f}")

@@ -64,13 +64,15 @@ SEED = 0
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--depth", type=int, default=4)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--rounds", type=int, default=9, help="timed rounds per side (default 9)")
-    p.add_argument("--steps", type=int, default=30, help="timed steps per round; a multiple of --log-every (default 30)")
+    p.add_argument("--steps", type=int, default=30,
+                   help="timed steps per round; a multiple of --log-every (default 30)")
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up steps per side (default: --log-every)")
     p.add_argument("--log-every", type=int, default=10, help="the trainer's log cadence (default 10)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -78,7 +80,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="fp32, or bf16 autocast (both sides)")
     p.add_argument("--lr", type=float, default=2 ** -6, help="base LR at the base width (μP groups scale it)")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: torch's own, one per core); 1 keeps a busy host from stalling the steps")
+                   help="torch CPU threads (default: torch's own, one per core); "
+                        "1 keeps a busy host from stalling the steps")
     p.add_argument("--data", type=Path, default=None,
                    help=f"a text file (byte-level); default {DEFAULT_TEXT} if it exists, else the stdlib corpus")
     args = p.parse_args()
@@ -105,7 +108,8 @@ def data_source(args) -> tuple[str, str | None, str]:
 
 
 def busy_cores(seconds: float = 1.0) -> float | None:
-    """How many cores other processes keep busy now, from /proc/stat over `seconds` (this process idles); None off Linux."""
+    """How many cores other processes keep busy now, from /proc/stat over `seconds` (this process idles);
+    None off Linux."""
     def read() -> list[int]:
         with open("/proc/stat") as f:
             return [int(v) for v in f.readline().split()[1:]]
@@ -126,8 +130,9 @@ def busy_note(args, busy: float | None) -> str | None:
         return None
     # Seen on a shared 2-core host: with 2 torch threads beside another busy process, OpenMP threads
     # wait on each other and a step took ~3.2 s instead of ~0.4 s with 1 thread; timings swing by 10×.
-    return (f"note: other processes keep {busy:.1f} of {os.cpu_count()} cores busy; with {torch.get_num_threads()} torch "
-            "threads the steps may stall on each other's OpenMP threads and timings can swing widely; --threads 1 is steadier")
+    return (f"note: other processes keep {busy:.1f} of {os.cpu_count()} cores busy; "
+            f"with {torch.get_num_threads()} torch threads the steps may stall on each other's OpenMP threads "
+            "and timings can swing widely; --threads 1 is steadier")
 
 
 def main() -> None:
@@ -149,7 +154,8 @@ def main() -> None:
     # ---------------------------------------------------------------- the bare side, set up before train()
     data = open_data(kind, path=path, seq_len=args.seq)
     torch.manual_seed(SEED)
-    model = build_model("gpt", args.width, args.depth, "mup", vocab_size=data.vocab_size, block_size=args.seq).to(device)
+    model = build_model("gpt", args.width, args.depth, "mup", vocab_size=data.vocab_size,
+                        block_size=args.seq).to(device)
     opt = build_optimizer(model, lr=args.lr)  # the trainer's defaults: betas (0.9, 0.95), eps 1e-8, wd 0; fused on CUDA
     sched = torch.optim.lr_scheduler.LambdaLR(opt, Schedule("cosine", total_steps, 0))
     fwd = torch.compile(model) if args.compile else model
@@ -216,7 +222,8 @@ def main() -> None:
             sync()
             bare_rates.append(S * tokens_per_step / (time.perf_counter() - t0))
             bare_cpu.append((time.process_time() - c0) / S)
-            print(f"  round {k}/{R}: trainer {trainer_rates[-1]:,.0f} tok/s, bare {bare_rates[-1]:,.0f} tok/s", flush=True)
+            print(f"  round {k}/{R}: trainer {trainer_rates[-1]:,.0f} tok/s, bare {bare_rates[-1]:,.0f} tok/s",
+                  flush=True)
         sync()
         clock["window_start"], clock["cpu_start"] = time.perf_counter(), time.process_time()
 
@@ -254,8 +261,8 @@ def main() -> None:
     r_med = statistics.median(row_rates)
     t_cpu, b_cpu = statistics.median(trainer_cpu), statistics.median(bare_cpu)
     table = [("side", "median tok/s", "ms/step", "CPU ms/step", "MFU", "rounds (tok/s)"),
-             ("trainer (wall, between on_log)", f"{t_med:,.0f}", f"{1e3 * tokens_per_step / t_med:.1f}", f"{1e3 * t_cpu:.1f}",
-              mfu(t_med), " ".join(f"{r:,.0f}" for r in trainer_rates)),
+             ("trainer (wall, between on_log)", f"{t_med:,.0f}", f"{1e3 * tokens_per_step / t_med:.1f}",
+              f"{1e3 * t_cpu:.1f}", mfu(t_med), " ".join(f"{r:,.0f}" for r in trainer_rates)),
              ("bare loop", f"{b_med:,.0f}", f"{1e3 * tokens_per_step / b_med:.1f}", f"{1e3 * b_cpu:.1f}",
               mfu(b_med), " ".join(f"{r:,.0f}" for r in bare_rates)),
              ("trainer rows' tokens_per_s *", f"{r_med:,.0f}", f"{1e3 * tokens_per_step / r_med:.1f}", "",
@@ -263,14 +270,18 @@ def main() -> None:
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     print()
     for i, line in enumerate(table):
-        print("  ".join(cell.ljust(w) if j in (0, 5) else cell.rjust(w) for j, (cell, w) in enumerate(zip(line, widths, strict=True))))
+        cells = enumerate(zip(line, widths, strict=True))
+        print("  ".join(cell.ljust(w) if j in (0, 5) else cell.rjust(w) for j, (cell, w) in cells))
         if i == 0:
             print("  ".join("-" * w for w in widths))
     print("* the trainer's own log rows: they leave out the logging work itself (not used for the ratio)")
-    print("CPU ms/step: process CPU time (all threads) per step, median of rounds; about threads × ms/step on an idle CPU host")
+    print("CPU ms/step: process CPU time (all threads) per step, median of rounds; "
+          "about threads × ms/step on an idle CPU host")
     paired = [t / b for t, b in zip(trainer_rates, bare_rates, strict=True)]
-    print(f"paired rounds trainer/bare: {' '.join(f'{p:.3f}' for p in paired)} (median {statistics.median(paired):.3f})")
-    print(f"FLOPs/token {flops / 1e6:,.1f} M; device peak {f'{peak / 1e12:,.0f} TFLOP/s' if peak else 'unknown (CPU)'}; "
+    print(f"paired rounds trainer/bare: {' '.join(f'{p:.3f}' for p in paired)} "
+          f"(median {statistics.median(paired):.3f})")
+    print(f"FLOPs/token {flops / 1e6:,.1f} M; "
+          f"device peak {f'{peak / 1e12:,.0f} TFLOP/s' if peak else 'unknown (CPU)'}; "
           f"wall time {time.perf_counter() - started:.0f} s in train(), {time.perf_counter() - T0:.0f} s in all")
     print(f"trainer/bare throughput ratio: {t_med / b_med:.2f}")
 

@@ -37,7 +37,8 @@ def mup_builder(base_width: int) -> Callable:
         @functools.wraps(make)
         def build(width: int, depth: int, parametrization: str = "mup", **options) -> nn.Module:
             if parametrization not in PARAMETRIZATIONS:
-                raise ValueError(f"model.parametrization: {parametrization!r} is not one of {', '.join(PARAMETRIZATIONS)}")
+                raise ValueError(f"model.parametrization: {parametrization!r} is not one of "
+                                 f"{', '.join(PARAMETRIZATIONS)}")
             model = make(width, depth, parametrization=parametrization, **options)
             if parametrization == "sp":
                 mup.set_base_shapes(model, None)
@@ -68,7 +69,8 @@ def refuse_plain_readout(model: nn.Module) -> None:
         if (isinstance(m, nn.Linear) and not isinstance(m, mup.MuReadout) and hasattr(m.weight, "infshape")
                 and m.weight.infshape[1].isinf() and not m.weight.infshape[0].isinf()):
             raise ValueError(f"model.readout: {name} is a plain nn.Linear readout (fan-in grows with width, fan-out "
-                             "fixed); μP needs mup.MuReadout, which scales the logits by 1/m (Tensor Programs V, Table 3)")
+                             "fixed); μP needs mup.MuReadout, which scales the logits by 1/m "
+                             "(Tensor Programs V, Table 3)")
 
 
 def has_base_shapes(model: nn.Module) -> bool:

@@ -70,7 +70,8 @@ class CausalSelfAttention(nn.Module):
     def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v as (B, n_head, T, head_dim); q and k layer-normed per head with qk_norm."""
         B, T, C = x.shape
-        q, k, v = (lin(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2) for lin in (self.query, self.key, self.value))
+        q, k, v = (lin(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+                   for lin in (self.query, self.key, self.value))
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         return q, k, v
@@ -163,7 +164,8 @@ class GPT(nn.Module):
         if tie_embeddings:
             self.lm_head = TiedReadout(self.wte.weight, bias=False, output_mult=output_mult)
         else:
-            self.lm_head = MuReadout(width, vocab_size, bias=False, readout_zero_init=zero_readout, output_mult=output_mult)
+            self.lm_head = MuReadout(width, vocab_size, bias=False, readout_zero_init=zero_readout,
+                                     output_mult=output_mult)
         self.apply(self._init_weights)
         if zero_query:
             for block in self.blocks:

@@ -98,7 +98,8 @@ class SwiGLU(nn.Module):
 class Block(nn.Module):
     """Pre-norm residual block; each branch is scaled by `branch_mult` (m_L^−α, 1 without depth transfer)."""
 
-    def __init__(self, width: int, attention: GroupedQueryAttention, hidden: int, branch_mult: float, depth_lr_mult: float):
+    def __init__(self, width: int, attention: GroupedQueryAttention, hidden: int, branch_mult: float,
+                 depth_lr_mult: float):
         super().__init__()
         self.attn_norm = nn.RMSNorm(width)
         self.attn = attention
@@ -111,7 +112,8 @@ class Block(nn.Module):
         return x + self.branch_mult * self.mlp(self.mlp_norm(x))
 
 
-def head_counts(width: int, head_dim: int, n_head: int | None, n_kv_head: int | None, q_per_kv: int | None) -> tuple[int, int, int]:
+def head_counts(width: int, head_dim: int, n_head: int | None, n_kv_head: int | None,
+                q_per_kv: int | None) -> tuple[int, int, int]:
     """(n_head, n_kv_head, base d_head) for this width; one-line ValueErrors name the option."""
     if n_head is None:  # head dim fixed, heads (query and key/value alike) grow with width
         if n_kv_head is not None:
@@ -123,7 +125,8 @@ def head_counts(width: int, head_dim: int, n_head: int | None, n_kv_head: int | 
     else:  # heads fixed, head dim grows with width
         base_d_head = BASE_WIDTH // n_head
     if width % n_head or (width // n_head) % 2:
-        raise ValueError(f"model.width: {width} does not split into {n_head} heads of an even head dim (RoPE turns pairs)")
+        raise ValueError(f"model.width: {width} does not split into {n_head} heads of an even head dim "
+                         "(RoPE turns pairs)")
     if n_kv_head is not None:
         if q_per_kv is not None:
             raise ValueError("model.options.n_kv_head: give n_kv_head or q_per_kv, not both")
@@ -133,14 +136,16 @@ def head_counts(width: int, head_dim: int, n_head: int | None, n_kv_head: int | 
     else:
         group = 1 if q_per_kv is None else q_per_kv
         if group < 1 or n_head % group:
-            raise ValueError(f"model.options.q_per_kv: {q_per_kv} does not divide the {n_head} query heads at width {width}")
+            raise ValueError(f"model.options.q_per_kv: {q_per_kv} does not divide the {n_head} query heads "
+                             f"at width {width}")
     return n_head, n_head // group, base_d_head
 
 
 class Llama(nn.Module):
     def __init__(self, width: int, depth: int, parametrization: str, *, vocab_size: int = 256, block_size: int = 128,
-                 head_dim: int = 16, n_head: int | None = None, n_kv_head: int | None = None, q_per_kv: int | None = None,
-                 mlp_ratio: float = 3.5, rope_theta: float = 10000.0, tie_embeddings: bool = False,
+                 head_dim: int = 16, n_head: int | None = None, n_kv_head: int | None = None,
+                 q_per_kv: int | None = None, mlp_ratio: float = 3.5, rope_theta: float = 10000.0,
+                 tie_embeddings: bool = False,
                  zero_query: bool = True, zero_readout: bool = False, attn_mult: float | None = None,
                  output_mult: float = 1.0, depth_alpha: float | None = None, base_depth: int | None = None):
         super().__init__()
@@ -163,7 +168,8 @@ class Llama(nn.Module):
         if tie_embeddings:
             self.lm_head = TiedReadout(self.wte.weight, bias=False, output_mult=output_mult)
         else:
-            self.lm_head = MuReadout(width, vocab_size, bias=False, readout_zero_init=zero_readout, output_mult=output_mult)
+            self.lm_head = MuReadout(width, vocab_size, bias=False, readout_zero_init=zero_readout,
+                                     output_mult=output_mult)
         self.apply(self._init_weights)
         if zero_query:
             for block in self.blocks:

@@ -71,7 +71,8 @@ def depth_multipliers(depth: int, depth_alpha: float | None, base_depth: int | N
         raise ValueError(f"model.options.depth_alpha: {depth_alpha!r} is not a number in [0.5, 1] "
                          "(0.5: Depth-μP, 1: CompleteP; leave it unset for plain residuals)")
     if base_depth is None:
-        raise ValueError("model.options.base_depth: required with depth_alpha (the proxy's depth; m_L = depth / base_depth)")
+        raise ValueError("model.options.base_depth: required with depth_alpha "
+                         "(the proxy's depth; m_L = depth / base_depth)")
     m = depth / base_depth
     return m ** -depth_alpha, m ** (depth_alpha - 1)
 

@@ -28,7 +28,8 @@ def resolve_builder(name: str) -> Callable[..., nn.Module]:
     if name in ZOO:
         return ZOO[name]
     if ":" not in name:
-        raise ModelError(f"model.name: {name!r} is not a zoo model ({', '.join(ZOO)}) nor a package.module:function builder")
+        raise ModelError(f"model.name: {name!r} is not a zoo model ({', '.join(ZOO)}) "
+                         "nor a package.module:function builder")
     module_name, _, attr = name.partition(":")
     try:
         builder = getattr(importlib.import_module(module_name), attr)
@@ -42,7 +43,8 @@ def resolve_builder(name: str) -> Callable[..., nn.Module]:
 def base_width_of(name: str) -> int:
     builder = resolve_builder(name)
     if not hasattr(builder, "base_width"):
-        raise ModelError(f"model.name: builder {name!r} declares no base_width; decorate it with @proxies.mup_builder(base_width=...)")
+        raise ModelError(f"model.name: builder {name!r} declares no base_width; "
+                         "decorate it with @proxies.mup_builder(base_width=...)")
     return builder.base_width
 
 
@@ -57,5 +59,6 @@ def build_model(name: str, width: int, depth: int, parametrization: str = "mup",
         message = " ".join(str(err).split())
         raise ModelError(message if message.startswith("model.") else f"model.options: {message}") from None
     if not has_base_shapes(model):
-        raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; decorate it with @proxies.mup_builder(base_width=...)")
+        raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; "
+                         "decorate it with @proxies.mup_builder(base_width=...)")
     return model

@@ -176,7 +176,8 @@ def results_cmd(
     storage_password_env: StoragePasswordEnv = None,
     plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG and HTML plots under ROOT/NAME/plots/"),
 ):
-    """Rank, value, params, state, steps and duration per trial; history, importance, parallel, slice and curve plots."""
+    """Rank, value, params, state, steps and duration per trial; history, importance, parallel, slice and curve
+    plots."""
     from sweep.results.command import run_results
 
     run_results(study, width=width, top=top, fmt=format.value, storage=storage, password_env=storage_password_env,
@@ -242,7 +243,8 @@ def verify_cmd(
     seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
-    proxy_width: int | None = typer.Option(None, help="the sweep's width whose best trial is used [default: its only one]"),
+    proxy_width: int | None = typer.Option(None, help="the sweep's width whose best trial is used "
+                                                      "[default: its only one]"),
     max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
     backend: Backend = typer.Option(Backend.local, help="where the runs go"),
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
@@ -271,12 +273,14 @@ def transfer_cmd(
     tokens: int | None = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
     steps: int | None = typer.Option(None, help="the full run's steps (instead of --tokens)"),
     batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt or noise"),
-    warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: fraction|tokens"),
+    warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
+                                                     "fraction|tokens"),
     beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
     wd_rule: str = typer.Option("tokens", help="weight decay at a constant AdamW timescale in tokens, as a fraction "
                                 "of the run, or left: tokens|fraction|none"),
     trial: str = typer.Option("best", help="the proxy trial: best or its number"),
-    proxy_width: int | None = typer.Option(None, help="the sweep's width to take the trial from [default: its only one]"),
+    proxy_width: int | None = typer.Option(None, help="the sweep's width to take the trial from "
+                                                      "[default: its only one]"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
     out: Path | None = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
@@ -291,15 +295,18 @@ def transfer_cmd(
                  password_env=storage_password_env, out=out, console=console)
 
 
-@app.command("launch", short_help="Start a full run locally, on SLURM or on Ray; the same command resumes or re-attaches")
+@app.command("launch",
+             short_help="Start a full run locally, on SLURM or on Ray; the same command resumes or re-attaches")
 def launch_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
     backend: Backend = typer.Option(Backend.local, help="where it trains"),
     nodes: int | None = typer.Option(None, help="slurm: nodes [default: 1]"),
-    gpus_per_node: int | None = typer.Option(None, help="GPUs per node (slurm: one task each; local: one process each)"),
+    gpus_per_node: int | None = typer.Option(None, help="GPUs per node "
+                                                        "(slurm: one task each; local: one process each)"),
     nproc: int | None = typer.Option(None, help="local: processes under torchrun (gloo on CPU, NCCL on GPUs)"),
     partition: str | None = typer.Option(None, help="slurm: partition"),
-    time: int | None = typer.Option(None, "--time", help="slurm: minutes per job before it requeues and resumes [default: 60]"),
+    time: int | None = typer.Option(None, "--time",
+                                    help="slurm: minutes per job before it requeues and resumes [default: 60]"),
     mem: float | None = typer.Option(None, help="slurm: memory per node, GB"),
     account: str | None = typer.Option(None, help="slurm: account"),
     qos: str | None = typer.Option(None, help="slurm: quality of service"),
@@ -310,8 +317,9 @@ def launch_cmd(
     from sweep.launch.command import run_launch
     from sweep.launch.request import LaunchRequest
 
-    request = LaunchRequest(backend=backend.value, nodes=nodes, gpus_per_node=gpus_per_node, nproc=nproc, partition=partition,
-                            time=time, mem=mem, account=account, qos=qos, address=address, detach=detach)
+    request = LaunchRequest(backend=backend.value, nodes=nodes, gpus_per_node=gpus_per_node, nproc=nproc,
+                            partition=partition, time=time, mem=mem, account=account, qos=qos, address=address,
+                            detach=detach)
     raise typer.Exit(run_launch(config, request, console))
 
 
@@ -369,7 +377,8 @@ def init_cmd(
     run_init(name, out, console)
 
 
-@app.command("demo", short_help="The whole path on the built-in corpus: coord check → sweep → verify → transfer → run → report")
+@app.command("demo", short_help="The whole path on the built-in corpus: "
+                                "coord check → sweep → verify → transfer → run → report")
 def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the sweep and verify")):
     """Coordinate check, a proxy sweep at width 32, verify over widths 32–128, transfer to width 256, a local run of
     the transferred config, the HTML report; about ten minutes on 2 CPU cores. Run it again: it resumes."""

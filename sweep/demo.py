@@ -81,7 +81,8 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     for p, v in drift.items():
         verdict = "" if v["passed"] is None else " — pass" if v["passed"] else " — FAIL"
         console.print(f"verify {p}: the optimal LR moved {v['drift']:.2f} octaves over widths {VERIFY_WIDTHS}{verdict}")
-    console.print(f"transferred to width {TARGET.width}, batch {TARGET.batch_size} ({TARGET.batch_rule} rule): {config}")
+    console.print(f"transferred to width {TARGET.width}, batch {TARGET.batch_size} ({TARGET.batch_rule} rule): "
+                  f"{config}")
     val = f"{result['val_loss']:.4f}" if result["val_loss"] is not None else "-"
     console.print(f"full run: {result['status']} at step {result['step']}, val loss {val} (`sweep status` lists it)")
     console.print(f"report: {report}")

@@ -22,7 +22,8 @@ def check_writable(folder: Path, field: str) -> None:
     folder = folder.absolute()
     existing = next(p for p in [folder, *folder.parents] if p.exists())
     if not os.access(existing, os.W_OK):
-        why = "is on a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "has no write permission"
+        read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
+        why = "is on a read-only file system" if read_only else "has no write permission"
         raise InputError(f"{field}: cannot write {folder} ({existing} {why})")
 
 

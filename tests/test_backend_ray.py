@@ -57,7 +57,8 @@ def test_a_ray_worker_killed_mid_trial_is_retried_and_the_count_is_exact(tmp_pat
     spec = write_spec(tmp_path, trials=2, run={"steps": 1500, "log_every": 50, "eval": {"every": 50},
                                                "checkpoint": {"every": 50, "keep": 2}})
     proc = subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16", "--backend", "ray", "--workers", "1"),
-                            env=sweep_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=sweep_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     checkpoints = tmp_path / "tiny" / "runs" / "w16-mup-t00000-s0" / "checkpoints"
     deadline = time.time() + 240
     while not list(checkpoints.glob("step-*.pt")):

@@ -23,7 +23,8 @@ def test_a_4_task_array_runs_one_study_detaches_and_reattaches(tmp_path, slurm_c
     args = ("proxy", spec, "--width", "16", "--backend", "slurm", "--workers", "4", "--storage", journal)
     detached = run_sweep(tmp_path, *args, "--detach")
     assert detached.returncode == 0, detached.stderr
-    array_id, folder = re.search(r"SLURM job array (\d+) \(submitted, 4 task\(s\)\); logs in (\S+)", detached.stdout).groups()
+    array_id, folder = re.search(r"SLURM job array (\d+) \(submitted, 4 task\(s\)\); logs in (\S+)",
+                                 detached.stdout).groups()
     assert "detached" in detached.stdout and str(tmp_path / "tiny" / "slurm") in folder
 
     attached = run_sweep(tmp_path, *args)  # the same command follows the running array, submits nothing new
@@ -49,7 +50,8 @@ def test_scontrol_requeue_of_a_running_task_resumes_its_trial_from_the_checkpoin
                                                "checkpoint": {"every": 50, "keep": 2}})
     journal = f"journal:{tmp_path / 'tiny.log'}"
     proc = subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16", "--backend", "slurm", "--storage", journal),
-                            env=sweep_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=sweep_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     checkpoints = tmp_path / "tiny" / "runs" / "w16-mup-t00000-s0" / "checkpoints"
     wait_for(lambda: list(checkpoints.glob("step-*.pt")), 180, "the trial to checkpoint")
     task = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-n", "tiny-w16-mup", "-o", "%i"], capture_output=True,

@@ -29,12 +29,15 @@ def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_p
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--backend", "slurm", "--partition", "gpu nodes!", "--storage", "journal:j.log"), "--partition: String should match"),
-    (("--backend", "slurm", "--gpus-per-task", "-1", "--storage", "journal:j.log"), "--gpus-per-task: Input should be greater than or equal to 0"),
+    (("--backend", "slurm", "--partition", "gpu nodes!", "--storage", "journal:j.log"),
+     "--partition: String should match"),
+    (("--backend", "slurm", "--gpus-per-task", "-1", "--storage", "journal:j.log"),
+     "--gpus-per-task: Input should be greater than or equal to 0"),
     (("--backend", "slurm"), "--storage: --backend slurm needs a storage every node reaches"),
     (("--backend", "ray", "--gpus-per-trial", "-0.5"), "--gpus-per-trial: Input should be greater than or equal to 0"),
     (("--backend", "ray", "--gpus-per-trial", "1.5"), "--gpus-per-trial: Value error, a fraction is allowed up to 1"),
-    (("--backend", "ray", "--address", "127.0.0.1:{port}", "--storage", "journal:j.log"), "--address: cannot reach the Ray cluster at 127.0.0.1:"),
+    (("--backend", "ray", "--address", "127.0.0.1:{port}", "--storage", "journal:j.log"),
+     "--address: cannot reach the Ray cluster at 127.0.0.1:"),
     (("--backend", "local", "--partition", "gpu"), "--partition: an option of --backend slurm, not local"),
     (("--backend", "ray", "--detach"), "--detach: only --backend slurm"),
 ])

@@ -164,7 +164,8 @@ CASES = {
     "spec-log-range-touching-0": Case(proxy(search={"optimizer.lr": {"low": 0.0, "high": 0.1, "log": True}}),
                                       ("search.optimizer.lr.low:", "a log range needs low > 0")),
     "spec-unknown-model": Case(proxy(run={"model": {"name": "gpt5"}}),
-                               ("model.name:", "'gpt5' is not a zoo model (gpt, llama, mlp, resnet)", "package.module:function")),
+                               ("model.name:", "'gpt5' is not a zoo model (gpt, llama, mlp, resnet)",
+                                "package.module:function")),
     "spec-builder-not-importable": Case(proxy(run={"model": {"name": "no_such_package_x:build"}}),
                                         ("model.name:", "cannot import builder 'no_such_package_x:build'")),
     "spec-unknown-sampler": Case(proxy(sampler={"name": "bayes"}), ("sampler.name:", "'tpe'", "'qmc'")),
@@ -213,7 +214,8 @@ CASES = {
         resume_with_checkpoint_of_another_model,
         ("output.run:", "step-000000002.pt is a checkpoint of another model", "size mismatch")),
     "config-resume-from-a-garbage-checkpoint": Case(resume_from_garbage_checkpoint,
-                                                    ("checkpoint:", "step-000000002.pt is refused", "weights_only=True")),
+                                                    ("checkpoint:", "step-000000002.pt is refused",
+                                                     "weights_only=True")),
     # ---- data files
     "data-missing-file": Case(proxy(run={"data": {"kind": "text", "path": "/no/such/corpus.txt", "options": {}}}),
                               ("data.path:", "/no/such/corpus.txt does not exist")),
@@ -243,7 +245,8 @@ CASES = {
     "storage-password-in-the-url": Case(proxy("--width", "16", "--storage", "postgresql://sweep:hunter2@127.0.0.1/sweep"),
                                         ("storage:", "password in the URL would be recorded", "${VAR}")),
     "storage-password-variable-unset": Case(
-        proxy("--width", "16", "--storage", "postgresql://sweep@127.0.0.1/sweep", "--storage-password-env", "NO_SUCH_VAR_X"),
+        proxy("--width", "16", "--storage", "postgresql://sweep@127.0.0.1/sweep",
+              "--storage-password-env", "NO_SUCH_VAR_X"),
         ("storage:", "environment variable NO_SUCH_VAR_X", "not set")),
 }
 

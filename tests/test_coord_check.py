@@ -104,7 +104,8 @@ def test_model_without_base_shapes_is_refused_in_one_line(run_cli, tmp_path):
 def test_optimizer_that_is_not_width_aware_is_refused():
     """Plain AdamW on a μP model: every group at one LR, hidden matrices not at lr/m."""
     model = build_model("gpt", 256, 2, "mup", vocab_size=256, block_size=32)
-    with pytest.raises(InputError, match=r"^optimizer: blocks\.0\.attn\.query\.weight \(hidden\) has lr 0\.01; μP needs 0\.0025"):
+    with pytest.raises(InputError,
+                       match=r"^optimizer: blocks\.0\.attn\.query\.weight \(hidden\) has lr 0\.01; μP needs 0\.0025"):
         refuse_unless_mup_ready(model, torch.optim.AdamW(model.parameters(), lr=0.01), "adamw")
     refuse_unless_mup_ready(model, build_optimizer(model, name="adamw", lr=0.01), "adamw")
     refuse_unless_mup_ready(model, mup.MuAdamW(model.parameters(), lr=0.01), "adamw")

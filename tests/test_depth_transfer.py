@@ -26,7 +26,8 @@ def build(width, depth, parametrization="mup", seed=0, **options):
 
 
 def groups(model, **kwargs):
-    return [(g["names"], g["lr"], g["weight_decay"], g.get("eps")) for g in build_optimizer(model, lr=0.01, **kwargs).param_groups]
+    return [(g["names"], g["lr"], g["weight_decay"], g.get("eps"))
+            for g in build_optimizer(model, lr=0.01, **kwargs).param_groups]
 
 
 @pytest.mark.parametrize("parametrization", ["mup", "sp"])
@@ -35,7 +36,8 @@ def test_off_or_at_the_base_depth_is_todays_model(parametrization):
     weights, forward and optimizer groups (lr, weight decay, ε) are bit for bit those of the model without options."""
     x, _ = DATA.batch("train", 2, torch.Generator().manual_seed(0))
     plain = build(128, 3, parametrization)
-    for options in ({"depth_alpha": None}, {"base_depth": 2}, {"depth_alpha": 0.5, "base_depth": 3}, {"depth_alpha": 1, "base_depth": 3}):
+    for options in ({"depth_alpha": None}, {"base_depth": 2},
+                    {"depth_alpha": 0.5, "base_depth": 3}, {"depth_alpha": 1, "base_depth": 3}):
         other = build(128, 3, parametrization, **options)
         for (name, p), q in zip(plain.state_dict().items(), other.state_dict().values(), strict=True):
             assert torch.equal(p, q), (options, name)
@@ -199,4 +201,5 @@ def test_a_run_with_depth_transfer_logs_its_groups(tmp_path):
     curves = read_curves(cfg.curves_root(), run=cfg.run_id()).set_index("step")
     assert curves["train_loss"].notna().all()
     names = {c.removeprefix("grad_norm.") for c in curves.columns if c.startswith("grad_norm.")}
-    assert names == {"lr1-nodecay", "lr1-decay", "lr1-eps0.5-nodecay", "lr1-eps0.5-decay"}  # α = 1: LR unchanged in depth
+    # α = 1: LR unchanged in depth
+    assert names == {"lr1-nodecay", "lr1-decay", "lr1-eps0.5-nodecay", "lr1-eps0.5-decay"}

@@ -92,7 +92,8 @@ def test_rewind_restores_skips_the_batches_and_leaves_a_clean_curve(tmp_path):
     def after_rewind(row):  # the first step logged after the rewind: what a resume would find on disk
         seen.append(row["step"])
         if row["step"] == 7 and seen.count(7) == 2:
-            on_disk.update({d: [p.name for p in list_checkpoints(guarded.run_dir() / d)] for d in ("checkpoints", "guard-ring")})
+            on_disk.update({d: [p.name for p in list_checkpoints(guarded.run_dir() / d)]
+                            for d in ("checkpoints", "guard-ring")})
 
     assert train(guarded, on_log=after_rewind).status == "completed"
     # the abandoned branch's checkpoint 8 is gone (a resume would replay it); the ring ends at the restored step
@@ -104,7 +105,8 @@ def test_rewind_restores_skips_the_batches_and_leaves_a_clean_curve(tmp_path):
     ev = events(guarded)
     assert len(ev) == 1
     row = ev.iloc[0]
-    assert (row["step"], row["kind"], row["restored_step"], row["skip_from"], row["skip_to"]) == (HOT_STEP, "rewind", 6, 7, 10)
+    assert (row["step"], row["kind"], row["restored_step"], row["skip_from"], row["skip_to"]) == \
+        (HOT_STEP, "rewind", 6, 7, 10)
     assert row["loss"] > 3 * row["rolling_mean"] and row["threshold"] == 1.5 * row["rolling_mean"]
     # steps 1–6 are the plain run's; step 7 onwards trains on batches 11, 12, … instead of 7, 8, …
     pd.testing.assert_series_equal(clean.loc[1:6], spiked.loc[1:6])
@@ -150,7 +152,8 @@ KILLER = textwrap.dedent("""
     seen = []
     def on_log(row):
         seen.append(row["step"])
-        if row["step"] == {kill_at} and seen.count({kill_at}) == 2:  # the second time: after the rewind went back past it
+        # the second time: after the rewind went back past it
+        if row["step"] == {kill_at} and seen.count({kill_at}) == 2:
             os.kill(os.getpid(), signal.SIGKILL)
     train(RunConfig.parse(config({root!r}, {guard!r}, run="killed")), on_log=on_log)
 """)

@@ -69,7 +69,8 @@ def test_a_local_launch_trains_checkpoints_and_launching_again_does_nothing(tmp_
     assert code == 0, err
     printed = out.replace("\n", "")  # rich wraps long lines
     assert f"checkpoints {cfg.run_dir().resolve() / 'checkpoints'}" in printed and f"run={cfg.run_id()}" in printed
-    assert sorted(p.name for p in (cfg.run_dir() / "checkpoints").iterdir()) == ["step-000000020.pt", "step-000000030.pt"]
+    assert sorted(p.name for p in (cfg.run_dir() / "checkpoints").iterdir()) == \
+        ["step-000000020.pt", "step-000000030.pt"]
     full = read_curves(tmp_path / "full" / "curves", kind="full")
     assert full["run"].unique().tolist() == [cfg.run_id()]
     assert sorted(full["step"]) == [1, 5, 10, 15, 20, 25, 30]
@@ -141,7 +142,8 @@ def test_c_a_slurm_job_requeued_while_running_resumes_from_its_checkpoint(tmp_pa
     requeued = wait_for(lambda: "requeued 1×" in (row := run_state(cfg.run_dir()))["detail"] and row, 60,
                         "the job to be requeued")
     assert requeued["state"] in ("requeued", "running"), requeued
-    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], capture_output=True)  # skip the requeue delay
+    # skip the requeue delay
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], capture_output=True)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert f"job {job}: " in out and "(requeued 1×)" in out and "done: step 1500" in out  # pending or running again
@@ -151,7 +153,8 @@ def test_c_a_slurm_job_requeued_while_running_resumes_from_its_checkpoint(tmp_pa
     assert kept(rows, curve(cfg))  # the requeued job went on from the checkpoint
     log = (cfg.run_dir() / "slurm" / f"{job}_0_log.out").read_text()
     assert "starting at step 0" in log
-    resumed = [int(line.rsplit("step ", 1)[1].split()[0]) for line in log.splitlines() if "resuming from checkpoint" in line]
+    resumed = [int(line.rsplit("step ", 1)[1].split()[0])
+               for line in log.splitlines() if "resuming from checkpoint" in line]
     assert len(resumed) == 1 and resumed[0] >= 100
     assert status(tmp_path)[cfg.run_id()]["state"] == "done"
 
@@ -195,7 +198,8 @@ def test_d_a_missing_or_bad_config_is_one_line_exit_2(tmp_path, run_cli, monkeyp
     assert code == 2 and err.startswith("error: study: no sweep named 'nope'")
 
 
-def test_d_sbatch_refusing_the_job_is_one_line_exit_2_and_leaves_no_folder(tmp_path, slurm_cluster, run_cli, monkeypatch):
+def test_d_sbatch_refusing_the_job_is_one_line_exit_2_and_leaves_no_folder(tmp_path, slurm_cluster, run_cli,
+                                                                            monkeypatch):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     path = write_run(tmp_path)
     code, _, err = run_cli("launch", path, "--backend", "slurm", "--partition", "nope")

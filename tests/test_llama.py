@@ -29,7 +29,8 @@ def test_coord_check_passes_in_mup_and_fails_in_sp():
     SP's readout and hidden updates grow with width (TP5 Figure 1)."""
     mup = llama_coord_check("mup", q_per_kv=2)
     assert mup.passed, mup.table
-    assert set(mup.table.loc[mup.table["kind"] == "attention", "module"]) == {"blocks.0.attn.logits", "blocks.1.attn.logits"}
+    attention = set(mup.table.loc[mup.table["kind"] == "attention", "module"])
+    assert attention == {"blocks.0.attn.logits", "blocks.1.attn.logits"}
     sp = llama_coord_check("sp", q_per_kv=2)
     assert not sp.passed
     assert "logits" in set(sp.table.loc[~sp.table["passed"], "module"])
@@ -59,7 +60,8 @@ def test_rotary_logits_depend_only_on_relative_position():
     assert torch.allclose(qs.norm(dim=-1), q.norm().expand(16), atol=1e-5)
 
 
-@pytest.mark.parametrize("options,field", [({"n_kv_head": 2}, "n_kv_head"), ({"n_head": 8, "n_kv_head": 3}, "n_kv_head"),
+@pytest.mark.parametrize("options,field", [({"n_kv_head": 2}, "n_kv_head"),
+                                           ({"n_head": 8, "n_kv_head": 3}, "n_kv_head"),
                                            ({"q_per_kv": 3}, "q_per_kv"), ({"mlp_ratio": 8 / 3}, "mlp_ratio"),
                                            ({"head_dim": 24}, "model.width")])
 def test_bad_head_options_are_one_line_naming_the_field(options, field):

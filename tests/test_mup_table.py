@@ -18,7 +18,8 @@ def build(name, width, parametrization, opts, seed=0):
 
 @pytest.mark.parametrize("name,opts", CASES)
 def test_mup_equals_sp_at_base_width(name, opts):
-    """Catches a μP model that is a different network from SP at the base width (e.g. 1/d attention without attn_mult)."""
+    """Catches a μP model that is a different network from SP at the base width (e.g. 1/d attention without
+    attn_mult)."""
     base = ZOO[name].base_width
     mu, sp = build(name, base, "mup", opts), build(name, base, "sp", opts)
     for a, b in zip(param_rules(mu), param_rules(sp), strict=True):
@@ -26,7 +27,8 @@ def test_mup_equals_sp_at_base_width(name, opts):
                (b.name, b.shape, b.adam_lr_mult, b.sgd_lr_mult, b.forward_mult, b.decays)
     for (n, p), (_, q) in zip(mu.named_parameters(), sp.named_parameters(), strict=True):
         assert torch.equal(p, q), f"{n} initialised differently"
-    x = torch.randint(0, 256, (2, 16)) if name == "gpt" else torch.randn(4, 32) if name == "mlp" else torch.randn(4, 3, 8, 8)
+    x = (torch.randint(0, 256, (2, 16)) if name == "gpt" else torch.randn(4, 32) if name == "mlp"
+         else torch.randn(4, 3, 8, 8))
     torch.testing.assert_close(mu(x), sp(x))
 
 
@@ -69,9 +71,11 @@ def test_optimizer_groups_match_mup_reference(name, opts):
     """Our visible groups give every parameter the lr and weight decay of microsoft/mup's MuAdamW and MuSGD."""
     model = build(name, 4 * ZOO[name].base_width, "mup", opts)
     for optimizer, reference in (("adamw", mup.MuAdamW), ("sgd", mup.MuSGD)):
-        ours = {id(p): (g["lr"], g["weight_decay"]) for g in param_groups(model, 0.01, 0.1, optimizer=optimizer, wd_mode="independent")
+        ours = {id(p): (g["lr"], g["weight_decay"])
+                for g in param_groups(model, 0.01, 0.1, optimizer=optimizer, wd_mode="independent")
                 for p in g["params"]}
-        ref = {id(p): (g["lr"], g["weight_decay"]) for g in reference(model.parameters(), lr=0.01, weight_decay=0.1).param_groups
+        ref = {id(p): (g["lr"], g["weight_decay"])
+               for g in reference(model.parameters(), lr=0.01, weight_decay=0.1).param_groups
                for p in g["params"]}
         for p in model.parameters():
             assert ours[id(p)][0] == pytest.approx(ref[id(p)][0])
@@ -91,7 +95,8 @@ def test_optimizer_groups_decay_matrices_only(name, opts):
         for group in groups:
             for pname in group["names"]:
                 rule = rules[pname]
-                decays = rule.role in ("hidden", "input", "readout") or (decay_embeddings and rule.role in ("embedding", "tied"))
+                decays = (rule.role in ("hidden", "input", "readout")
+                          or (decay_embeddings and rule.role in ("embedding", "tied")))
                 assert (group["weight_decay"] > 0) == decays, pname
                 assert group["lr"] == pytest.approx(0.01 * rule.adam_lr_mult), pname
 

@@ -68,7 +68,8 @@ def test_runs_lists_each_trials_runs_with_provenance(cli, swept):
          "last_step": 20, "provenance_study": "tiny-w16-mup", "provenance_trial": n} for n in (0, 1)] + [
         {"run": FULL_RUN, "kind": "full", "width": 32, "batch_size": 4, "status": "completed", "last_step": 10,
          "provenance_study": "tiny-w16-mup", "provenance_trial": 0}]
-    code, out, _ = cli("sql", "SELECT number, unnest(runs) AS run, storage FROM trials ORDER BY number", "--format", "csv")
+    code, out, _ = cli("sql", "SELECT number, unnest(runs) AS run, storage FROM trials ORDER BY number",
+                       "--format", "csv")
     trials = csv_of(out)
     assert list(trials["run"]) == ["w16-mup-t00000-s0", "w16-mup-t00001-s0"]
     assert set(trials["storage"]) == {f"sqlite:///{swept / 'tiny' / 'optuna.db'}"}
@@ -131,8 +132,7 @@ def test_export_writes_trials_runs_and_curves(cli, swept, fmt):
     read = pd.read_parquet if fmt == "parquet" else pd.read_csv
     folder = swept / f"export-{fmt}"
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{t}.{fmt}" for t in ("curves", "runs", "trials"))
-    assert (len(read(folder / f"trials.{fmt}")), len(read(folder / f"runs.{fmt}")), len(read(folder / f"curves.{fmt}"))) \
-        == (2, 3, 13)
+    assert tuple(len(read(folder / f"{table}.{fmt}")) for table in ("trials", "runs", "curves")) == (2, 3, 13)
     assert "curves: 13 rows" in out
 
 

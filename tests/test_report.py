@@ -16,7 +16,8 @@ def pipeline(tmp_path_factory):
     """coordinate check → proxy sweep → verify → transfer → the full run, on a tiny budget."""
     root = tmp_path_factory.mktemp("report")
     spec = write_spec(root, trials=3)
-    for args in (("coord-check", "--model", "gpt", "--widths", "32,64", "--steps", "3", "--seeds", "1", "--opt", "head_dim=16"),
+    for args in (("coord-check", "--model", "gpt", "--widths", "32,64", "--steps", "3", "--seeds", "1",
+                  "--opt", "head_dim=16"),
                  ("proxy", spec, "--width", "16"),
                  ("verify", spec, "--widths", "16,32", "--values", "3e-3,1e-2,3e-2", "--seeds", "1"),
                  ("transfer", spec, "--width", "32", "--steps", "10")):

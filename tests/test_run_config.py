@@ -22,7 +22,8 @@ SEQ_LEN = TINY["data"]["seq_len"]
 
 
 def tiny(root, **changes):
-    """The tiny config as a plain dict, writing under `root`; `changes` replace top-level keys or merge into sections."""
+    """The tiny config as a plain dict, writing under `root`; `changes` replace top-level keys or merge into
+    sections."""
     data = {key: dict(value) if isinstance(value, dict) else value for key, value in TINY.items()}
     data["output"] = {"root": str(root), "study": "t"}
     for key, value in changes.items():
@@ -73,8 +74,9 @@ EVERYTHING = {  # every field of every section away from its default
     "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2},
     "checkpoint": {"every": 100, "keep": 3},
     "output": {"root": "/tmp/studies", "study": "s1", "kind": "full", "run": "r-1"},
-    "provenance": {"study": "s0", "trial": 12, "storage": "postgresql://u@db/optuna", "created_by": "sweep transfer (μP)",
-                   "trial_value": 2.5, "proxy": {"width": 64, "batch_size": 8}, "verify": {"drift_mup": 0.25},
+    "provenance": {"study": "s0", "trial": 12, "storage": "postgresql://u@db/optuna",
+                   "created_by": "sweep transfer (μP)", "trial_value": 2.5, "proxy": {"width": 64, "batch_size": 8},
+                   "verify": {"drift_mup": 0.25},
                    "rules": [{"name": "lr", "field": "optimizer.lr", "before": 1e-8, "after": 3e-4,
                               "formula": "lr * (base / width)"},
                              {"name": "batch", "field": "batch_size", "before": 8, "after": 24, "formula": None}]},
@@ -94,7 +96,8 @@ def test_round_trip_fixture_sets_every_field_away_from_its_default():
     # keeps the round-trip test honest: a field added later must be added to EVERYTHING too
     defaults = dict(leaves(RunConfig.parse({"steps": 1})))
     cfg = RunConfig.parse(EVERYTHING)
-    # an optimizer's own section is set only with its name (EVERYTHING uses sgd): tests/test_optimizers.py round-trips each
+    # an optimizer's own section is set only with its name (EVERYTHING uses sgd):
+    # tests/test_optimizers.py round-trips each
     sections = tuple(f"optimizer.{name}" for name in SETTINGS)
     same = [key for key, value in leaves(cfg) if value == defaults[key]
             and key not in ("schema_version", "model.name", "schedule.warmup_steps", "steps", *sections)]
@@ -193,7 +196,8 @@ def test_out_of_range_value_names_its_key_and_the_bad_value(tmp_path, changes, s
     ({"grad_accum": 3}, ["batch_size", "grad_accum"]),  # 8 % 3
     ({"schedule": {"warmup_steps": 1, "warmup_fraction": 0.1}}, ["schedule", "warmup_steps", "warmup_fraction"]),
     ({"eval": {"noise_scale_batches": 1}}, ["eval", "noise_scale_batches"]),
-    ({"guard": {"ring_size": 2, "ring_every": 10, "rewind_steps": 50}}, ["guard", "ring_size", "ring_every", "rewind_steps"]),
+    ({"guard": {"ring_size": 2, "ring_every": 10, "rewind_steps": 50}},
+     ["guard", "ring_size", "ring_every", "rewind_steps"]),
 ])
 def test_rules_across_keys_name_the_keys(tmp_path, changes, names):
     with pytest.raises(ConfigError) as info:
@@ -225,7 +229,7 @@ def test_load_of_a_missing_file(tmp_path):
         RunConfig.load(tmp_path / "nope.yaml")
 
 
-# ---------------------------------------------------------------- bad configs at the CLI: exit 2, one line, nothing written
+# ------------------------------------------------------------ bad configs at the CLI: exit 2, one line, nothing written
 
 @pytest.mark.parametrize("changes,key", [
     ({"optimizer": {"lrr": 1}}, "optimizer.lrr"),
@@ -300,7 +304,8 @@ def test_run_id_is_a_function_of_what_shapes_the_curve(tmp_path):
     assert RunConfig.parse(tiny(tmp_path, model={"width": 128})).run_id() != a.run_id()
     # bookkeeping does not change it
     assert RunConfig.parse(tiny(tmp_path, log_every=5)).run_id() == a.run_id()
-    assert RunConfig.parse(tiny(tmp_path, provenance={"study": "s", "trial": 3, "rules": [{"x": 1}]})).run_id() == a.run_id()
+    provenance = {"study": "s", "trial": 3, "rules": [{"x": 1}]}
+    assert RunConfig.parse(tiny(tmp_path, provenance=provenance)).run_id() == a.run_id()
     # nor does filling in the builder's base width (train() runs on the resolved config)
     assert resolve(a).model.base_width is not None and resolve(a).run_id() == a.run_id()
     # an explicit name wins
@@ -360,7 +365,8 @@ def test_cli_second_run_needs_resume_and_resume_logs_each_step_once(tmp_path, ru
     assert code == 0, err
     assert steps_logged() == [1, 2, 3, 4, 5, 6]
     curve = cfg.curves_root() / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / "run=r"
-    assert [p.name for p in curve.iterdir()] == ["part-000000001-000000006.parquet"]  # a finished run is compacted into one part
+    # a finished run is compacted into one part
+    assert [p.name for p in curve.iterdir()] == ["part-000000001-000000006.parquet"]
 
     code, out, err = run_cli("train", path, "--quiet")  # a finished run is not overwritten either
     assert code == 2 and "--resume" in one_line(err)

@@ -98,7 +98,8 @@ def test_a_storage_password_from_the_environment_is_in_no_file_output_or_attribu
             assert not any(secret in form for secret in secrets), path
     for text in outputs:
         assert not any(secret.decode() in text for secret in secrets)
-    storage = f"postgresql+psycopg://{postgres.user}:{quote(postgres.password, safe='')}@127.0.0.1:{postgres.port}/sweep"
+    password = quote(postgres.password, safe="")
+    storage = f"postgresql+psycopg://{postgres.user}:{password}@127.0.0.1:{postgres.port}/sweep"
     studies = {s.study_name: optuna.load_study(study_name=s.study_name, storage=storage)
                for s in optuna.get_all_study_summaries(storage) if s.study_name.startswith("secret")}
     assert len(studies) == 3  # the sweep, and verify's study per width
@@ -144,7 +145,8 @@ def test_a_pickle_bomb_checkpoint_is_refused_on_resume_and_never_runs(tmp_path, 
 
     assert code == 2 and err.count("\n") == 1, (out, err)
     assert err.startswith(f"error: checkpoint: {bomb} is refused: not loadable with weights_only=True"), err
-    assert "unsupported GLOBAL posix.system" in err or "Unsupported global: GLOBAL posix.system" in err  # what it refused
+    # what it refused
+    assert "unsupported GLOBAL posix.system" in err or "Unsupported global: GLOBAL posix.system" in err
     assert not marker.exists() and file_tree(tmp_path) == before
 
 

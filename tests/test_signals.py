@@ -61,7 +61,8 @@ def test_signals_measure_what_they_name(name, options):
 
     seen = {}
     hooks = [model.blocks[i].attn.logits.register_forward_hook(
-        lambda m, i_, out, i=i: seen.__setitem__(i, out.masked_fill(~torch.ones(32, 32, dtype=torch.bool).tril(), -math.inf).max()))
+        lambda m, i_, out, i=i: seen.__setitem__(
+            i, out.masked_fill(~torch.ones(32, 32, dtype=torch.bool).tril(), -math.inf).max()))
         for i in range(2)]
     with torch.no_grad():
         reference_logits = model(x)
@@ -89,7 +90,8 @@ def test_signals_measure_what_they_name(name, options):
     assert values["logit_lse_mean"] == pytest.approx(torch.logsumexp(reference_logits, -1).mean().item(), rel=1e-6)
     for group in optimizer.param_groups:
         names = group["names"]
-        delta = math.sqrt(sum((dict(model.named_parameters())[n].detach() - before[n]).square().sum().item() for n in names))
+        delta = math.sqrt(sum((dict(model.named_parameters())[n].detach() - before[n]).square().sum().item()
+                              for n in names))
         weight = math.sqrt(sum(before[n].square().sum().item() for n in names))
         assert values[f"update_ratio.{group_name(group)}"] == pytest.approx(delta / weight, rel=1e-4)
 

@@ -35,7 +35,8 @@ def test_qk_norm_keeps_attention_logits_bounded_where_plain_ones_blow_up(tmp_pat
     assert plain_att.max() > 200  # attention-logit growth (Wortsman et al. 2023, §3.1.1) in 60 steps
     assert plain_att[60] > plain_att[20] * 1.5  # and still growing
     assert qk_att.max() < 20
-    assert qk["val_loss"][60] <= plain["val_loss"][60] + 0.05  # and no worse for it (2.96 vs 2.98 here; 2.49 vs 2.79 at 300 steps)
+    # and no worse for it (2.96 vs 2.98 here; 2.49 vs 2.79 at 300 steps)
+    assert qk["val_loss"][60] <= plain["val_loss"][60] + 0.05
 
 
 @pytest.mark.parametrize("options", [{}, {"n_head": 4}])

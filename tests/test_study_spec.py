@@ -49,12 +49,14 @@ def test_param_kinds_are_inferred_and_sampled_within_range():
 
 def test_trial_config_sets_sampled_values_width_seed_output_and_secret_free_provenance(tmp_path):
     spec = parse_spec(spec_dict())
-    job = prepare(spec, width=16, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
+    job = prepare(spec, width=16, parametrization=None, trials=None, storage=None, password_env=None,
+                  root=str(tmp_path))
     cfg = trial_config(job, {"optimizer.lr": 0.0123, "schedule.warmup_fraction": 0.2}, seed_index=1,
                        run_name="r", trial=7)
     assert cfg.optimizer.lr == 0.0123 and cfg.schedule.warmup_fraction == 0.2
     assert cfg.model.width == 16 and cfg.model.parametrization == "mup" and cfg.seed == 1
-    assert cfg.output.study == "tiny" and cfg.output.kind == "proxy" and cfg.run_dir() == tmp_path.resolve() / "tiny" / "runs" / "r"
+    assert cfg.output.study == "tiny" and cfg.output.kind == "proxy"
+    assert cfg.run_dir() == tmp_path.resolve() / "tiny" / "runs" / "r"
     assert cfg.provenance.study == "tiny-w16-mup" and cfg.provenance.trial == 7
     assert cfg.provenance.storage.startswith("sqlite:///")
 
@@ -84,14 +86,17 @@ def test_shipped_specs_validate(tmp_path):
 BAD_SPECS = [
     ({"search": {"optimizer.lrr": {"low": 1e-3, "high": 1e-2}}}, "search.optimizer.lrr: not a RunConfig field"),
     ({"search": {"optimizer.lr": {"low": 0.1, "high": 0.01}}}, "search.optimizer.lr.low: 0.1 is above high 0.01"),
-    ({"search": {"optimizer.lr": {"low": 0.0, "high": 0.1, "log": True}}}, "search.optimizer.lr.low: a log range needs low > 0"),
+    ({"search": {"optimizer.lr": {"low": 0.0, "high": 0.1, "log": True}}},
+     "search.optimizer.lr.low: a log range needs low > 0"),
     ({"sampler": {"name": "bayes"}}, "sampler.name:"),
     ({"pruner": {"name": "asha"}}, "pruner.name:"),
-    ({"search": {"optimizer.beta1": {"low": 0.8, "high": 1.0}}}, "search.optimizer.beta1: 1.0 is rejected by the RunConfig"),
+    ({"search": {"optimizer.beta1": {"low": 0.8, "high": 1.0}}},
+     "search.optimizer.beta1: 1.0 is rejected by the RunConfig"),
     ({"search": {"optimizer.lr": {"low": -1.0, "high": 0.1}}}, "search.optimizer.lr: -1.0 is rejected"),
     ({"search": {"optimizer": {"low": 1, "high": 2}}}, "search.optimizer: a section, not a value"),
     ({"search": {"model.width": {"low": 32, "high": 64}}}, "search.model.width: set by the sweep"),
-    ({"search": {"optimizer.lr": {"type": "halflife", "low": 1, "high": 10}}}, "search.optimizer.lr: type halflife applies to"),
+    ({"search": {"optimizer.lr": {"type": "halflife", "low": 1, "high": 10}}},
+     "search.optimizer.lr: type halflife applies to"),
     ({"search": {"optimizer.lr": {"low": 1e-3, "high": 1e-2, "lgo": True}}}, "search.optimizer.lr.lgo: unknown key"),
     ({"search": {"model.options.no_such_option": {"low": 1.0, "high": 2.0}}}, "model.options"),
     ({"serach": {}}, "serach: unknown key"),
@@ -123,16 +128,19 @@ BAD_FLAGS = [
     (("--width", "16", "--workers", "0"), "--workers: must be at least 1"),
     (("--width", "16", "--parametrization", "ntk"), "--parametrization: 'ntk' is not one of mup, sp"),
     (("--width", "16", "--storage", "not a url"), "storage: 'not a url' is not a storage URL"),
-    (("--width", "16", "--storage", "postgresql://u:hunter2@localhost/db"), "storage: a password in the URL would be recorded"),
+    (("--width", "16", "--storage", "postgresql://u:hunter2@localhost/db"),
+     "storage: a password in the URL would be recorded"),
     (("--width", "16", "--storage", "postgresql://u@localhost/db", "--storage-password-env", "NO_SUCH_VAR_X"),
      "storage: the environment variable NO_SUCH_VAR_X"),
     (("--width", "16", "--enqueue", "optimizer.lr=5"), "--enqueue: optimizer.lr=5 is outside its search range"),
-    (("--width", "16", "--enqueue", "optimizer.beta1=0.9"), "--enqueue: 'optimizer.beta1=0.9' is not NAME=VALUE with NAME one of"),
+    (("--width", "16", "--enqueue", "optimizer.beta1=0.9"),
+     "--enqueue: 'optimizer.beta1=0.9' is not NAME=VALUE with NAME one of"),
     (("--width", "16", "--timeout", "-1"), "--timeout: must be a positive number"),
 ]
 
 
-@pytest.mark.parametrize("flags,message", BAD_FLAGS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(BAD_FLAGS)])
+@pytest.mark.parametrize("flags,message", BAD_FLAGS,
+                         ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(BAD_FLAGS)])
 def test_bad_flag_is_one_line_exit_2_and_writes_nothing(tmp_path, run_cli, monkeypatch, flags, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
     monkeypatch.chdir(tmp_path)
@@ -160,7 +168,8 @@ def test_storage_urls_keep_passwords_out_of_what_is_recorded(monkeypatch, tmp_pa
     assert templated.redacted == "postgresql://sweep:***@db/optuna"
     assert templated.resolved() == "postgresql://sweep:s3cr@t/pw@db/optuna"
     assert storage_url(None, None, tmp_path / "o.db") == StorageURL(f"sqlite:///{tmp_path / 'o.db'}")
-    assert storage_url("journal:/x/j.log", None, tmp_path).is_journal and storage_url("/x/j.jsonl", None, tmp_path).is_journal
+    assert storage_url("journal:/x/j.log", None, tmp_path).is_journal
+    assert storage_url("/x/j.jsonl", None, tmp_path).is_journal
     with pytest.raises(InputError, match="password in the URL"):
         storage_url("postgresql://sweep:plain@db/optuna", None, tmp_path)
 

@@ -101,7 +101,8 @@ def test_two_processes_on_one_journal_study_run_every_trial_once(tmp_path):
     spec = write_spec(tmp_path, trials=6)
     journal = f"journal:{tmp_path / 'tiny.log'}"
     procs = [subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16", "--storage", journal), env=sweep_env(tmp_path),
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
     for p in procs:
         out, err = p.communicate(timeout=240)
         assert p.returncode == 0, err

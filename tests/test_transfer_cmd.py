@@ -28,7 +28,8 @@ def test_the_emitted_config_validates_records_its_provenance_and_trains(swept):
     assert cfg.checkpoint.every > 0 and cfg.guard_on()
     prov = cfg.provenance
     assert prov.study == "tiny-w16-mup" and prov.trial is not None and prov.trial_value is not None
-    assert prov.proxy == {"width": 16, "depth": 1, "parametrization": "mup", "batch_size": 4, "steps": 20, "tokens": 1280}
+    assert prov.proxy == {"width": 16, "depth": 1, "parametrization": "mup", "batch_size": 4, "steps": 20,
+                          "tokens": 1280}
     fields = {r["field"]: r for r in prov.rules}
     assert fields["optimizer.lr"]["after"] == pytest.approx(fields["optimizer.lr"]["before"] * 2 ** 0.5)
     assert fields["optimizer.beta1"]["after"] == pytest.approx(1 - 2 * (1 - 0.9))

@@ -31,7 +31,8 @@ PEAK_FLOPS = {
     "NVIDIA H100 80GB HBM3": HOPPER_SXM,
     "NVIDIA H100 NVL": {BF16: 835e12, FP16: 835e12, TF32: 417.5e12},
     "NVIDIA H100 PCIe": {BF16: 756e12, FP16: 756e12, TF32: 378e12},
-    "NVIDIA A100-SXM4-80GB": A100, "NVIDIA A100-SXM4-40GB": A100, "NVIDIA A100-PCIE-40GB": A100, "NVIDIA A100 80GB PCIe": A100,
+    "NVIDIA A100-SXM4-80GB": A100, "NVIDIA A100-SXM4-40GB": A100,
+    "NVIDIA A100-PCIE-40GB": A100, "NVIDIA A100 80GB PCIe": A100,
     "NVIDIA L40S": {BF16: 362e12, FP16: 362e12, TF32: 183e12},
     "NVIDIA L40": {BF16: 181e12, FP16: 181e12, TF32: 90.5e12},
     "NVIDIA L4": {BF16: 121e12, FP16: 121e12, TF32: 60e12},
@@ -68,7 +69,8 @@ def flops_per_token(model: nn.Module, seq_len: int, example: torch.Tensor | None
     lookups = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     readouts = {id(m.weight) for m in model.modules() if isinstance(m, MuReadout)}
     convs = {id(m.weight) for m in model.modules() if isinstance(m, nn.modules.conv._ConvNd)}
-    n_matmul = sum(p.numel() for p in model.parameters() if (id(p) not in lookups or id(p) in readouts) and id(p) not in convs)
+    n_matmul = sum(p.numel() for p in model.parameters()
+                   if (id(p) not in lookups or id(p) in readouts) and id(p) not in convs)
     attention = sum(12 * m.n_head * m.head_dim * seq_len for m in model.modules() if isinstance(m, ATTENTION))
     if not convs:
         return 6 * n_matmul + attention

@@ -36,7 +36,8 @@ ATTENTION = (CausalSelfAttention, GroupedQueryAttention)  # modules with `heads(
 CHUNK_ELEMENTS = 2 ** 22  # logits held at once by attention_logit_max: 16 MiB in fp32
 
 
-def attention_logit_max(q: torch.Tensor, k: torch.Tensor, scale: float, chunk_elements: int = CHUNK_ELEMENTS) -> torch.Tensor:
+def attention_logit_max(q: torch.Tensor, k: torch.Tensor, scale: float,
+                        chunk_elements: int = CHUNK_ELEMENTS) -> torch.Tensor:
     """max over causal positions j ≤ i of q_i·k_j·scale, in fp32, for q (B, H, T, d) and k (B, H_kv, T, d) with
     H_kv dividing H (grouped-query attention); reduced over blocks of query rows of ≤ chunk_elements logits each."""
     B, H, T, _ = q.shape

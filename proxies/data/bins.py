@@ -43,7 +43,8 @@ def resolve_vocab_size(vocab_size: int | None, meta: dict, bin_path: Path) -> in
         vocab_size = meta.get("vocab_size")
     if vocab_size is None:
         raise DataError(
-            f'data.vocab_size: needed for {bin_path} (give it, or put {{"vocab_size": N}} in {bin_path.parent / "meta.json"})'
+            f'data.vocab_size: needed for {bin_path} '
+            f'(give it, or put {{"vocab_size": N}} in {bin_path.parent / "meta.json"})'
         )
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
         raise DataError(f"data.vocab_size: must be a positive integer, not {vocab_size!r}")
@@ -82,7 +83,8 @@ def open_tokens(path: Path, dtype: str | None, vocab_size: int | None, seq_len: 
     if path.is_dir():
         files = [path / "train.bin", path / "val.bin"]
         if not all(f.is_file() for f in files):
-            raise DataError(f"data.path: {path} is a folder without train.bin and val.bin; give a .bin file or such a folder")
+            raise DataError(f"data.path: {path} is a folder without train.bin and val.bin; "
+                            "give a .bin file or such a folder")
         train, val = (map_bin(f, dtype) for f in files)
     else:
         files = [path]

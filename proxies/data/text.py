@@ -52,7 +52,8 @@ def open_text(path: Path, seq_len: int, val_fraction: float) -> TokenData:
     files = text_files(path) if path.is_dir() else [path]
     data = b"".join(f.read_bytes() for f in files)
     if not data:
-        raise DataError(f"data.path: {path} is empty" if path.is_file() else f"data.path: {path} has no non-empty files")
+        raise DataError(f"data.path: {path} is empty" if path.is_file()
+                        else f"data.path: {path} has no non-empty files")
     return byte_data("text", data, seq_len, val_fraction, {"path": str(path), "n_files": len(files)})
 
 

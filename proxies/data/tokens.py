@@ -32,13 +32,15 @@ class TokenData:
     def __init__(self, kind: str, train: np.ndarray, val: np.ndarray, seq_len: int, vocab_size: int, provenance: dict):
         for name, arr in (("train", train), ("val", val)):
             if len(arr) < seq_len + 1:
-                raise DataError(f"data.seq_len: {seq_len} needs at least {seq_len + 1} tokens in {name}, which has {len(arr)}")
+                raise DataError(f"data.seq_len: {seq_len} needs at least {seq_len + 1} tokens in {name}, "
+                                f"which has {len(arr)}")
         self.kind = kind
         self.splits = {"train": train, "val": val}
         self.seq_len = seq_len
         self.vocab_size = vocab_size
         self.tokens_per_example = seq_len
-        self.provenance = {**provenance, "n_train": len(train), "n_val": len(val), "vocab_size": vocab_size, "seq_len": seq_len}
+        self.provenance = {**provenance, "n_train": len(train), "n_val": len(val), "vocab_size": vocab_size,
+                           "seq_len": seq_len}
 
     def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """Return (x, y), int64 of shape (batch_size, seq_len), y being x shifted one token on.

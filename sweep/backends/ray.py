@@ -108,7 +108,8 @@ def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: 
     try:
         trainable = tune.with_resources(tune.with_parameters(run_one, job=job),
                                         {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial})
-        tuner = tune.Tuner(trainable, tune_config=tune.TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True,
+        tuner = tune.Tuner(trainable, tune_config=tune.TuneConfig(search_alg=searcher, num_samples=-1,
+                                                                  reuse_actors=True,
                                                                   max_concurrent_trials=max_concurrent),
                            run_config=tune.RunConfig(name=job.study_name, storage_path=str(Path(temp_dir) / "tune"),
                                                      failure_config=tune.FailureConfig(max_failures=0), verbose=0))

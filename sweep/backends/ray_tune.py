@@ -1,4 +1,5 @@
-"""What runs inside Ray (imported by the Ray driver only): the study as Tune's searcher, one trial as Tune's trainable."""
+"""What runs inside Ray (imported by the Ray driver only): the study as Tune's searcher, one trial as Tune's
+trainable."""
 from __future__ import annotations
 
 import time

@@ -60,13 +60,15 @@ class SlurmBackend(Backend):
         o = self.options
         executor.update_parameters(
             job_name=job.study_name, partition=o.partition, gpus_per_task=o.gpus_per_task or None,
-            cpus_per_task=o.cpus_per_task, mem=f"{round(o.mem * 1024)}M" if o.mem else None, time=o.time, account=o.account,
-            qos=o.qos, array_parallelism=o.array_parallelism or self.workers, signal_delay_s=min(90, 10 * o.time))
+            cpus_per_task=o.cpus_per_task, mem=f"{round(o.mem * 1024)}M" if o.mem else None, time=o.time,
+            account=o.account, qos=o.qos, array_parallelism=o.array_parallelism or self.workers,
+            signal_delay_s=min(90, 10 * o.time))
         job = replace(job, threads=job.threads or o.cpus_per_task)
         try:
             tasks = executor.map_array(SlurmTask(), [replace(job, worker=i) for i in range(self.workers)])
         except Exception as err:  # sbatch's refusal: unknown partition, account, QOS, too many resources
-            raise InputError(f"--backend slurm: sbatch refused the array ({' '.join(str(err).split())[:300]})") from None
+            why = " ".join(str(err).split())[:300]
+            raise InputError(f"--backend slurm: sbatch refused the array ({why})") from None
         array_id = tasks[0].job_id.split("_")[0]
         study.set_user_attr(JOB_ATTR, {"id": array_id, "folder": str(folder), "tasks": self.workers})
         return SlurmExecution(array_id, folder, self.workers, attached=False)

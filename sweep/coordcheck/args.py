@@ -9,7 +9,8 @@ DEFAULT_DATA = {"gpt": "stdlib", "mlp": "synthetic-vectors", "resnet": "syntheti
 
 
 def parse_options(pairs: list[str] | None) -> dict:
-    """`["key=value", ...]` → dict, values parsed as YAML scalars (`n_head=4`, `norm=rmsnorm`, `tie_embeddings=true`)."""
+    """`["key=value", ...]` → dict, values parsed as YAML scalars (`n_head=4`, `norm=rmsnorm`,
+    `tie_embeddings=true`)."""
     options = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")

@@ -110,7 +110,8 @@ def _slope(g: pd.DataFrame, column: str) -> float:
 def fit_slopes(coords: pd.DataFrame) -> pd.DataFrame:
     """Slopes of log(mean over seeds) against log(width), per module and step, for size and delta."""
     mean = coords.groupby(["module", "kind", "step", "width"], sort=False)[["size", "delta"]].mean().reset_index()
-    out = [{"module": module, "kind": kind, "step": step, "size_slope": _slope(g, "size"), "delta_slope": _slope(g, "delta")}
+    out = [{"module": module, "kind": kind, "step": step,
+            "size_slope": _slope(g, "size"), "delta_slope": _slope(g, "delta")}
            for (module, kind, step), g in mean.groupby(["module", "kind", "step"], sort=False)]
     return pd.DataFrame(out)
 

@@ -54,7 +54,8 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
 
     makers = {}
     for regime, extra in regimes(model, options).items():
-        makers[regime] = lambda width, extra=extra: build_model(model, width, depth, parametrization, **options, **extra)
+        makers[regime] = lambda width, extra=extra: build_model(model, width, depth, parametrization,
+                                                                **options, **extra)
         probe = makers[regime](width_list[0])  # bad options and models that are not μP-ready fail here, before any file
         if parametrization == "mup":
             refuse_unless_mup_ready(probe, build_optimizer(probe, name=optimizer, lr=lr), optimizer)
@@ -65,8 +66,10 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
     passed = True
     title = f"{model} {parametrization} · {optimizer} lr={lr:g} · depth {depth} · {steps} steps · {seeds} seed(s)"
     for regime, make_model in makers.items():
-        with console.status(f"coord-check {model} {regime} ({parametrization}, {optimizer}, lr {lr:g}) at widths {width_list}"):
-            coords, slopes, verdict = coord_check(make_model, make_batch, width_list, seeds, steps, optimizer=optimizer, lr=lr)
+        with console.status(f"coord-check {model} {regime} ({parametrization}, {optimizer}, lr {lr:g}) "
+                            f"at widths {width_list}"):
+            coords, slopes, verdict = coord_check(make_model, make_batch, width_list, seeds, steps,
+                                                  optimizer=optimizer, lr=lr)
         for name, frame in (("coords", coords), ("slopes", slopes), ("verdict", verdict.table)):
             frames[name].append(frame.assign(regime=regime))
         console.print(verdict_table(verdict.table, f"{title} · {regime}" if regime else title))

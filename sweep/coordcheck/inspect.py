@@ -12,7 +12,8 @@ from sweep.coordcheck.args import parse_options
 def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None) -> Table:
     net = build_model(model, width, depth, parametrization, **parse_options(opt))
     rules = param_rules(net)
-    depth_columns = any(r.depth_lr_mult != 1 or r.eps_mult != 1 for r in rules)  # depth transfer away from the base depth
+    # depth transfer away from the base depth
+    depth_columns = any(r.depth_lr_mult != 1 or r.eps_mult != 1 for r in rules)
     table = Table(title=f"{model} width {width} (base {net.base_width}), depth {depth}, {parametrization}")
     columns = ["parameter", "shape", "inf dims", "role", "init std", "Adam LR ×", "weight decay", "forward ×"]
     for column in columns + (["depth LR ×", "AdamW ε ×"] if depth_columns else []):

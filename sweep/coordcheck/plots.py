@@ -23,7 +23,8 @@ def coord_check_grid(coords: pd.DataFrame, table: pd.DataFrame, path: str | Path
     mean = coords.groupby(["regime", "step", "module", "width"], sort=False)[["size", "delta"]].mean().reset_index()
     steps, widths = sorted(mean["step"].unique()), sorted(mean["width"].unique())
     rows = [(regime, column) for regime in mean["regime"].unique() for column in ("size", "delta")]
-    fig, axes = plt.subplots(len(rows), len(steps), figsize=(2.6 * len(steps), 2.8 * len(rows)), sharey="row", squeeze=False)
+    fig, axes = plt.subplots(len(rows), len(steps), figsize=(2.6 * len(steps), 2.8 * len(rows)), sharey="row",
+                             squeeze=False)
     for (regime, column), row in zip(rows, axes, strict=True):
         for ax, step in zip(row, steps, strict=True):
             if column == "delta" and step == 0:  # Δx_0 = 0 by definition: nothing to draw

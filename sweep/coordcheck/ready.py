@@ -33,7 +33,8 @@ def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, 
     except ValueError as err:
         raise InputError(str(err)) from None
     lr_of = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
-    rules = [(r, lr_of[id(p)]) for r, (_, p) in zip(param_rules(model), model.named_parameters(), strict=True) if id(p) in lr_of]
+    rules = [(r, lr_of[id(p)]) for r, (_, p) in zip(param_rules(model), model.named_parameters(), strict=True)
+             if id(p) in lr_of]
     mult = (lambda r: r.adam_lr_mult) if optimizer_name == "adamw" else (lambda r: r.sgd_lr_mult)
     base = Counter(round(lr / mult(r), 12) for r, lr in rules).most_common(1)[0][0]
     for rule, lr in rules:

@@ -56,7 +56,8 @@ def run_doctor_cmd(config: Path, width: int | None, lr_max: float | None, out: P
     for column in ("check", "measured", "expected", "verdict"):
         rich_table.add_column(column)
     for row in table.itertuples():
-        rich_table.add_row(row.check, row.measured, row.expected, "[green]pass[/green]" if row.passed else "[red]FAIL[/red]")
+        rich_table.add_row(row.check, row.measured, row.expected,
+                           "[green]pass[/green]" if row.passed else "[red]FAIL[/red]")
     console.print(rich_table)
     failed = table.loc[~table["passed"], "check"].tolist()
     console.print(("[green]PASS[/green]" if passed else f"[red]FAIL[/red]: {'; '.join(failed)}") + f"; wrote {out}")

@@ -65,8 +65,9 @@ def launch_ray(cfg: RunConfig, address: str | None, gpus: int, console: Console)
     started = start_driver(driver_main, "sweep-launch-ray", (cfg, os.getcwd(), address, gpus), log)
     driver = started.process
     where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-    record = write_record(cfg, {"backend": "ray", "job": f"driver pid {driver.pid}", "process": this_process(driver.pid),
-                                "address": address, "gpus_per_node": gpus, "log": str(log), "launched": time.time()})
+    record = write_record(cfg, {"backend": "ray", "job": f"driver pid {driver.pid}",
+                                "process": this_process(driver.pid), "address": address, "gpus_per_node": gpus,
+                                "log": str(log), "launched": time.time()})
     console.print(f"Ray: one task on {where} ({gpus} GPU); log {log}; checkpoints {record['checkpoints']}; "
                   f"curve {record['curve']}")
     try:

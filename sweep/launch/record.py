@@ -23,7 +23,8 @@ FINISHED = {"completed": "done", "diverged": "diverged"}  # result.json status â
 def locations(cfg: RunConfig) -> dict:
     """Absolute paths of the run folder, its checkpoints and its curve (so status works from any folder)."""
     run_dir = cfg.run_dir().resolve()
-    return {"run_dir": str(run_dir), "checkpoints": str(run_dir / "checkpoints"), "curve": str(curve_folder(cfg).resolve())}
+    return {"run_dir": str(run_dir), "checkpoints": str(run_dir / "checkpoints"),
+            "curve": str(curve_folder(cfg).resolve())}
 
 
 def write_record(cfg: RunConfig, record: dict) -> dict:

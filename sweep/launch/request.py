@@ -55,9 +55,11 @@ class LaunchRequest:
                 raise InputError(f"{flag(field.name)}: a {owners} flag; --backend {self.backend} takes "
                                  f"{', '.join(map(flag, allowed))}")
         if self.backend == "local" and self.nproc and self.gpus and self.nproc != self.gpus:
-            raise InputError(f"--nproc: {self.nproc} processes for {self.gpus} GPUs; locally each process takes one GPU")
+            raise InputError(f"--nproc: {self.nproc} processes for {self.gpus} GPUs; "
+                             "locally each process takes one GPU")
         if self.gpus and (self.backend == "local" or (self.backend == "ray" and self.address is None)):
             import torch
 
             if torch.cuda.device_count() < self.gpus:  # the run would wait, or fail, for a GPU that is not there
-                raise InputError(f"--gpus-per-node: {self.gpus}, but this machine has {torch.cuda.device_count()} GPU(s)")
+                raise InputError(f"--gpus-per-node: {self.gpus}, "
+                                 f"but this machine has {torch.cuda.device_count()} GPU(s)")

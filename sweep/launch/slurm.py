@@ -55,11 +55,14 @@ def launch_slurm(cfg: RunConfig, request: LaunchRequest, record: dict | None, co
     else:
         job_id, attached = submit(cfg, request), False
         record = write_record(cfg, {"backend": "slurm", "job": job_id, "logs": str((cfg.run_dir() / "slurm").resolve()),
-                                    "nodes": request.nodes or 1, "gpus_per_node": request.gpus, "launched": time.time()})
-    console.print(f"SLURM job {job_id} ({'re-attached' if attached else 'submitted'}); log {record['logs']}/{job_id}_0_log.out; "
-                  f"checkpoints {record['checkpoints']}; curve {record['curve']}")
+                                    "nodes": request.nodes or 1, "gpus_per_node": request.gpus,
+                                    "launched": time.time()})
+    console.print(f"SLURM job {job_id} ({'re-attached' if attached else 'submitted'}); "
+                  f"log {record['logs']}/{job_id}_0_log.out; checkpoints {record['checkpoints']}; "
+                  f"curve {record['curve']}")
     if request.detach:
-        console.print(f"detached: `sweep status` shows it; `sweep launch` again re-attaches; `scancel {job_id}` stops it")
+        console.print(f"detached: `sweep status` shows it; `sweep launch` again re-attaches; "
+                      f"`scancel {job_id}` stops it")
         return 0
     return follow(job_id, record, console)
 
@@ -98,7 +101,8 @@ def follow(job_id: str, record: dict, console: Console) -> int:
                 console.print(f"job {job_id}: {state.lower()}" + (f" (requeued {restarts}×)" if restarts else "") + at)
             time.sleep(POLL_S)
     except KeyboardInterrupt:
-        console.print(f"stopped following; job {job_id} goes on (`sweep launch` again re-attaches, `scancel {job_id}` stops it)")
+        console.print(f"stopped following; job {job_id} goes on "
+                      f"(`sweep launch` again re-attaches, `scancel {job_id}` stops it)")
         return 130
     result = read_result(Path(record["run_dir"]))
     if result is None:

@@ -66,7 +66,8 @@ def run_state(run_dir: Path) -> dict:
 
 
 def scheduler_state(record: dict) -> tuple[str | None, str]:
-    """(queued|requeued|running, detail) while the scheduler or the launcher process holds the run; else (None, detail)."""
+    """(queued|requeued|running, detail) while the scheduler or the launcher process holds the run;
+    else (None, detail)."""
     if record["backend"] == "slurm":
         from sweep.cluster.slurm import RUNNING, WAITING, job_state
 
@@ -74,7 +75,8 @@ def scheduler_state(record: dict) -> tuple[str | None, str]:
         if slurm in RUNNING:
             return "running", f"SLURM {slurm}" + (f", requeued {restarts}×" if restarts else "")
         if slurm in WAITING:
-            return ("requeued" if restarts else "queued"), f"SLURM {slurm}" + (f", requeued {restarts}×" if restarts else "")
+            detail = f"SLURM {slurm}" + (f", requeued {restarts}×" if restarts else "")
+            return ("requeued" if restarts else "queued"), detail
         return None, f"SLURM {slurm}" if slurm else ""
     alive = process_alive(record["process"])
     if alive:

@@ -21,7 +21,8 @@ def run_results(spec_or_name: str, *, width: int | None, top: int, fmt: str, sto
     frames = {s.study_name: trials_frame(s) for s in studies}
     if fmt == "table":
         for study_name, frame in frames.items():
-            console.print(rich_table(frame.head(top), f"{study_name}: top {min(top, len(frame))} of {len(frame)} trials"))
+            title = f"{study_name}: top {min(top, len(frame))} of {len(frame)} trials"
+            console.print(rich_table(frame.head(top), title))
     elif fmt == "csv":
         for i, (study_name, frame) in enumerate(frames.items()):
             frame.head(top).assign(study=study_name).to_csv(sys.stdout, index=False, header=i == 0)

@@ -49,7 +49,8 @@ def pick_runs(runs: pd.DataFrame, refs: list[str], where: Scope) -> pd.DataFrame
         else:
             rows = runs[runs["run"] == ref]
             if rows["sweep"].nunique() > 1:
-                raise InputError(f"compare: run {ref!r} is in sweeps {', '.join(sorted(rows['sweep']))}; name one with --study")
+                raise InputError(f"compare: run {ref!r} is in sweeps {', '.join(sorted(rows['sweep']))}; "
+                                 "name one with --study")
         if rows.empty:
             raise InputError(f"compare: no run or trial {ref!r} under {where.root}"
                              + (f" in sweep {where.sweep!r}" if where.sweep else ""))

@@ -89,7 +89,8 @@ def curves_figure(trials: list) -> plt.Figure | None:
     for t, curve in frames:
         line, = ax.plot(curve["step"], curve["train_loss"], alpha=0.35, lw=1)
         val = curve.dropna(subset=["val_loss"])
-        ax.plot(val["step"], val["val_loss"], "o-", color=line.get_color(), ms=3, label=f"trial {t.number}: {t.value:.4f}")
+        ax.plot(val["step"], val["val_loss"], "o-", color=line.get_color(), ms=3,
+                label=f"trial {t.number}: {t.value:.4f}")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (line: train, dots: validation)")
     ax.set_title(f"top {len(frames)} trials")
@@ -116,7 +117,8 @@ def signals_figure(trial) -> plt.Figure | None:
     for ax, (family, columns) in zip(axes.flat, families.items(), strict=True):
         for column in columns:
             points = curve.dropna(subset=[column])
-            ax.plot(points["step"], points[column].abs(), marker=".", ms=3, lw=1, label=column.removeprefix(f"{family}."))
+            ax.plot(points["step"], points[column].abs(), marker=".", ms=3, lw=1,
+                    label=column.removeprefix(f"{family}."))
         ax.set_yscale("log")
         ax.set_title(family, fontsize=9)
         ax.set_xlabel("step")

@@ -136,7 +136,8 @@ def build_report(spec_or_name: str, *, storage: str | None, password_env: str | 
     ]
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(name)}: μP sweep report</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(name)}: μP sweep report</h1>"
-            f"<p>storage {html.escape(url.redacted)} · studies {', '.join(html.escape(s.study_name) for s in studies)}</p>"
+            f"<p>storage {html.escape(url.redacted)} · "
+            f"studies {', '.join(html.escape(s.study_name) for s in studies)}</p>"
             + "".join(parts) + MARK_RENDERED + "</body></html>")
     return page, root / name / "report.html"
 

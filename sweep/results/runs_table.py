@@ -20,7 +20,8 @@ def run_rows(scope: Scope) -> pd.DataFrame:
     """`sweep` is the run's output.study (its curves' `study` partition); `steps`/`tokens` its budget;
     `provenance_study`/`provenance_trial` the Optuna trial it was made from (a proxy trial's own runs,
     and a full run transferred from it), so `runs` joins `trials` on (study, number)."""
-    rows = [run_row(config.parent) for folder in scope.folders() for config in sorted(folder.glob("runs/*/config.yaml"))]
+    rows = [run_row(config.parent)
+            for folder in scope.folders() for config in sorted(folder.glob("runs/*/config.yaml"))]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -31,7 +32,8 @@ def run_row(run_dir: Path) -> dict:
         raise ConfigError(f"runs: {run_dir / 'config.yaml'}: {err}") from None
     result = run_dir / "result.json"
     done = json.loads(result.read_text()) if result.is_file() else {}
-    curve = run_dir.parent.parent / "curves" / f"study={cfg.output.study}" / f"kind={cfg.output.kind}" / f"run={run_dir.name}"
+    curve = (run_dir.parent.parent / "curves" / f"study={cfg.output.study}" / f"kind={cfg.output.kind}"
+             / f"run={run_dir.name}")
     prov = cfg.provenance
     return {"run": run_dir.name, "sweep": cfg.output.study, "kind": cfg.output.kind, "model": cfg.model.name,
             "width": cfg.model.width, "depth": cfg.model.depth, "parametrization": cfg.model.parametrization,

@@ -14,7 +14,8 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     """One row per trial; completed trials ranked by value (1 = best), the others after them unranked."""
     rows = []
     for t in study.get_trials(deepcopy=False):
-        duration = (t.datetime_complete - t.datetime_start).total_seconds() if t.datetime_complete and t.datetime_start else None
+        finished = t.datetime_complete and t.datetime_start
+        duration = (t.datetime_complete - t.datetime_start).total_seconds() if finished else None
         rows.append({"trial": t.number, "value": t.value if t.state == optuna.trial.TrialState.COMPLETE else None,
                      "state": t.state.name, "steps": t.user_attrs.get("steps"), "duration_s": duration,
                      **{f"params.{k}": v for k, v in t.params.items()},

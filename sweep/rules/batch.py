@@ -43,5 +43,6 @@ def sqrt_adam(lr: float, beta1: float, beta2: float, eps: float, kappa: float) -
 def noise(lr: float, batch: float, target_batch: float, b_noise: float) -> float:
     """η' = η·(1 + B_noise/B) / (1 + B_noise/B') (McCandlish et al. 2018)."""
     if b_noise < 0:
-        raise ValueError(f"--batch-rule noise: the measured noise scale is negative ({b_noise:.4g}); it is too noisy to use")
+        raise ValueError(f"--batch-rule noise: the measured noise scale is negative ({b_noise:.4g}); "
+                         "it is too noisy to use")
     return lr * (1 + b_noise / batch) / (1 + b_noise / target_batch)

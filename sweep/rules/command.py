@@ -46,7 +46,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     if checkpoint.every == 0:
         every = result.config.eval.every
         checkpoint = checkpoint.model_copy(update={"every": every})
-        changes.append(Change("full-run", "checkpoint.every", 0, every, "a full run checkpoints at every evaluation to resume"))
+        changes.append(Change("full-run", "checkpoint.every", 0, every,
+                              "a full run checkpoints at every evaluation to resume"))
     verify = read_summary(proxy.output.root, name)
     provenance = Provenance(
         study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
@@ -58,16 +59,19 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     full = RunConfig.parse({**result.config.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
                             "output": {**proxy.output.model_dump(), "kind": "full", "run": None},
                             "provenance": provenance.model_dump(mode="json")})
-    path = out or Path(proxy.output.root) / name / "transfer" / f"w{full.model.width}-d{full.model.depth}-b{full.batch_size}.yaml"
+    file_name = f"w{full.model.width}-d{full.model.depth}-b{full.batch_size}.yaml"
+    path = out or Path(proxy.output.root) / name / "transfer" / file_name
     with atomic_path(path) as tmp:
         tmp.write_text(full.to_yaml())
 
     console.print(f"from trial {chosen.number} of {study.study_name} (objective {chosen.value:.4f})")
     console.print(changes_table(changes))
     if not verify:
-        console.print(f"[yellow]no verify yet[/]: `sweep verify {spec_path}` measures whether the optimum holds across width")
+        console.print(f"[yellow]no verify yet[/]: `sweep verify {spec_path}` measures whether the optimum holds "
+                      "across width")
     elif verify["parametrizations"].get("mup", {}).get("passed") is False:
-        console.print(f"[red]verify failed[/]: the μP optimum drifted {verify['parametrizations']['mup']['drift']:.2f} octaves")
+        drift = verify["parametrizations"]["mup"]["drift"]
+        console.print(f"[red]verify failed[/]: the μP optimum drifted {drift:.2f} octaves")
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     console.print(f"[yellow]note[/]: {LIMITS}")
@@ -88,7 +92,8 @@ def verify_record(summary: dict | None) -> dict:
     if not summary:
         return {}
     return {"param": summary["param"], "widths": summary["widths"], "seeds": summary["seeds"],
-            "max_drift": summary["max_drift"], **{f"drift_{p}": v["drift"] for p, v in summary["parametrizations"].items()},
+            "max_drift": summary["max_drift"],
+            **{f"drift_{p}": v["drift"] for p, v in summary["parametrizations"].items()},
             **{f"noise_{p}": v["noise"] for p, v in summary["parametrizations"].items()}}
 
 

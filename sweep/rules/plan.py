@@ -42,7 +42,8 @@ class Target:
     weight_decay: str = "tokens"
 
     def check(self) -> None:
-        for flag, value, allowed in (("--batch-rule", self.batch_rule, BATCH_RULES), ("--warmup-rule", self.warmup, WARMUP_RULES),
+        for flag, value, allowed in (("--batch-rule", self.batch_rule, BATCH_RULES),
+                                     ("--warmup-rule", self.warmup, WARMUP_RULES),
                                      ("--beta2-rule", self.beta2, BETA2_RULES),
                                      ("--wd-rule", self.weight_decay, WEIGHT_DECAY_RULES)):
             if value not in allowed:
@@ -86,7 +87,8 @@ class _Edit:
             self.changes.append(Change(rule, path, before, after, formula))
 
 
-def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int, b_noise: float | None = None) -> Transferred:
+def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
+                 b_noise: float | None = None) -> Transferred:
     """Apply the rules in order (module docstring) to the proxy's RunConfig; bad targets are InputErrors."""
     target.check()
     edit, warnings = _Edit(proxy), []
@@ -135,7 +137,8 @@ def _width(edit: _Edit, proxy: RunConfig, target: Target) -> None:
                          "(Tensor Programs V, Fig. 1); transfer across width needs a μP proxy")
     base = model.base_width or base_width_of(model.name)
     edit.set("width", "model.width", target.width,
-             f"μP: base settings kept; multipliers follow m = width/{base} = {model.width / base:g} → {target.width / base:g}")
+             f"μP: base settings kept; multipliers follow m = width/{base} = "
+             f"{model.width / base:g} → {target.width / base:g}")
 
 
 def _depth(edit: _Edit, proxy: RunConfig, target: Target) -> None:
@@ -144,9 +147,9 @@ def _depth(edit: _Edit, proxy: RunConfig, target: Target) -> None:
         return
     alpha = model.options.get("depth_alpha")
     if alpha is None:
-        raise InputError(f"--depth: μP transfers across width, not depth; the proxy has depth {model.depth} and no depth "
-                         "rule (sweep the proxy with model.options.depth_alpha: 1 (CompleteP) or 0.5 and base_depth, "
-                         f"or keep --depth {model.depth})")
+        raise InputError(f"--depth: μP transfers across width, not depth; the proxy has depth {model.depth} "
+                         "and no depth rule (sweep the proxy with model.options.depth_alpha: 1 (CompleteP) or 0.5 "
+                         f"and base_depth, or keep --depth {model.depth})")
     base = model.options.get("base_depth", model.depth)
     m_before, m_after = model.depth / base, target.depth / base
     edit.set("depth.completep", "model.depth", target.depth,
@@ -182,7 +185,8 @@ def _batch(edit: _Edit, proxy: RunConfig, target: Target, kappa: float, b_noise:
         return lr
     if rule == "sqrt":
         if opt.name != "adamw":
-            raise InputError(f"--batch-rule sqrt: the square-root rule is for Adam; the proxy uses {opt.name} (use linear)")
+            raise InputError(f"--batch-rule sqrt: the square-root rule is for Adam; the proxy uses {opt.name} "
+                             "(use linear)")
         try:
             lr, b1, b2, eps = batch_rules.sqrt_adam(opt.lr, opt.beta1, opt.beta2, opt.eps, kappa)
         except ValueError as err:
@@ -203,9 +207,10 @@ def _batch(edit: _Edit, proxy: RunConfig, target: Target, kappa: float, b_noise:
     edit.set("batch.noise", "optimizer.lr", lr,
              f"η' = η·(1 + B_noise/B)/(1 + B_noise/B'), B_noise = {b_noise:.4g} examples (McCandlish et al. 2018)")
     if edit.get("batch_size") > b_noise:
-        warnings.append(f"batch {edit.get('batch_size')} exceeds the critical batch ≈ B_noise = {b_noise:.4g} measured on "
-                        "the proxy: more steps' worth of tokens per step buy little (McCandlish et al. 2018), and for "
-                        "Adam the optimal LR can fall again past it (Li et al. 2024, the surge)")
+        warnings.append(f"batch {edit.get('batch_size')} exceeds the critical batch ≈ B_noise = {b_noise:.4g} "
+                        "measured on the proxy: more steps' worth of tokens per step buy little "
+                        "(McCandlish et al. 2018), and for Adam the optimal LR can fall again past it "
+                        "(Li et al. 2024, the surge)")
     return lr
 
 

@@ -47,7 +47,8 @@ def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, 
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
     data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
-                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed, **cfg.data.options)
+                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
+                     **cfg.data.options)
     tokens_per_example = data.tokens_per_example
     check_run(spec, base, tokens_per_step=cfg.batch_size * tokens_per_example)
     options = {path.removeprefix("model.options."): p.extremes()[0]

@@ -27,7 +27,8 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
     options = dict(spec.options)
     try:
         if spec.name == "tpe":
-            return optuna.samplers.TPESampler(**{"multivariate": True, "constant_liar": True, "seed": spec.seed, **options})
+            return optuna.samplers.TPESampler(**{"multivariate": True, "constant_liar": True, "seed": spec.seed,
+                                                 **options})
         if spec.name == "gp":
             return optuna.samplers.GPSampler(**{"seed": spec.seed, **options})
         if spec.name == "cmaes":
@@ -37,7 +38,8 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
         if spec.name == "qmc":
             with warnings.catch_warnings():  # experimental since Optuna 3; chosen knowingly
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.samplers.QMCSampler(**{"qmc_type": "sobol", "scramble": True, "seed": spec.seed, **options})
+                return optuna.samplers.QMCSampler(**{"qmc_type": "sobol", "scramble": True, "seed": spec.seed,
+                                                     **options})
         options.pop("points", None)
         return GridSampler(grid(spec, space), **{"seed": spec.seed, **options})
     except (TypeError, ValueError) as err:

@@ -173,7 +173,8 @@ def check_search_path(path: str) -> None:
         last = i == len(parts) - 1
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             if last:
-                raise InputError(f"search.{path}: a section, not a value; name a field under it ({', '.join(annotation.model_fields)})")
+                raise InputError(f"search.{path}: a section, not a value; "
+                                 f"name a field under it ({', '.join(annotation.model_fields)})")
             owner = annotation
         elif typing.get_origin(annotation) is dict:
             if last:

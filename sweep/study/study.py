@@ -109,7 +109,8 @@ def open_study(job: SweepJob, storage: optuna.storages.BaseStorage, *, create: b
             study = optuna.load_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner)
     if study.user_attrs.get("spec_hash") is None:
         for key, value in {"spec_name": job.spec.name, "width": job.width, "parametrization": job.parametrization,
-                           "spec_hash": job.spec.spec_hash(), "spec": job.spec.model_dump(mode="json", exclude={"storage"}),
+                           "spec_hash": job.spec.spec_hash(),
+                           "spec": job.spec.model_dump(mode="json", exclude={"storage"}),
                            "version": package_version()}.items():
             study.set_user_attr(key, value)
     else:

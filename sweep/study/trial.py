@@ -35,7 +35,8 @@ def base_run(spec: StudySpec, width: int, parametrization: str) -> dict:
     return set_path(set_path(spec.run, "model.width", width), "model.parametrization", parametrization)
 
 
-def trial_config(job: SweepJob, values: dict[str, Any], *, seed_index: int, run_name: str, trial: int | None) -> RunConfig:
+def trial_config(job: SweepJob, values: dict[str, Any], *, seed_index: int, run_name: str,
+                 trial: int | None) -> RunConfig:
     run = base_run(job.spec, job.width, job.parametrization)
     for path, value in values.items():
         run = set_path(run, path, value)

@@ -39,7 +39,8 @@ def optima(points: pd.DataFrame) -> pd.DataFrame:
         seeds = [v.x for v in per_seed if v is not None]
         rows.append({"parametrization": param, "width": int(width),
                      "optimum_x": best.x if best else np.nan, "optimum": 2.0 ** best.x if best else np.nan,
-                     "fitted": bool(best and best.fitted), "seed_spread": float(np.std(seeds)) if len(seeds) > 1 else 0.0,
+                     "fitted": bool(best and best.fitted),
+                     "seed_spread": float(np.std(seeds)) if len(seeds) > 1 else 0.0,
                      "loss": best.loss if best else np.nan,
                      "sensitivity": sensitivity(mean.to_numpy(), float(group["loss_init"].median())),
                      "diverged": int(group["loss"].isna().sum())})

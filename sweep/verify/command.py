@@ -8,8 +8,8 @@ exceeds `--max-drift` octaves.
 
 The default bound, 1 octave: under SP the optimal LR moves about an octave per doubling of width
 (Tensor Programs V, Fig. 1), 3 over the default 8×; the μP vertex's seed noise on short CPU runs is
-≈ 0.5 octave (a 2-layer GPT on byte-level text, widths 32→256, 3 seeds), so a correct μP model sits under 1 with margin and an SP
-one (or a μP bug that lets the optimum follow width) lands well above it.
+≈ 0.5 octave (a 2-layer GPT on byte-level text, widths 32→256, 3 seeds), so a correct μP model sits
+under 1 with margin and an SP one (or a μP bug that lets the optimum follow width) lands well above it.
 """
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ def figure_one(points: pd.DataFrame, table: pd.DataFrame, verdicts: list[Verdict
             ax.plot(mean.index, mean.to_numpy(), marker=".", color=colours[w], label=f"width {w}")
             best = table[(table["parametrization"] == p) & (table["width"] == w)].iloc[0]
             if np.isfinite(best["optimum_x"]):
-                ax.plot(best["optimum_x"], best["loss"], marker="*", markersize=13, color=colours[w], mec="black", mew=0.6)
+                ax.plot(best["optimum_x"], best["loss"], marker="*", markersize=13, color=colours[w],
+                        mec="black", mew=0.6)
         v = by_param[p]
         ax.set_title(f"{NAMES.get(p, p)}: drift {v.drift:.2f} octaves (seed noise ±{v.noise:.2f})", fontsize=10)
         ax.set_xlabel(f"log₂ {param}")

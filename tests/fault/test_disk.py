@@ -53,7 +53,8 @@ def tmpfs(folder: Path, size: str = "4m", read_only: bool = False):
     """A tmpfs of `size` mounted at `folder` (made if missing), unmounted at the end whatever happens."""
     folder.mkdir(parents=True, exist_ok=True)
     options = f"size={size}" + (",ro" if read_only else "")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                             capture_output=True, text=True)
     if mounted.returncode != 0:
         message = f"cannot mount a tmpfs ({mounted.stderr.strip()}); the disk faults need root and mount"
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
@@ -165,7 +166,8 @@ def test_a_full_disk_mid_sweep_is_one_line_and_after_freeing_space_the_same_comm
         assert [(t.number, t.params, t.value) for t in complete[:1]] == [(0, first.params, first.value)]
         [retry] = complete[1:]
         assert retry.user_attrs["retry_of"] == 1 and retry.params == interrupted.params
-        assert kept(rows, pq.read_table(retry.user_attrs["curves"]).to_pandas())  # resumed from its checkpoint, not over
+        # resumed from its checkpoint, not over
+        assert kept(rows, pq.read_table(retry.user_attrs["curves"]).to_pandas())
         steps = pq.read_table(retry.user_attrs["curves"]).column("step").to_pylist()
         assert sorted(steps) == [1, *range(5, 61, 5)]  # each logged step once
         assert_nothing_torn(root)
@@ -207,7 +209,8 @@ def test_a_full_disk_mid_run_of_sweep_train_is_one_line_and_the_same_command_res
 def test_a_read_only_study_folder_is_one_line_exit_2_and_nothing_is_written(tmp_path, command):
     spec = write_spec(tmp_path, trials=2)
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({**RUN_CONFIG, "output": {**RUN_CONFIG["output"], "root": str(tmp_path / "root")}}))
+    output = {**RUN_CONFIG["output"], "root": str(tmp_path / "root")}
+    config.write_text(yaml.safe_dump({**RUN_CONFIG, "output": output}))
     study = "tiny" if command == "proxy" else "full"
     with tmpfs(tmp_path / "root" / study, size="1m", read_only=True) as folder:
         before = file_tree(tmp_path)

@@ -93,7 +93,8 @@ def test_a_worker_waits_for_an_unreachable_storage_until_the_bound_and_the_comma
         open_storage(url, wait=True)
     waited = time.monotonic() - started
     assert 2 <= waited < 3.5  # tries at 0, 0.5, 1.5 and 2 s (the bound); the next would have been at 3.5 s
-    assert str(fault.value).startswith(f"storage {url.redacted}: unreachable for 2 s (storage_retry_s; OperationalError")
+    assert str(fault.value).startswith(f"storage {url.redacted}: unreachable for 2 s "
+                                       "(storage_retry_s; OperationalError")
     started = time.monotonic()
     with pytest.raises(InputError, match="storage: cannot open"):
         open_storage(url)
@@ -139,8 +140,8 @@ def test_postgresql_down_past_the_bound_stops_the_workers_with_one_line_and_the_
             now_trials = now()
             states = [t.state for t in now_trials]
             return TrialState.COMPLETE in states and TrialState.RUNNING in states and now_trials
-        before = {t.number: (t.params, t.value) for t in wait_for(complete_and_running, 180, "a trial complete, one running")
-                  if t.state == TrialState.COMPLETE}
+        trials = wait_for(complete_and_running, 180, "a trial complete, one running")
+        before = {t.number: (t.params, t.value) for t in trials if t.state == TrialState.COMPLETE}
         stopped = time.monotonic()
         server.stop()
         out, err = proc.communicate(timeout=120)

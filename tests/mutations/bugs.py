@@ -3,8 +3,9 @@ freshly built zoo model or on its optimizer groups. Shared by the mutation tests
 benchmark (`benchmarks/coord_check_calibration.py`).
 
 A bug is a `Bug(name, rule, model, options, mutate_model, mutate_groups)`: the model is built with
-`options` (in μP unless `parametrization` says otherwise), then `mutate_model(model)` edits it in place; `mutate_groups(groups, model)` edits the μP
-optimizer groups of `trainer.optim.param_groups` before the optimizer is made.
+`options` (in μP unless `parametrization` says otherwise), then `mutate_model(model)` edits it in place;
+`mutate_groups(groups, model)` edits the μP optimizer groups of `trainer.optim.param_groups` before the
+optimizer is made.
 """
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ def check(bug: Bug, seeds: int = 2) -> cc.Verdict:
     batch = DEFAULT_BATCH.get(bug.model, 4 if bug.model == "llama" else 16)  # llama: few tokens, as the gpt
     _, _, verdict = cc.coord_check(make_model(bug, **source.model_options()),
                                    lambda seed: source.batch("train", batch, torch.Generator().manual_seed(seed)),
-                                   [base, 2 * base, 4 * base], seeds, 8, lr=DEFAULT_LR["adamw"], make_optimizer=make_optimizer(bug))
+                                   [base, 2 * base, 4 * base], seeds, 8, lr=DEFAULT_LR["adamw"],
+                                   make_optimizer=make_optimizer(bug))
     return verdict
 
 

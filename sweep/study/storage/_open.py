@@ -41,7 +41,8 @@ def open_storage(url: StorageURL, wait: bool = False) -> ResilientStorage:
         fault = disk_fault(err, url)
         if fault is not None:
             raise fault from err
-        raise InputError(f"storage: cannot open {url.redacted} ({type(err).__name__}: {url.redact(str(err))[:300]})") from None
+        why = f"{type(err).__name__}: {url.redact(str(err))[:300]}"
+        raise InputError(f"storage: cannot open {url.redacted} ({why})") from None
     return ResilientStorage(optuna.storages.get_storage(rdb), url)  # Optuna's cache of finished trials inside
 
 

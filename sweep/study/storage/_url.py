@@ -53,7 +53,8 @@ class StorageURL:
             scheme, sep, rest = url.partition("://")
             userinfo, at, host = rest.partition("@")
             if not at or ":" in userinfo:
-                raise InputError(f"storage: {self.redacted} needs a user and no password (USER@HOST) for --storage-password-env")
+                raise InputError(f"storage: {self.redacted} needs a user and no password (USER@HOST) "
+                                 "for --storage-password-env")
             url = f"{scheme}{sep}{userinfo}:{quote(env_value(self.password_env), safe='')}@{host}"
         return url
 
