@@ -1,5 +1,6 @@
 # `make demo` and `make test` each set up the environment first (scripts/setup.sh, idempotent);
-# `make test` also installs the services its tests start for real (scripts/test-services.sh).
+# `make test` lints first (`ruff check .`, rules in pyproject.toml; a finding fails it), then installs the
+# services its tests start for real (scripts/test-services.sh).
 # `make fault` runs the fault-injection suite (tests/fault/) in its full form: more kill moments and workers.
 PY := $(if $(VIRTUAL_ENV),python,$(if $(CONDA_PREFIX),python,.venv/bin/python))
 
@@ -11,6 +12,7 @@ demo: setup
 	$(PY) -m sweep demo
 
 test: setup
+	$(PY) -m ruff check .
 	bash scripts/test-services.sh
 	$(PY) -m pytest -q
 
