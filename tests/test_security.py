@@ -258,6 +258,130 @@ def test_a_wrong_password_from_the_environment_is_one_line_that_does_not_show_it
     assert file_tree(tmp_path) == before
 
 
+# ------------------------------------------------------------------ read-only commands write nothing
+
+def tree_bytes(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder` with its bytes (None for a folder)."""
+    return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+def optuna_db(path: Path) -> None:
+    """A current Optuna storage holding sweep `ro`'s study at width 16 with one COMPLETE trial."""
+    storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+    study = optuna.create_study(storage=storage, study_name="ro-w16-mup")
+    for key, value in {"spec_name": "ro", "width": 16, "parametrization": "mup"}.items():
+        study.set_user_attr(key, value)
+    study.enqueue_trial({"optimizer.lr": 0.01})
+    study.optimize(lambda t: t.suggest_float("optimizer.lr", 1e-3, 1e-1, log=True), n_trials=1)
+    storage.remove_session()
+    storage.engine.dispose()
+
+
+def foreign_db(path: Path) -> None:
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE notes (body TEXT)")
+        con.execute("INSERT INTO notes VALUES ('mine, not Optuna''s')")
+    con.close()
+
+
+def edited_optuna_db(statement: str):
+    def make(path: Path) -> None:
+        optuna_db(path)
+        with sqlite3.connect(path) as con:
+            con.execute(statement)
+        con.close()
+    return make
+
+
+STORAGE_FILES = {  # what a folder's optuna.db may be
+    "current": optuna_db,
+    "sqlite-not-optunas": foreign_db,
+    "not-sqlite": lambda path: path.write_bytes(b"these are my notes, not a database\n" * 20),
+    "empty": lambda path: path.write_bytes(b""),
+    "older-schema": edited_optuna_db("UPDATE alembic_version SET version_num = 'v3.0.0.d'"),
+    "before-alembic": edited_optuna_db("DROP TABLE alembic_version"),
+}
+READ_ONLY = {  # each read-only command on sweep `ro`; those that open its storage say so in one line when they cannot
+    "sql-study": ("sql", "SELECT count(*) AS n FROM trials", "--study", "ro", "--format", "csv"),
+    "sql-root": ("sql", "SELECT count(*) AS n FROM trials", "--format", "csv"),
+    "results": ("results", "ro"), "report": ("report", "ro"), "export": ("export", "ro"),
+    "status": ("status", "ro"), "compare": ("compare", "ro-w16-mup#0", "--study", "ro"),
+}
+OPENS_THE_STORAGE = {"sql-study", "sql-root", "results", "report", "export"}
+
+
+@pytest.mark.parametrize("command", READ_ONLY)
+@pytest.mark.parametrize("kind", STORAGE_FILES)
+def test_read_only_commands_leave_any_optuna_db_byte_for_byte_as_it_was(tmp_path, run_cli, monkeypatch, kind, command):
+    """On a file that is not Optuna's, an empty or an older one: one line, exit 2, the file untouched (on main,
+    `sql` added Optuna's tables to it); on a current one they read it, and still write nothing into it."""
+    root = tmp_path / "results"
+    (root / "ro").mkdir(parents=True)
+    STORAGE_FILES[kind](root / "ro" / "optuna.db")
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    before = tree_bytes(root / "ro")
+
+    code, out, err = run_cli(*READ_ONLY[command])
+
+    after = tree_bytes(root / "ro")
+    assert after["optuna.db"] == before["optuna.db"] and set(after) >= set(before)
+    if command in ("report", "export") and code == 0:  # their own output, next to the storage
+        assert {k for k in set(after) - set(before)} <= {"report.html", "export", *(k for k in after if
+                                                                                  k.startswith("export/"))}, after
+    else:
+        assert after == before
+    if kind == "current":
+        assert code == 0 or command == "compare", (out, err)  # compare: no run to show is one line
+    elif command in OPENS_THE_STORAGE:
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: storage: "), (out, err)
+        assert str(root / "ro" / "optuna.db") in err
+    if code:
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (out, err)
+
+
+@pytest.mark.parametrize("storage", ["sqlite:///{root}/nowhere/optuna.db", "journal:{root}/nowhere/journal.log",
+                                     "{root}/nowhere/journal.jsonl"], ids=["sqlite", "journal", "journal-suffix"])
+@pytest.mark.parametrize("command", ["sql", "results", "report", "export"])
+def test_read_only_commands_on_a_missing_storage_create_nothing(tmp_path, run_cli, monkeypatch, command, storage):
+    root = tmp_path / "results"
+    root.mkdir()
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    url = storage.format(root=root)
+    args = ("sql", "SELECT * FROM trials") if command == "sql" else (command, "ro")
+    before = tree_bytes(tmp_path)
+
+    code, out, err = run_cli(*args, "--storage", url)
+
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: storage: ") and "does not exist" in err, err
+    assert tree_bytes(tmp_path) == before and not (root / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", ["sql", "results", "report", "export"])
+def test_read_only_commands_add_no_table_to_a_postgresql_database_without_optunas(tmp_path, postgres, run_cli,
+                                                                                  monkeypatch, command):
+    import psycopg
+
+    database = f"bare_{command}"
+    postgres.admin(f"CREATE DATABASE {database} OWNER sweep")
+    monkeypatch.setenv(PASSWORD_ENV, postgres.password)
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    args = ("sql", "SELECT * FROM trials") if command == "sql" else (command, "ro")
+    url = f"postgresql://sweep@127.0.0.1:{postgres.port}/{database}"
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli(*args, "--storage", url, "--storage-password-env", PASSWORD_ENV)
+
+    assert code == 2 and err.count("\n") == 1, (out, err)
+    assert err.startswith(f"error: storage: {url} is not an Optuna storage (no table alembic_version"), err
+    with psycopg.connect(host="127.0.0.1", port=postgres.port, dbname=database, user="sweep",
+                         password=postgres.password) as con:
+        assert con.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0
+    assert file_tree(tmp_path) == before
+
+
 # ------------------------------------------------------------------ checkpoints: weights only
 
 class Bomb:
@@ -483,3 +607,31 @@ def test_verify_never_takes_a_builder_from_the_stored_best_trial(foreign_study, 
     assert not marker.exists() and "evilmod" not in sys.modules
     assert code == 2 and err.count("\n") == 1, err
     assert "model.name: the settings from evil-w16-mup#" in err and "'evilmod:build'" in err
+
+
+def test_transfer_writes_under_the_results_root_whatever_root_the_stored_trial_names(tmp_path, run_cli, monkeypatch):
+    """A storage whose best trial's config says `output.root: ELSEWHERE`: the transferred config is written under
+    $SWEEP_ROOT, and the full run it describes writes there too; nothing appears ELSEWHERE."""
+    from trainer.config import RunConfig
+
+    root, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    (root / "tiny").mkdir(parents=True)
+    run = spec_dict()["run"]
+    stored = RunConfig.parse({**run, "model": {**run["model"], "width": 16}, "optimizer": {"lr": 0.01},
+                              "output": {"root": str(elsewhere), "study": "tiny", "kind": "proxy", "run": "x"}})
+    study = optuna.create_study(storage=f"sqlite:///{root / 'tiny' / 'optuna.db'}", study_name="tiny-w16-mup")
+    for key, value in {"spec_name": "tiny", "width": 16, "parametrization": "mup"}.items():
+        study.set_user_attr(key, value)
+    trial = study.ask()
+    trial.set_user_attr("config", stored.to_yaml())
+    study.tell(trial, 1.0)
+    spec = write_spec(tmp_path)
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = run_cli("transfer", spec, "--width", "32")
+
+    assert code == 0, out + err
+    [written] = (root / "tiny" / "transfer").glob("*.yaml")
+    assert RunConfig.load(written).output.root == str(root.resolve())
+    assert not elsewhere.exists()

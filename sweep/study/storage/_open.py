@@ -14,11 +14,13 @@ from urllib.parse import quote
 
 import optuna
 import sqlalchemy
+import sqlalchemy.exc
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from sweep.errors import EnvironmentFault, InputError
 from sweep.study.storage._resilient import ResilientStorage, disk_fault, retrying
 from sweep.study.storage._url import StorageURL
+from trainer.atomic import causes
 
 SQLITE_TIMEOUT_S = 60
 CONNECT_TIMEOUT_S = 10  # a database host that drops packets is an outage after this, not after the OS's minutes
@@ -59,7 +61,9 @@ def open_storage(url: StorageURL, wait: bool = False, read_only: bool = False) -
         fault = disk_fault(err, url)
         if fault is not None:
             raise fault from err
-        raise InputError(f"storage: cannot open {url.redacted} ({type(err).__name__}: {url.redact(str(err))[:300]})") from None
+        driver = next((e.orig for e in causes(err) if isinstance(e, sqlalchemy.exc.DBAPIError)), err)  # not SQLAlchemy's
+        raise InputError(f"storage: cannot open {url.redacted} ({type(driver).__name__}: "
+                         f"{url.redact(str(driver))[:300]})") from None
     return ResilientStorage(optuna.storages.get_storage(rdb), url)  # Optuna's cache of finished trials inside
 
 
