@@ -56,6 +56,12 @@ class Postgres:
         return subprocess.run([*self.run_as, self.pg_ctl, "-D", str(self.data), "status"], capture_output=True,
                               timeout=60).returncode == 0
 
+    def admin(self, statement: str) -> None:
+        """Run one SQL statement as the server's superuser (over its local socket)."""
+        psql = shutil.which("psql") or postgres_bin("psql")
+        subprocess.run([*self.run_as, psql, "-h", str(self.data), "-p", str(self.port), "-U", "postgres", "-v",
+                        "ON_ERROR_STOP=1", "-c", statement], check=True, capture_output=True, timeout=60)
+
     def start(self) -> None:
         options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1"
         subprocess.run([*self.run_as, self.pg_ctl, "-D", str(self.data), "-o", options, "-l",
@@ -78,9 +84,8 @@ def start_postgres(folder: Path) -> Postgres:
                     "--auth-host=scram-sha-256"], check=True, capture_output=True, timeout=120)
     server = Postgres(free_port(), "sweep", "pw-Z7q!x9", "sweep", data, pg_ctl, run_as)
     server.start()
-    admin = [*run_as, psql, "-h", str(data), "-p", str(server.port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c"]
-    subprocess.run([*admin, f"CREATE ROLE sweep LOGIN PASSWORD '{server.password}'"], check=True, capture_output=True)
-    subprocess.run([*admin, "CREATE DATABASE sweep OWNER sweep"], check=True, capture_output=True)
+    server.admin(f"CREATE ROLE sweep LOGIN PASSWORD '{server.password}'")
+    server.admin("CREATE DATABASE sweep OWNER sweep")
     return server
 
 

@@ -239,7 +239,7 @@ CASES = {
                     "vocab_size": 256, "options": {}})], ("data.path:", "not a multiple of 2")),
     # ---- storage URLs
     "storage-malformed": Case(proxy("--width", "16", "--storage", "postgres:/db"),
-                              ("storage:", "'postgres:/db' is not a storage URL", "sqlite:///PATH")),
+                              ("storage:", "not a storage URL", "sqlite:///PATH")),
     "storage-unreachable": Case(proxy("--width", "16", "--storage", f"postgresql://sweep@127.0.0.1:{CLOSED_PORT}/sweep"),
                                 ("storage:", f"cannot open postgresql://sweep@127.0.0.1:{CLOSED_PORT}/sweep")),
     "storage-password-in-the-url": Case(proxy("--width", "16", "--storage", "postgresql://sweep:hunter2@127.0.0.1/sweep"),

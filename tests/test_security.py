@@ -111,6 +111,278 @@ def test_a_storage_password_from_the_environment_is_in_no_file_output_or_attribu
     assert all(f"storage: postgresql://sweep:***@127.0.0.1:{postgres.port}/sweep" in c for c in recorded), recorded
 
 
+# ------------------------------------------------------------------ storage URLs: a password only from the environment
+
+def every_char_quoted(text: str) -> str:
+    return "".join(f"%{b:02X}" for b in text.encode())
+
+
+SECRET_IN_URL = {  # a password everywhere a driver would take one from; {pw} raw, {q} URL-quoted, {port} the server's
+    "userinfo": "postgresql://sweep:{q}@127.0.0.1:{port}/sweep",
+    "userinfo-every-char-percent-encoded": "postgresql://sweep:{pct}@127.0.0.1:{port}/sweep",
+    "query-password": "postgresql://sweep@127.0.0.1:{port}/sweep?password={q}",
+    "libpq-host-and-password": "postgresql://sweep@/sweep?host=127.0.0.1&port={port}&password={q}",
+    "query-password-twice": "postgresql://sweep@127.0.0.1:{port}/sweep?password={q}&password={q}",
+    "query-key-upper-case": "postgresql://sweep@127.0.0.1:{port}/sweep?PASSWORD={q}",
+    "query-key-percent-encoded": "postgresql://sweep@127.0.0.1:{port}/sweep?pass%77ord={q}",
+    "query-key-every-char-encoded": "postgresql://sweep@127.0.0.1:{port}/sweep?%70%61%73%73%77%6F%72%64={q}",
+    "query-key-double-encoded": "postgresql://sweep@127.0.0.1:{port}/sweep?pass%2577ord={q}",
+    "sslpassword": "postgresql://sweep@127.0.0.1:{port}/sweep?sslpassword={q}",
+    "passfile": "postgresql://sweep@127.0.0.1:{port}/sweep?passfile={passfile}",
+    "options": "postgresql://sweep@127.0.0.1:{port}/sweep?options=-c%20password%3D{q}",
+    "dbname-conninfo": "postgresql://sweep@127.0.0.1:{port}/sweep?dbname=host%3D127.0.0.1%20password%3D{q}",
+    "dbname-nested-url": "postgresql://sweep@127.0.0.1:{port}/sweep?dbname={nested}",
+    "database-conninfo": "postgresql://sweep@127.0.0.1:{port}/dbname%3Dsweep%20password%3D{q}",
+    "user-with-encoded-colon": "postgresql://sweep%3A{q}@127.0.0.1:{port}/sweep",
+    "mysql-passwd": "mysql://sweep@127.0.0.1:{port}/sweep?passwd={q}",
+    "malformed-single-slash": "postgresql:/sweep:{pw}@127.0.0.1:{port}/sweep",
+    "not-a-url-at-all": "{pw}",
+}
+
+
+def secret_url(form: str, postgres, passfile: Path) -> str:
+    pw, q = postgres.password, quote(postgres.password, safe="")
+    nested = quote(f"postgresql://sweep:{q}@127.0.0.1:{postgres.port}/sweep", safe="")
+    return SECRET_IN_URL[form].format(pw=pw, q=q, pct=every_char_quoted(pw), port=postgres.port, nested=nested,
+                                      passfile=passfile)
+
+
+def secret_forms(secret: str) -> list[str]:
+    """The password as it may be shown: raw, URL-quoted, every character quoted."""
+    return [secret, quote(secret, safe=""), every_char_quoted(secret)]
+
+
+def studies_in(postgres, database: str = "sweep", user: str = "sweep", password: str | None = None) -> list[str]:
+    """The names of the Optuna studies in a database of the server (none when it has no Optuna tables)."""
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", port=postgres.port, dbname=database, user=user,
+                         password=password or postgres.password) as con:
+        if con.execute("SELECT to_regclass('public.studies')").fetchone()[0] is None:
+            return []
+        return [row[0] for row in con.execute("SELECT study_name FROM studies")]
+
+
+@pytest.mark.parametrize("form", SECRET_IN_URL)
+def test_a_password_anywhere_in_a_storage_url_is_refused_in_one_line_that_does_not_show_it(tmp_path, postgres, run_cli,
+                                                                                           monkeypatch, form):
+    """Each form would reach the live server (libpq takes a password from each of them): every one is refused
+    before connecting, the line shows no part of the password, nothing is written, no study is created."""
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"127.0.0.1:{postgres.port}:sweep:sweep:{postgres.password}\n")
+    passfile.chmod(0o600)
+    spec = write_spec(tmp_path, name=f"refused-{form}")
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli("proxy", spec, "--width", "16", "--storage", secret_url(form, postgres, passfile))
+
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: storage: "), (out, err)
+    assert not any(secret in err for secret in secret_forms(postgres.password)), err
+    assert file_tree(tmp_path) == before
+    assert f"refused-{form}-w16-mup" not in studies_in(postgres)
+
+
+@pytest.mark.parametrize("args", [
+    ("proxy", "{spec}", "--width", "16"), ("verify", "{spec}", "--widths", "16,32", "--values", "2^-7,2^-6,2^-5"),
+    ("transfer", "{spec}", "--width", "32"), ("results", "{spec}"), ("report", "{spec}"), ("export", "{spec}"),
+    ("sql", "SELECT * FROM trials", "--study", "{spec}")], ids=lambda args: args[0])
+@pytest.mark.parametrize("where", ["flag", "spec"])
+def test_every_command_refuses_a_password_in_the_query_given_by_flag_or_spec(tmp_path, run_cli, monkeypatch, args,
+                                                                              where):
+    secret = "s3cr@t:/#?pw"
+    url = f"postgresql://sweep@/sweep?host=127.0.0.1&port=1&password={quote(secret, safe='')}"
+    spec = write_spec(tmp_path, name="leaky", **({"storage": url} if where == "spec" else {}))
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli(*(a.format(spec=spec) for a in args), *(("--storage", url) if where == "flag" else ()))
+
+    assert code == 2 and err.count("\n") == 1 and "storage: the URL's query names a password" in err, (out, err)
+    assert not any(s in out + err for s in secret_forms(secret))
+    assert file_tree(tmp_path) == before
+
+
+TRICKY = "x@127.0.0.1:1/evil#?{}%41 pw"  # unescaped, the host would become 127.0.0.1, the port 1
+
+
+@pytest.fixture(scope="module")
+def tricky_role(postgres):
+    """A role whose password holds every character that delimits a URL, owning its own database."""
+    postgres.admin(f"CREATE ROLE tricky LOGIN PASSWORD '{TRICKY}'")
+    postgres.admin("CREATE DATABASE tricky OWNER tricky")
+    return f"postgresql://tricky:${{{PASSWORD_ENV}}}@127.0.0.1:{postgres.port}/tricky"
+
+
+def test_a_templated_password_with_url_characters_reaches_the_right_server_and_is_recorded_nowhere(
+        tmp_path, postgres, tricky_role):
+    """${VAR} whose value holds @ / : # ? { } % and a space: the sweep reaches the server and database the URL
+    names (quoted, the value cannot move the host), and no form of the value is in any output, file or attribute."""
+    spec = write_spec(tmp_path, name="tricky", trials=1, run={"steps": 4})
+    env = sweep_env(tmp_path, **{PASSWORD_ENV: TRICKY})
+    outputs = []
+    for args in (("proxy", spec, "--width", "16", "--storage", tricky_role),
+                 ("results", spec, "--storage", tricky_role.replace(f":${{{PASSWORD_ENV}}}", ""),
+                  "--storage-password-env", PASSWORD_ENV)):
+        done = run_sweep(tmp_path, *args, env=env)
+        outputs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    assert studies_in(postgres, "tricky", "tricky", TRICKY) == ["tricky-w16-mup"]
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        assert not any(s.encode() in form for s in secret_forms(TRICKY) for form in readable_forms(path)), path
+    assert not any(s in text for s in secret_forms(TRICKY) for text in outputs)
+    [config] = (tmp_path / "tricky" / "runs").glob("*/config.yaml")
+    recorded = yaml.safe_load(config.read_text())["provenance"]["storage"]
+    assert recorded == f"postgresql://tricky:***@127.0.0.1:{postgres.port}/tricky"
+
+
+@pytest.mark.parametrize("how", ["template", "password-env"])
+def test_a_wrong_password_from_the_environment_is_one_line_that_does_not_show_it(tmp_path, postgres, tricky_role,
+                                                                                 run_cli, monkeypatch, how):
+    wrong = TRICKY.replace("pw", "wrong")
+    monkeypatch.setenv(PASSWORD_ENV, wrong)
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path, name="wrong")
+    given = (("--storage", tricky_role) if how == "template" else
+             ("--storage", tricky_role.replace(f":${{{PASSWORD_ENV}}}", ""), "--storage-password-env", PASSWORD_ENV))
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli("proxy", spec, "--width", "16", *given)
+
+    assert code == 2 and err.count("\n") == 1 and "password authentication failed" in err, (out, err)
+    assert f"cannot open postgresql://tricky{':***' if how == 'template' else ''}@127.0.0.1:{postgres.port}/tricky" in err
+    assert not any(s in out + err for s in secret_forms(wrong))
+    assert file_tree(tmp_path) == before
+
+
+# ------------------------------------------------------------------ read-only commands write nothing
+
+def tree_bytes(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder` with its bytes (None for a folder)."""
+    return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+def optuna_db(path: Path) -> None:
+    """A current Optuna storage holding sweep `ro`'s study at width 16 with one COMPLETE trial."""
+    storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+    study = optuna.create_study(storage=storage, study_name="ro-w16-mup")
+    for key, value in {"spec_name": "ro", "width": 16, "parametrization": "mup"}.items():
+        study.set_user_attr(key, value)
+    study.enqueue_trial({"optimizer.lr": 0.01})
+    study.optimize(lambda t: t.suggest_float("optimizer.lr", 1e-3, 1e-1, log=True), n_trials=1)
+    storage.remove_session()
+    storage.engine.dispose()
+
+
+def foreign_db(path: Path) -> None:
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE notes (body TEXT)")
+        con.execute("INSERT INTO notes VALUES ('mine, not Optuna''s')")
+    con.close()
+
+
+def edited_optuna_db(statement: str):
+    def make(path: Path) -> None:
+        optuna_db(path)
+        with sqlite3.connect(path) as con:
+            con.execute(statement)
+        con.close()
+    return make
+
+
+STORAGE_FILES = {  # what a folder's optuna.db may be
+    "current": optuna_db,
+    "sqlite-not-optunas": foreign_db,
+    "not-sqlite": lambda path: path.write_bytes(b"these are my notes, not a database\n" * 20),
+    "empty": lambda path: path.write_bytes(b""),
+    "older-schema": edited_optuna_db("UPDATE alembic_version SET version_num = 'v3.0.0.d'"),
+    "before-alembic": edited_optuna_db("DROP TABLE alembic_version"),
+}
+READ_ONLY = {  # each read-only command on sweep `ro`; those that open its storage say so in one line when they cannot
+    "sql-study": ("sql", "SELECT count(*) AS n FROM trials", "--study", "ro", "--format", "csv"),
+    "sql-root": ("sql", "SELECT count(*) AS n FROM trials", "--format", "csv"),
+    "results": ("results", "ro"), "report": ("report", "ro"), "export": ("export", "ro"),
+    "status": ("status", "ro"), "compare": ("compare", "ro-w16-mup#0", "--study", "ro"),
+}
+OPENS_THE_STORAGE = {"sql-study", "sql-root", "results", "report", "export"}
+
+
+@pytest.mark.parametrize("command", READ_ONLY)
+@pytest.mark.parametrize("kind", STORAGE_FILES)
+def test_read_only_commands_leave_any_optuna_db_byte_for_byte_as_it_was(tmp_path, run_cli, monkeypatch, kind, command):
+    """On a file that is not Optuna's, an empty or an older one: one line, exit 2, the file untouched (on main,
+    `sql` added Optuna's tables to it); on a current one they read it, and still write nothing into it."""
+    root = tmp_path / "results"
+    (root / "ro").mkdir(parents=True)
+    STORAGE_FILES[kind](root / "ro" / "optuna.db")
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    before = tree_bytes(root / "ro")
+
+    code, out, err = run_cli(*READ_ONLY[command])
+
+    after = tree_bytes(root / "ro")
+    assert after["optuna.db"] == before["optuna.db"] and set(after) >= set(before)
+    if command in ("report", "export") and code == 0:  # their own output, next to the storage
+        assert {k for k in set(after) - set(before)} <= {"report.html", "export", *(k for k in after if
+                                                                                  k.startswith("export/"))}, after
+    else:
+        assert after == before
+    if kind == "current":
+        assert code == 0 or command == "compare", (out, err)  # compare: no run to show is one line
+    elif command in OPENS_THE_STORAGE:
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: storage: "), (out, err)
+        assert str(root / "ro" / "optuna.db") in err
+    if code:
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (out, err)
+
+
+@pytest.mark.parametrize("storage", ["sqlite:///{root}/nowhere/optuna.db", "journal:{root}/nowhere/journal.log",
+                                     "{root}/nowhere/journal.jsonl"], ids=["sqlite", "journal", "journal-suffix"])
+@pytest.mark.parametrize("command", ["sql", "results", "report", "export"])
+def test_read_only_commands_on_a_missing_storage_create_nothing(tmp_path, run_cli, monkeypatch, command, storage):
+    root = tmp_path / "results"
+    root.mkdir()
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    url = storage.format(root=root)
+    args = ("sql", "SELECT * FROM trials") if command == "sql" else (command, "ro")
+    before = tree_bytes(tmp_path)
+
+    code, out, err = run_cli(*args, "--storage", url)
+
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: storage: ") and "does not exist" in err, err
+    assert tree_bytes(tmp_path) == before and not (root / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", ["sql", "results", "report", "export"])
+def test_read_only_commands_add_no_table_to_a_postgresql_database_without_optunas(tmp_path, postgres, run_cli,
+                                                                                  monkeypatch, command):
+    import psycopg
+
+    database = f"bare_{command}"
+    postgres.admin(f"CREATE DATABASE {database} OWNER sweep")
+    monkeypatch.setenv(PASSWORD_ENV, postgres.password)
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    args = ("sql", "SELECT * FROM trials") if command == "sql" else (command, "ro")
+    url = f"postgresql://sweep@127.0.0.1:{postgres.port}/{database}"
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli(*args, "--storage", url, "--storage-password-env", PASSWORD_ENV)
+
+    assert code == 2 and err.count("\n") == 1, (out, err)
+    assert err.startswith(f"error: storage: {url} is not an Optuna storage (no table alembic_version"), err
+    with psycopg.connect(host="127.0.0.1", port=postgres.port, dbname=database, user="sweep",
+                         password=postgres.password) as con:
+        assert con.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0
+    assert file_tree(tmp_path) == before
+
+
 # ------------------------------------------------------------------ checkpoints: weights only
 
 class Bomb:
@@ -337,3 +609,31 @@ def test_verify_never_takes_a_builder_from_the_stored_best_trial(foreign_study, 
     assert not marker.exists() and "evilmod" not in sys.modules
     assert code == 2 and err.count("\n") == 1, err
     assert "model.name: the settings from evil-w16-mup#" in err and "'evilmod:build'" in err
+
+
+def test_transfer_writes_under_the_results_root_whatever_root_the_stored_trial_names(tmp_path, run_cli, monkeypatch):
+    """A storage whose best trial's config says `output.root: ELSEWHERE`: the transferred config is written under
+    $SWEEP_ROOT, and the full run it describes writes there too; nothing appears ELSEWHERE."""
+    from trainer.config import RunConfig
+
+    root, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    (root / "tiny").mkdir(parents=True)
+    run = spec_dict()["run"]
+    stored = RunConfig.parse({**run, "model": {**run["model"], "width": 16}, "optimizer": {"lr": 0.01},
+                              "output": {"root": str(elsewhere), "study": "tiny", "kind": "proxy", "run": "x"}})
+    study = optuna.create_study(storage=f"sqlite:///{root / 'tiny' / 'optuna.db'}", study_name="tiny-w16-mup")
+    for key, value in {"spec_name": "tiny", "width": 16, "parametrization": "mup"}.items():
+        study.set_user_attr(key, value)
+    trial = study.ask()
+    trial.set_user_attr("config", stored.to_yaml())
+    study.tell(trial, 1.0)
+    spec = write_spec(tmp_path)
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = run_cli("transfer", spec, "--width", "32")
+
+    assert code == 0, out + err
+    [written] = (root / "tiny" / "transfer").glob("*.yaml")
+    assert RunConfig.load(written).output.root == str(root.resolve())
+    assert not elsewhere.exists()

@@ -20,7 +20,7 @@ def trial_rows(scope: Scope) -> pd.DataFrame:
     `storage` the redacted storage URL."""
     rows = []
     for url in scope.storages:
-        storage = open_storage(url)
+        storage = open_storage(url, read_only=True)
         for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
             attrs = summary.user_attrs
             if scope.sweep is not None and attrs.get("spec_name") != scope.sweep:

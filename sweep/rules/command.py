@@ -14,6 +14,7 @@ from rich.table import Table
 
 from proxies.data import open_data
 from sweep.errors import InputError
+from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
@@ -46,9 +47,9 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     if checkpoint.every == 0:
         every = result.config.eval.every
         checkpoint = checkpoint.model_copy(update={"every": every})
-        changes.append(Change("full-run", "checkpoint.every", 0, every,
-                              "a full run checkpoints at every evaluation to resume"))
-    verify = read_summary(proxy.output.root, name)
+        changes.append(Change("full-run", "checkpoint.every", 0, every, "a full run checkpoints at every evaluation to resume"))
+    root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
+    verify = read_summary(root, name)
     provenance = Provenance(
         study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
         created_by=f"sweep transfer {package_version()}",
@@ -57,10 +58,10 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
                "tokens": proxy.total_steps(tokens_per_example) * proxy.batch_size * tokens_per_example},
         verify=verify_record(verify), rules=[c.record() for c in changes])
     full = RunConfig.parse({**result.config.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
-                            "output": {**proxy.output.model_dump(), "kind": "full", "run": None},
+                            "output": {**proxy.output.model_dump(), "root": root, "study": name, "kind": "full",
+                                       "run": None},
                             "provenance": provenance.model_dump(mode="json")})
-    file_name = f"w{full.model.width}-d{full.model.depth}-b{full.batch_size}.yaml"
-    path = out or Path(proxy.output.root) / name / "transfer" / file_name
+    path = out or Path(root) / name / "transfer" / f"w{full.model.width}-d{full.model.depth}-b{full.batch_size}.yaml"
     with atomic_path(path) as tmp:
         tmp.write_text(full.to_yaml())
 

@@ -31,9 +31,7 @@ def locate(spec_or_name: str, *, storage: str | None, password_env: str | None,
 
 def load_studies(name: str, url: StorageURL, width: int | None = None) -> list[optuna.Study]:
     """The studies of sweep `name` (all widths and parametrizations, or one width), narrowest first."""
-    if url.is_journal and not url.journal_path().is_file():
-        raise InputError(f"storage: {url.redacted} does not exist")
-    storage = open_storage(url)
+    storage = open_storage(url, read_only=True)
     studies = []
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
         attrs = summary.user_attrs

@@ -1,49 +1,97 @@
-"""Opening a storage: a journal file, or SQLAlchemy (SQLite, PostgreSQL, …), wrapped in a `ResilientStorage`."""
+"""Opening a storage: a journal file, or SQLAlchemy (SQLite, PostgreSQL, …), wrapped in a `ResilientStorage`.
+
+Read-only (`sql`, `results`, `report`, `export`, `compare`, `transfer`) opens without creating or migrating anything:
+a missing file is refused before any driver runs; SQLite is opened with `mode=ro` and PostgreSQL in read-only
+transactions, so the database itself refuses a write; Optuna's table creation is skipped, and a database without
+Optuna's tables (a SQLite file that is not Optuna's, an empty one) or with an older schema is one line.
+"""
 from __future__ import annotations
 
 import importlib.util
+import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 import optuna
+import sqlalchemy
+import sqlalchemy.exc
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from sweep.errors import EnvironmentFault, InputError
 from sweep.study.storage._resilient import ResilientStorage, disk_fault, retrying
 from sweep.study.storage._url import StorageURL
+from trainer.atomic import causes
 
 SQLITE_TIMEOUT_S = 60
 CONNECT_TIMEOUT_S = 10  # a database host that drops packets is an outage after this, not after the OS's minutes
+OPTUNA_TABLES = {"studies", "trials", "version_info", "alembic_version"}
 
 
-def open_storage(url: StorageURL, wait: bool = False) -> ResilientStorage:
-    """Open (creating if needed) the storage; an unreachable or unusable one is an InputError, unless
-    `wait` (a worker joining a running sweep): then an outage is waited out as by every later call."""
+def open_storage(url: StorageURL, wait: bool = False, read_only: bool = False) -> ResilientStorage:
+    """Open (creating if needed, unless `read_only`) the storage; an unreachable or unusable one is an InputError,
+    unless `wait` (a worker joining a running sweep): then an outage is waited out as by every later call."""
+    path = url.file()
+    if read_only and path is not None and not path.is_file():
+        raise InputError(f"storage: {url.redacted} does not exist")
     if url.is_journal:
-        path = url.journal_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return ResilientStorage(JournalStorage(JournalFileBackend(str(path))), url)
-    resolved = with_installed_driver(url.resolved())
+        return ResilientStorage(open_journal(url, read_only), url)
+    resolved = with_installed_driver(url.resolved()).replace("{", "{{").replace("}", "}}")  # Optuna .format()s it
     kwargs: dict = {"pool_pre_ping": True}
-    if resolved.startswith("sqlite:///"):
-        Path(resolved.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    if path is not None:
         kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_S}}
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            kwargs["creator"] = lambda: sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True,
+                                                        timeout=SQLITE_TIMEOUT_S, check_same_thread=False)
     elif resolved.startswith("postgresql"):
-        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        options = {"options": "-c default_transaction_read_only=on"} if read_only else {}
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S, **options}
 
     def connect() -> optuna.storages.RDBStorage:
-        return optuna.storages.RDBStorage(resolved, engine_kwargs=kwargs)
+        if read_only:
+            check_optuna_tables(url, resolved, kwargs)
+        return optuna.storages.RDBStorage(resolved, engine_kwargs=kwargs, skip_table_creation=read_only)
 
     try:
         rdb = retrying(connect, url) if wait else connect()
-    except EnvironmentFault:  # waited url.retry_s in vain
+    except (EnvironmentFault, InputError):  # waited url.retry_s in vain; not an Optuna storage
         raise
-    except Exception as err:  # the driver's own errors: unreachable host, bad credentials, unknown dialect
+    except Exception as err:  # the driver's own errors: unreachable host, bad credentials, unknown dialect, old schema
         fault = disk_fault(err, url)
         if fault is not None:
             raise fault from err
-        why = f"{type(err).__name__}: {url.redact(str(err))[:300]}"
-        raise InputError(f"storage: cannot open {url.redacted} ({why})") from None
+        driver = next((e.orig for e in causes(err) if isinstance(e, sqlalchemy.exc.DBAPIError)), err)  # not SQLAlchemy's
+        raise InputError(f"storage: cannot open {url.redacted} ({type(driver).__name__}: "
+                         f"{url.redact(str(driver))[:300]})") from None
     return ResilientStorage(optuna.storages.get_storage(rdb), url)  # Optuna's cache of finished trials inside
+
+
+def check_optuna_tables(url: StorageURL, resolved: str, kwargs: dict) -> None:
+    """Refuse (one line) a database that lacks Optuna's tables or their version rows, before Optuna would add them."""
+    engine = sqlalchemy.create_engine(resolved, **kwargs)
+    try:
+        with engine.connect() as con:
+            missing = OPTUNA_TABLES - set(sqlalchemy.inspect(con).get_table_names())
+            empty = not missing and not all(con.execute(sqlalchemy.text(f"SELECT 1 FROM {t} LIMIT 1")).first()
+                                            for t in ("version_info", "alembic_version"))
+    finally:
+        engine.dispose()
+    if missing or empty:
+        lacks = f"no table {', '.join(sorted(missing))}" if missing else "no schema version recorded"
+        raise InputError(f"storage: {url.redacted} is not an Optuna storage ({lacks}); a read-only command "
+                         "creates nothing: give the storage a sweep wrote")
+
+
+def open_journal(url: StorageURL, read_only: bool) -> JournalStorage:
+    """Optuna's JournalStorage on the file; a file that is not a journal is one line."""
+    path = url.journal_path()
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return JournalStorage(JournalFileBackend(str(path)))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, IsADirectoryError) as err:  # JSONDecodeError is one
+        raise InputError(f"storage: {url.redacted} is not an Optuna journal ({type(err).__name__})") from None
 
 
 def with_installed_driver(url: str) -> str:

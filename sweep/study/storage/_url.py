@@ -1,11 +1,23 @@
-"""A storage URL: its forms, checked without connecting, its password from the environment, its redacted form."""
+"""A storage URL: parsed once and checked without connecting; its password only from the environment; its redacted form.
+
+A password may reach the database only from the environment: `USER:${VAR}@HOST` or `--storage-password-env VAR`.
+Every other place a driver would take one from is refused, after percent-decoding (repeated, as a nested URL or
+conninfo string is decoded again by the driver): a literal password in the user info, a query parameter named
+like a secret (libpq's `password`, `sslpassword`, `passfile`, MySQL's `passwd`, … in any case), and a conninfo
+string or URL with a password inside a query value or the database name (libpq's `dbname=…`, `options=…`).
+The environment's value replaces the password of the parsed URL (quoted when rendered), so no character in it
+can change the host, port or database. Nothing the user gave is echoed before it is known to hold no secret.
+"""
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from typing import Optional
+from urllib.parse import quote, quote_plus, unquote
+
+from sqlalchemy.engine import URL, make_url
 
 from sweep.errors import InputError
 
@@ -13,13 +25,25 @@ ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 JOURNAL_SUFFIXES = (".log", ".jsonl")
 FORMS = "sqlite:///PATH, journal:PATH, or a SQLAlchemy URL such as postgresql://USER@HOST:PORT/DB"
 STORAGE_RETRY_S = 300.0
+SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.IGNORECASE)  # password, passwd, passfile, sslpassword, …
+EMBEDDED_SECRET = re.compile(r"(?:pass\w*|pwd|secret\w*|token\w*)\s*=|://[^/?#]*:[^/?#]*@", re.IGNORECASE)
+FROM_THE_ENVIRONMENT = "give it as USER:${VAR}@HOST in the URL or with --storage-password-env VAR"
 
 
 @dataclass(frozen=True)
 class StorageURL:
-    url: str  # as given: may hold ${VAR}, never a literal password
-    password_env: str | None = None
+    url: str  # as given: may hold ${VAR} as its password, never a literal password
+    password_env: Optional[str] = None
     retry_s: float = STORAGE_RETRY_S  # how long a call waits for an unreachable database
+    parsed: Optional[URL] = field(init=False, repr=False, compare=False)  # None for a journal file
+
+    def __post_init__(self):
+        object.__setattr__(self, "parsed", None if self.is_journal else parse(self.url, self.password_env))
+
+    @classmethod
+    def sqlite(cls, path: Path, retry_s: float = STORAGE_RETRY_S) -> StorageURL:
+        """The SQLite file at `path` (any characters in it quoted)."""
+        return cls(URL.create("sqlite", database=str(path)).render_as_string(), None, retry_s)
 
     @property
     def is_journal(self) -> bool:
@@ -27,7 +51,8 @@ class StorageURL:
 
     @property
     def redacted(self) -> str:
-        return ENV_VAR.sub("***", self.url)
+        """The URL as it may be printed or recorded: its password (from the environment) shown as ***."""
+        return self.url if self.parsed is None else self.parsed.render_as_string(hide_password=True)
 
     def journal_path(self) -> Path:
         return Path(self.url.removeprefix("journal:"))
@@ -36,27 +61,28 @@ class StorageURL:
         """The file holding the storage (SQLite or journal), None for a database server."""
         if self.is_journal:
             return self.journal_path()
-        return Path(self.url.removeprefix("sqlite:///")) if self.url.startswith("sqlite:///") else None
+        sqlite = self.parsed.get_backend_name() == "sqlite" and self.parsed.database not in (None, "", ":memory:")
+        return Path(self.parsed.database) if sqlite else None
+
+    def secrets(self) -> list[str]:
+        """The password this URL names, as it may appear in a message: raw and URL-quoted."""
+        names = ENV_VAR.findall(self.url) + ([self.password_env] if self.password_env else [])
+        values = [os.environ[name] for name in names if os.environ.get(name)]
+        return sorted({form for v in values for form in (v, quote(v, safe=""), quote_plus(v))}, key=len, reverse=True)
 
     def redact(self, message: str) -> str:
         """`message` on one line, with the password this URL names replaced by ***."""
         message = " ".join(message.split())
-        names = ENV_VAR.findall(self.url) + ([self.password_env] if self.password_env else [])
-        for secret in (os.environ[name] for name in names if os.environ.get(name)):
+        for secret in self.secrets():
             message = message.replace(secret, "***")
         return message
 
     def resolved(self) -> str:
         """The URL with its password filled in from the environment (never print or store this)."""
-        url = ENV_VAR.sub(lambda m: env_value(m.group(1)), self.url)
-        if self.password_env:
-            scheme, sep, rest = url.partition("://")
-            userinfo, at, host = rest.partition("@")
-            if not at or ":" in userinfo:
-                raise InputError(f"storage: {self.redacted} needs a user and no password (USER@HOST) "
-                                 "for --storage-password-env")
-            url = f"{scheme}{sep}{userinfo}:{quote(env_value(self.password_env), safe='')}@{host}"
-        return url
+        template = ENV_VAR.fullmatch(self.parsed.password or "")
+        name = template.group(1) if template else self.password_env
+        url = self.parsed if name is None else self.parsed.set(password=env_value(name))
+        return url.render_as_string(hide_password=False)
 
 
 def env_value(name: str) -> str:
@@ -66,21 +92,51 @@ def env_value(name: str) -> str:
     return value
 
 
+def decoded(text: str) -> str:
+    """`text` percent-decoded until it no longer changes (a driver may decode a nested URL again)."""
+    for _ in range(8):
+        text, before = unquote(text), text
+        if text == before:
+            break
+    return text
+
+
+def parse(given: str, password_env: Optional[str]) -> URL:
+    """The URL parsed by SQLAlchemy, refused (an InputError that echoes nothing given) when a password is anywhere
+    in it but `USER:${VAR}@`, or ${VAR} stands anywhere else."""
+    scheme, sep, _ = given.partition("://")
+    try:
+        url = make_url(given) if sep and re.fullmatch(r"[a-z][a-z0-9+]*", scheme) else None
+    except Exception:  # SQLAlchemy's ArgumentError, or a ValueError from a port that is no number
+        url = None
+    if url is None:
+        raise InputError(f"storage: the value given is not a storage URL ({FORMS})")
+    if url.password is not None and not ENV_VAR.fullmatch(url.password):
+        raise InputError(f"storage: a password in the URL would be recorded; {FROM_THE_ENVIRONMENT}")
+    if url.password is not None and password_env:
+        raise InputError("storage: the URL has a password (${VAR}) and --storage-password-env names another; give one")
+    if password_env and not url.username:
+        raise InputError("storage: --storage-password-env needs a user in the URL (USER@HOST)")
+    if any(SECRET_KEY.search(decoded(key)) for key in url.query):
+        raise InputError(f"storage: the URL's query names a password (or where one is kept: password, passfile, "
+                         f"sslpassword, …) that would be recorded; {FROM_THE_ENVIRONMENT}")
+    parts = [url.username or "", url.host or "", url.database or ""]
+    parts += [text for key, values in url.query.items() for text in (key, *([values] if isinstance(values, str)
+                                                                           else values))]
+    if any(EMBEDDED_SECRET.search(decoded(part)) for part in parts) or ":" in decoded(url.username or ""):
+        raise InputError(f"storage: the URL holds a password inside its user, database or query (a conninfo string "
+                         f"or a nested URL) that would be recorded; {FROM_THE_ENVIRONMENT}")
+    if any("${" in decoded(part) for part in parts):
+        raise InputError("storage: ${VAR} stands only for the password (USER:${VAR}@HOST)")
+    return url
+
+
 def storage_url(given: str | None, password_env: str | None, default_sqlite: Path,
                 retry_s: float = STORAGE_RETRY_S) -> StorageURL:
     """Check a storage URL's form without connecting; the default is a SQLite file in the study folder."""
     if not given:
-        return StorageURL(f"sqlite:///{default_sqlite}", None, retry_s)
+        return StorageURL.sqlite(default_sqlite, retry_s)
     url = StorageURL(given, password_env, retry_s)
-    if url.is_journal:
-        if password_env:
-            raise InputError("--storage-password-env: a journal file has no password")
-        return url
-    scheme, sep, rest = given.partition("://")
-    if not sep or not re.fullmatch(r"[a-z][a-z0-9+]*", scheme):
-        raise InputError(f"storage: {given!r} is not a storage URL ({FORMS})")
-    userinfo = rest.partition("@")[0] if "@" in rest else ""
-    if ":" in userinfo and not ENV_VAR.fullmatch(userinfo.partition(":")[2]):
-        raise InputError("storage: a password in the URL would be recorded; "
-                         "give it as ${VAR} in the URL or with --storage-password-env VAR")
+    if url.is_journal and password_env:
+        raise InputError("--storage-password-env: a journal file has no password")
     return url
