@@ -254,7 +254,8 @@ def test_a_wrong_password_from_the_environment_is_one_line_that_does_not_show_it
     code, out, err = run_cli("proxy", spec, "--width", "16", *given)
 
     assert code == 2 and err.count("\n") == 1 and "password authentication failed" in err, (out, err)
-    assert f"cannot open postgresql://tricky{':***' if how == 'template' else ''}@127.0.0.1:{postgres.port}/tricky" in err
+    secret = ':***' if how == 'template' else ''
+    assert f"cannot open postgresql://tricky{secret}@127.0.0.1:{postgres.port}/tricky" in err
     assert not any(s in out + err for s in secret_forms(wrong))
     assert file_tree(tmp_path) == before
 

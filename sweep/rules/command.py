@@ -47,7 +47,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     if checkpoint.every == 0:
         every = result.config.eval.every
         checkpoint = checkpoint.model_copy(update={"every": every})
-        changes.append(Change("full-run", "checkpoint.every", 0, every, "a full run checkpoints at every evaluation to resume"))
+        why = "a full run checkpoints at every evaluation to resume"
+        changes.append(Change("full-run", "checkpoint.every", 0, every, why))
     root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
     verify = read_summary(root, name)
     provenance = Provenance(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
-from pathlib import Path
 from urllib.parse import quote
 
 import optuna
@@ -61,7 +60,8 @@ def open_storage(url: StorageURL, wait: bool = False, read_only: bool = False) -
         fault = disk_fault(err, url)
         if fault is not None:
             raise fault from err
-        driver = next((e.orig for e in causes(err) if isinstance(e, sqlalchemy.exc.DBAPIError)), err)  # not SQLAlchemy's
+        # the driver's own error, not SQLAlchemy's
+        driver = next((e.orig for e in causes(err) if isinstance(e, sqlalchemy.exc.DBAPIError)), err)
         raise InputError(f"storage: cannot open {url.redacted} ({type(driver).__name__}: "
                          f"{url.redact(str(driver))[:300]})") from None
     return ResilientStorage(optuna.storages.get_storage(rdb), url)  # Optuna's cache of finished trials inside

@@ -14,7 +14,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 from urllib.parse import quote, quote_plus, unquote
 
 from sqlalchemy.engine import URL, make_url
@@ -33,9 +32,9 @@ FROM_THE_ENVIRONMENT = "give it as USER:${VAR}@HOST in the URL or with --storage
 @dataclass(frozen=True)
 class StorageURL:
     url: str  # as given: may hold ${VAR} as its password, never a literal password
-    password_env: Optional[str] = None
+    password_env: str | None = None
     retry_s: float = STORAGE_RETRY_S  # how long a call waits for an unreachable database
-    parsed: Optional[URL] = field(init=False, repr=False, compare=False)  # None for a journal file
+    parsed: URL | None = field(init=False, repr=False, compare=False)  # None for a journal file
 
     def __post_init__(self):
         object.__setattr__(self, "parsed", None if self.is_journal else parse(self.url, self.password_env))
@@ -101,7 +100,7 @@ def decoded(text: str) -> str:
     return text
 
 
-def parse(given: str, password_env: Optional[str]) -> URL:
+def parse(given: str, password_env: str | None) -> URL:
     """The URL parsed by SQLAlchemy, refused (an InputError that echoes nothing given) when a password is anywhere
     in it but `USER:${VAR}@`, or ${VAR} stands anywhere else."""
     scheme, sep, _ = given.partition("://")
