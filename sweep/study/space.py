@@ -31,7 +31,7 @@ HALFLIFE_FIELDS = ("optimizer.beta1", "optimizer.beta2", "optimizer.momentum")  
 
 
 class Param(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     def optuna_name(self, path: str) -> str:
         return path

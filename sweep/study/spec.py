@@ -32,7 +32,7 @@ from sweep.errors import InputError
 from sweep.study.space import HALFLIFE_FIELDS, CategoricalParam, FixedParam, HalflifeParam, Space, parse_param, set_path
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
-from trainer.config import ConfigError, RunConfig, one_line
+from trainer.config import ConfigError, Name, RunConfig, one_line
 
 SAMPLERS = ("tpe", "gp", "cmaes", "random", "grid", "qmc")
 PRUNERS = ("hyperband", "median", "wilcoxon", "none")
@@ -41,7 +41,7 @@ NOT_SEARCHABLE = ("output", "provenance", "model.width", "model.parametrization"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float finite
 
 
 class SamplerSpec(Strict):
@@ -89,7 +89,7 @@ class RaySpec(Strict):
 
 
 class StudySpec(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    name: Name
     trials: int = Field(20, ge=1)
     run: dict[str, Any] = {}
     search: dict[str, Any] = Field(min_length=1)
@@ -116,10 +116,10 @@ class StudySpec(Strict):
 def load_spec(path: str | Path) -> StudySpec:
     """Read and validate a study spec; every error is one line naming the key (InputError)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"spec: {path} does not exist")
     try:
-        raw = yaml_io.load(path.read_bytes())
+        raw = yaml_io.load(yaml_io.read_file(path))
+    except FileNotFoundError:
+        raise InputError(f"spec: {path} does not exist") from None
     except yaml.YAMLError as err:
         raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(raw, dict):
