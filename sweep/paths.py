@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from sweep.errors import InputError
 from trainer.config import check_name
@@ -41,6 +41,14 @@ def inside_root(path: Path, root: Path, field: str) -> Path:
     if resolved != top and top not in resolved.parents:
         raise InputError(f"{field}: {path} leads out of the results root {top} (to {resolved}); refused")
     return resolved
+
+
+def kept_inside(paths: Iterable[Path], root: Path, field: str) -> list[Path]:
+    """`paths` as given, sorted, after `inside_root` has checked each."""
+    paths = sorted(paths)
+    for path in paths:
+        inside_root(path, root, field)
+    return paths
 
 
 def check_writable(folder: Path, field: str) -> None:

@@ -15,7 +15,8 @@
 
 Everything is validated before anything is written: a bad key, a search path that is not a
 RunConfig field, or a range the field rejects is one line naming it (an `InputError`, exit 2).
-`run:` is checked as the RunConfig a trial would get, with each searched value at its extremes.
+`run:` is checked as the RunConfig a trial would get, with each searched value at its extremes (at every
+point of a small int range); the model is built (on the meta device) at each such point of a model setting.
 """
 from __future__ import annotations
 
@@ -117,9 +118,13 @@ def load_spec(path: str | Path) -> StudySpec:
     """Read and validate a study spec; every error is one line naming the key (InputError)."""
     path = Path(path)
     try:
-        raw = yaml_io.load(yaml_io.read_file(path))
+        text = yaml_io.read_file(path)
     except FileNotFoundError:
         raise InputError(f"spec: {path} does not exist") from None
+    except yaml.YAMLError as err:
+        raise InputError(f"spec: {path} is refused ({err})") from None
+    try:
+        raw = yaml_io.load(text)
     except yaml.YAMLError as err:
         raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(raw, dict):
@@ -209,13 +214,14 @@ def check_builder_named(name: str, spec: Optional[StudySpec], where: str) -> Non
 
 
 def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -> None:
-    """Every extreme of every searched range must make a valid RunConfig (ConfigError → InputError)."""
+    """Every checked point of every searched range (`Param.points`: the extremes, every point of a small int
+    range) must make a valid RunConfig (ConfigError → InputError)."""
     try:
         RunConfig.parse(base)
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
     for path, param in spec.space().params.items():
-        values = param.extremes()
+        values = param.points()
         if isinstance(param, HalflifeParam):
             values = [param.beta(v, tokens_per_step or 1) for v in values]
         for value in values:
