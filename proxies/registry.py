@@ -9,9 +9,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+import torch
 from torch import nn
 
 from proxies.base_shapes import has_base_shapes
+from proxies.resources import BYTES_PER_PARAMETER, check_fits
 from proxies.gpt import gpt
 from proxies.llama import llama
 from proxies.mlp import mlp
@@ -49,16 +51,32 @@ def base_width_of(name: str) -> int:
 
 
 def build_model(name: str, width: int, depth: int, parametrization: str = "mup", **options) -> nn.Module:
-    """Build a zoo or user model with its μP base shapes set."""
+    """Build a zoo or user model with its μP base shapes set, once its training state is known to fit in memory
+    (proxies/resources.py: counted on a meta-device copy first)."""
+    params = count_parameters(name, width, depth, parametrization, **options)
+    vocab = f", vocabulary {options['vocab_size']}" if "vocab_size" in options else ""
+    check_fits(params * BYTES_PER_PARAMETER, f"{name} at width {width}, depth {depth}{vocab} ({params:,} parameters, "
+               f"{BYTES_PER_PARAMETER} bytes each for weights, gradients and optimizer state)", "model.width")
+    model = call_builder(resolve_builder(name), name, width, depth, parametrization, options)
+    if not has_base_shapes(model):
+        raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; decorate it with @proxies.mup_builder(base_width=...)")
+    return model
+
+
+def count_parameters(name: str, width: int, depth: int, parametrization: str = "mup", **options) -> int:
+    """The parameters of the model these arguments build, counted on a copy built on the meta device (no memory,
+    no init cost); a ModelError as `build_model` for options the builder refuses."""
     builder = resolve_builder(name)
+    with torch.device("meta"):
+        return sum(p.numel() for p in call_builder(builder, name, width, depth, parametrization, options).parameters())
+
+
+def call_builder(builder: Callable[..., nn.Module], name: str, width: int, depth: int, parametrization: str,
+                 options: dict) -> nn.Module:
     try:
-        model = builder(width, depth, parametrization=parametrization, **options)
+        return builder(width, depth, parametrization=parametrization, **options)
     except TypeError as err:  # an option the builder does not take
         raise ModelError(f"model.options: {name} rejected its options ({err})") from None
     except ValueError as err:  # builders name the field in their own messages
         message = " ".join(str(err).split())
         raise ModelError(message if message.startswith("model.") else f"model.options: {message}") from None
-    if not has_base_shapes(model):
-        raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; "
-                         "decorate it with @proxies.mup_builder(base_width=...)")
-    return model

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -13,7 +14,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from sweep.errors import as_fault, is_bad_input
+from sweep.errors import InputError, as_fault, is_bad_input
+from sweep.paths import check_out_file, check_writable
 
 try:  # typer ≥ 0.26 vendors click
     from typer._click.exceptions import BadParameter, UsageError
@@ -385,6 +387,30 @@ def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the
     from sweep.demo import run_demo
 
     raise typer.Exit(run_demo(workers, console))
+
+
+OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes a file or a folder and checks its own
+
+
+def checked_flags(command: Callable, name: str) -> Callable:
+    """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
+    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), and an `--out` that
+    cannot be written (an existing folder where a file goes, a file in the way of a folder, a read-only place)."""
+    @functools.wraps(command)
+    def checked(**kwargs):
+        for flag, value in kwargs.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InputError(f"--{flag.replace('_', '-')}: must be a finite number, got {value}")
+        out = kwargs.get("out")
+        if out is not None and name != "init":
+            check_writable(out, "--out") if name in OUT_FOLDER else check_out_file(out)
+        return command(**kwargs)
+
+    return checked
+
+
+for registered in app.registered_commands:  # every command, so a flag added later is covered too
+    registered.callback = checked_flags(registered.callback, registered.name)
 
 
 REFUSED_CHOICE = re.compile(r"(?:Value error, )?('.*' is not one of )(.*?)\.?")

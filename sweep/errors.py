@@ -26,13 +26,14 @@ class EnvironmentFault(RuntimeError):
 
 # Bad input found below sweep, by the class's module and name: an error cannot be an instance of a class whose
 # module was never imported, so this module (and a light command) imports neither torch nor the model zoo.
-BAD_INPUT_BELOW = {"proxies.data": "DataError", "proxies.registry": "ModelError", "trainer.config": "ConfigError"}
+BAD_INPUT_BELOW = {"proxies.data": "DataError", "proxies.registry": "ModelError", "proxies.resources": "ResourceError",
+                   "trainer.config": "ConfigError"}
 DISK_ERRNOS = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EDQUOT: "the disk quota is exceeded (EDQUOT)",
                errno.EROFS: "the file system is read-only (EROFS)"}
 
 
 def is_bad_input(err: BaseException) -> bool:
-    """Whether `err` is bad input: an InputError, or a DataError, ModelError or ConfigError from below."""
+    """Whether `err` is bad input: an InputError, or a DataError, ModelError, ResourceError or ConfigError from below."""
     return isinstance(err, InputError) or any(isinstance(err, getattr(sys.modules[module], name))
                                               for module, name in BAD_INPUT_BELOW.items() if module in sys.modules)
 

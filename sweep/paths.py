@@ -1,30 +1,78 @@
-"""Where results go, and whether they can be written there: what every command shares."""
+"""Where results go, and what may be read or written there: the path rules every command shares.
+
+- The results root is the given root, else $SWEEP_ROOT, else ./studies; a root that names a file is refused.
+- A sweep's name (the folder ROOT/NAME) is a NAME (trainer.config): never `.`, `..`, hidden or overlong.
+- Nothing read or written under the root may leave it once symlinks are resolved (`inside_root`): a run's
+  `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed.
+- An output file (`--out`) is checked before any work: not an existing folder, its parent a writable folder.
+"""
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from sweep.errors import InputError
+from trainer.config import check_name
 
 if TYPE_CHECKING:
     from trainer.config import RunConfig
 
 
-def results_root(root: str | None = None) -> Path:
-    """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies."""
-    return Path(root or os.environ.get("SWEEP_ROOT") or "studies")
+def results_root(root: Optional[str] = None) -> Path:
+    """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies (made when first written)."""
+    path = Path(root or os.environ.get("SWEEP_ROOT") or "studies")
+    if path.exists() and not path.is_dir():
+        raise InputError(f"results root ($SWEEP_ROOT): {path} is not a folder")
+    return path
+
+
+def sweep_name(name: str, field: str) -> str:
+    """`name` if it can name a sweep's folder under the root, else an InputError naming `field`."""
+    try:
+        return check_name(name)
+    except ValueError as err:
+        raise InputError(f"{field}: {err}") from None
+
+
+def inside_root(path: Path, root: Path, field: str) -> Path:
+    """`path` resolved (symlinks followed), refused unless it stays inside the resolved `root`."""
+    resolved, top = path.resolve(), root.resolve()
+    if resolved != top and top not in resolved.parents:
+        raise InputError(f"{field}: {path} leads out of the results root {top} (to {resolved}); refused")
+    return resolved
+
+
+def kept_inside(paths: Iterable[Path], root: Path, field: str) -> list[Path]:
+    """`paths` as given, sorted, after `inside_root` has checked each."""
+    paths = sorted(paths)
+    for path in paths:
+        inside_root(path, root, field)
+    return paths
 
 
 def check_writable(folder: Path, field: str) -> None:
-    """`folder`, or the nearest parent that exists (where it will be made), must be writable: a read-only
-    mount or a folder without write permission is found here, before anything is written."""
+    """`folder`, or the nearest parent that exists (where it will be made), must be a writable folder: a
+    read-only mount, a folder without write permission or a file in the way is found here, before anything
+    is written."""
     folder = folder.absolute()
     existing = next(p for p in [folder, *folder.parents] if p.exists())
+    if not existing.is_dir():
+        raise InputError(f"{field}: cannot write {folder} ({existing} is a file, not a folder)")
     if not os.access(existing, os.W_OK):
         read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
         why = "is on a read-only file system" if read_only else "has no write permission"
         raise InputError(f"{field}: cannot write {folder} ({existing} {why})")
+
+
+def check_out_file(out: Optional[Path], field: str = "--out") -> None:
+    """An output file named on the command line, checked before the command works: not a folder (nor a
+    FIFO or device), its parent a writable folder."""
+    if out is None:
+        return
+    if out.exists() and not out.is_file():
+        raise InputError(f"{field}: {out} is a folder or a special file; name a file to write")
+    check_writable(out.parent, field)
 
 
 def curve_folder(cfg: RunConfig) -> Path:

@@ -12,6 +12,7 @@ the sweeps of test_sweep_proxy.py run it.
 from __future__ import annotations
 
 import copy
+import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import yaml
 
 from tests.services import free_port
 from tests.sweep_helpers import write_spec
+from trainer.config import RunConfig
 
 RUN = {  # a tiny RunConfig, trained in a second when a case needs a run to exist first
     "model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
@@ -141,6 +143,48 @@ def resume_from_garbage_checkpoint(root: Path) -> list:
     return ["train", path, "--resume"]
 
 
+def special_data(make_path: Callable[[Path], str]) -> Callable[[Path], list]:
+    """`sweep proxy` of the tiny spec reading text data at the path `make_path` makes (a FIFO, a device, …)."""
+    return proxy_on(lambda root: {"data": {"kind": "text", "path": make_path(root), "options": {}}})
+
+
+def fifo(root: Path) -> str:
+    os.mkfifo(root / "corpus.fifo")
+    return str(root / "corpus.fifo")
+
+
+def symlink_loop(root: Path) -> str:
+    (root / "loop-a").symlink_to(root / "loop-b")
+    (root / "loop-b").symlink_to(root / "loop-a")
+    return str(root / "loop-a")
+
+
+def run_folder_linked_out(link: str) -> Callable[[Path], list]:
+    """A run folder under the results root whose `link` (config.yaml, result.json or the run folder itself)
+    is a symlink to a secret outside it; then the command the case's args name reads the root."""
+    def make(root: Path) -> Path:
+        secret = file(root, "outside/secret.yaml", "model: {name: gpt}\nsteps: 1\n# SECRET-OUTSIDE\n")
+        run = root / "results" / "bad" / "runs"
+        if link == "run":
+            run.mkdir(parents=True)
+            (run / "r").symlink_to(secret.parent, target_is_directory=True)
+        else:
+            (run / "r").mkdir(parents=True)
+            if link != "config.yaml":
+                (run / "r" / "config.yaml").write_text(RunConfig.parse({**RUN, "output": {"study": "bad"}}).to_yaml())
+            (run / "r" / link).symlink_to(secret)
+        return root
+    return make
+
+
+def reading(link: str, *args: str) -> Callable[[Path], list]:
+    return lambda root: (run_folder_linked_out(link)(root), list(args))[1]
+
+
+BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + BOMB + "name: bomb\nsearch: {optimizer.lr: 0.01}\n"
+
+
 CLOSED_PORT = free_port()  # nothing listens there: a connection is refused at once
 
 CASES = {
@@ -154,7 +198,7 @@ CASES = {
                                  ("run.optimizer.lrr: unknown key", "allowed: name, lr, weight_decay")),
     "spec-wrong-type": Case(proxy(trials="many"), ("trials:", "valid integer", "'many'")),
     "spec-run-wrong-type": Case(proxy(run={"batch_size": "four"}), ("run.batch_size:", "valid integer")),
-    "spec-nan-lr": Case(proxy(run={"optimizer": {"lr": float("nan")}}), ("run.optimizer.lr:", "greater than 0")),
+    "spec-nan-lr": Case(proxy(run={"optimizer": {"lr": float("nan")}}), ("run.optimizer.lr:", "finite number")),
     "spec-negative-lr-in-range": Case(proxy(search={"optimizer.lr": {"low": -1.0e-3, "high": 0.1}}),
                                       ("search.optimizer.lr:", "-0.001 is rejected", "greater than 0")),
     "spec-nan-in-range": Case(proxy(search={"optimizer.lr": {"low": float("nan"), "high": 0.1}}),
@@ -200,7 +244,7 @@ CASES = {
     "config-missing": Case(lambda root: ["train", root / "nowhere.yaml"], ("config:", "does not exist")),
     "config-unknown-key": Case(train(**{"optimizer.lrr": 0.01}), ("optimizer.lrr: unknown key", "allowed: name, lr")),
     "config-wrong-type": Case(train(steps="ten"), ("steps:", "valid integer", "'ten'")),
-    "config-nan-lr": Case(train(**{"optimizer.lr": float("nan")}), ("optimizer.lr:", "greater than 0")),
+    "config-nan-lr": Case(train(**{"optimizer.lr": float("nan")}), ("optimizer.lr:", "finite number")),
     "config-negative-lr": Case(train(**{"optimizer.lr": -0.01}), ("optimizer.lr:", "greater than 0", "-0.01")),
     "config-width-zero": Case(train(**{"model.width": 0}), ("model.width:", "greater than or equal to 1")),
     "config-width-negative": Case(train(**{"model.width": -64}), ("model.width:", "greater than or equal to 1")),
@@ -248,6 +292,115 @@ CASES = {
         proxy("--width", "16", "--storage", "postgresql://sweep@127.0.0.1/sweep",
               "--storage-password-env", "NO_SUCH_VAR_X"),
         ("storage:", "environment variable NO_SUCH_VAR_X", "not set")),
+    # ---- YAML: bounded whatever the file (duplicate keys, aliases, size, special files)
+    "yaml-alias-bomb": Case(spec_text(BOMB), ("spec:", "aliases expand it past 100000 nodes")),
+    "yaml-duplicate-key": Case(spec_text("name: tiny\nname: other\nsearch: {optimizer.lr: 0.01}\n"),
+                               ("spec:", "key 'name' is given twice")),
+    "yaml-duplicate-nested-key": Case(train_text("steps: 2\noptimizer: {lr: 0.1, lr: 0.2}\n"),
+                                      ("config:", "key 'lr' is given twice")),
+    "yaml-too-big": Case(spec_text("name: tiny\n" + "#" * (1 << 20) + "\n"), ("spec:", "over the 1048576")),
+    "yaml-spec-is-a-folder": Case(lambda root: ["proxy", root, "--width", "16"], ("spec:", "not a regular file")),
+    "yaml-spec-is-dev-zero": Case(lambda root: ["proxy", "/dev/zero", "--width", "16"], ("spec:", "not a regular file")),
+    "yaml-config-is-a-fifo": Case(lambda root: ["train", fifo(root)], ("config:", "not a regular file")),
+    "yaml-config-symlink-loop": Case(lambda root: ["train", symlink_loop(root)], ("config:", "symbolic links")),
+    "yaml-doctor-is-dev-zero": Case(lambda root: ["doctor", "/dev/zero"], ("config:", "not a regular file")),
+    # ---- names: a strict pattern, never . or .., bounded length
+    "name-dot": Case(proxy(name="."), ("name:", "'.' is not a name", "not starting with '.'")),
+    "name-dot-dot": Case(proxy(name=".."), ("name:", "'..' is not a name")),
+    "name-slash": Case(proxy(name="a/../../b"), ("name:", "is not a name")),
+    "name-300-characters": Case(proxy(name="n" * 300), ("name:", "1 to 100 letters")),
+    "name-flag-like": Case(proxy(name="-rf"), ("name:", "is not a name")),
+    "output-study-dot-dot": Case(train(**{"output.study": ".."}), ("output.study:", "'..' is not a name")),
+    "output-run-dot-dot": Case(train(**{"output.run": ".."}), ("output.run:", "'..' is not a name")),
+    "output-run-300-characters": Case(train(**{"output.run": "r" * 300}), ("output.run:", "1 to 100 letters")),
+    "results-name-dot-dot": Case(lambda root: ["results", "..", "--no-plots"], ("study:", "'..' is not a name")),
+    "export-name-dot": Case(lambda root: ["export", "."], ("study:", "'.' is not a name")),
+    "report-name-dot-dot": Case(lambda root: ["report", ".."], ("study:", "'..' is not a name")),
+    "status-name-dot-dot": Case(lambda root: ["status", ".."], ("study:", "'..' is not a name")),
+    "sql-study-dot-dot": Case(lambda root: ["sql", "select 1", "--study", ".."], ("--study:", "'..' is not a name")),
+    "compare-study-outside": Case(lambda root: ["compare", "r", "--study", "../outside"], ("--study:", "is not a name")),
+    # ---- paths: nothing under the results root is read through a symlink leading out of it
+    "sql-config-yaml-linked-out": Case(reading("config.yaml", "sql", "select * from runs"),
+                                       ("runs:", "leads out of the results root")),
+    "sql-result-json-linked-out": Case(reading("result.json", "sql", "select * from runs"),
+                                       ("runs:", "leads out of the results root")),
+    "sql-run-folder-linked-out": Case(reading("run", "sql", "select * from runs"),
+                                      ("runs:", "leads out of the results root")),
+    "export-config-yaml-linked-out": Case(reading("config.yaml", "export", "bad"),
+                                          ("runs:", "leads out of the results root")),
+    "compare-config-yaml-linked-out": Case(reading("config.yaml", "compare", "r"),
+                                           ("runs:", "leads out of the results root")),
+    "status-run-folder-linked-out": Case(lambda root: (run_folder_linked_out("run")(root),
+                                                       (root / "outside" / "launch.json").write_text("{}"),
+                                                       ["status"])[2], ("runs:", "leads out of the results root")),
+    # ---- data: a regular file or a folder of them
+    "data-fifo": Case(special_data(fifo), ("data.path:", "not a regular file or a folder")),
+    "data-dev-zero": Case(special_data(lambda root: "/dev/zero"), ("data.path:", "not a regular file or a folder")),
+    "data-symlink-loop": Case(special_data(symlink_loop), ("data.path:", "symbolic links")),
+    "data-tokens-fifo": Case(proxy_on(lambda root: tokens_run(fifo(root))), ("data.path:", "not a regular file")),
+    "data-through-a-file": Case(special_data(lambda root: str(file(root, "notes.txt", "x") / "corpus.txt")),
+                                ("data.path:", "cannot be opened", "Not a directory")),
+    # ---- numbers: finite, in range
+    "timeout-nan": Case(proxy("--width", "16", "--timeout", "nan"), ("--timeout:", "finite number", "nan")),
+    "timeout-inf": Case(proxy("--width", "16", "--timeout", "inf"), ("--timeout:", "finite number")),
+    "timeout-negative": Case(proxy("--width", "16", "--timeout", "-1"), ("--timeout:", "positive number of minutes")),
+    "mem-inf": Case(proxy("--width", "16", "--mem", "inf"), ("--mem:", "finite number")),
+    "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
+    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("--lr-max:", "finite")),
+    "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),
+    "config-inf-grad-clip": Case(train(**{"optimizer.grad_clip": float("inf")}), ("optimizer.grad_clip:", "finite")),
+    "spec-inf-storage-retry": Case(proxy(storage_retry_s=float("inf")), ("storage_retry_s:", "finite number")),
+    # ---- outputs: checked before any work
+    "sql-out-existing-folder": Case(lambda root: ["sql", "select 1", "--format", "csv", "--out", root],
+                                    ("--out:", "is a folder")),
+    "report-out-existing-folder": Case(lambda root: ["report", "x", "--out", root], ("--out:", "is a folder")),
+    "compare-out-existing-folder": Case(lambda root: ["compare", "r", "--out", root], ("--out:", "is a folder")),
+    "doctor-out-existing-folder": Case(lambda root: ["doctor", run_config(root), "--out", root],
+                                       ("--out:", "is a folder")),
+    "transfer-out-existing-folder": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--out", root],
+                                         ("--out:", "is a folder")),
+    "export-out-below-a-file": Case(lambda root: ["export", "x", "--out", file(root, "notes.txt", "x") / "export"],
+                                    ("--out:", "notes.txt is a file, not a folder")),
+    "sweep-root-is-a-file": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT", str(file(root, "r.txt", "x"))),
+                                               ["status"])[1], ("results root ($SWEEP_ROOT):", "is not a folder")),
+    "sweep-root-is-a-file-proxy": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT", str(file(root, "r.txt", "x"))),
+                                                     ["proxy", write_spec(root), "--width", "16"])[1],
+                                       ("results root ($SWEEP_ROOT):", "is not a folder")),
+    # ---- resources: parameters + optimizer state, and data, against the machine's memory
+    "resource-width": Case(proxy("--width", "65536"), ("model.width:", "needs", "GiB of memory", "available",
+                                                        "SWEEP_ALLOW_BIG=1")),
+    "resource-vocabulary": Case(lambda root: ["train", run_config(root, data=tokens_run(tokens(
+        root, np.arange(4096, dtype=np.uint16)), vocab_size=200_000_000)["data"] | {"seq_len": 16})],
+        ("model.width:", "vocabulary 200000000", "GiB of memory", "available")),
+    "resource-synthetic-vocabulary": Case(train(**{"data.vocab_size": 200_000_000}),
+                                          ("data:", "vocabulary of 200,000,000", "GiB of memory", "available")),
+    "resource-train-width": Case(train(**{"model.width": 1 << 17}), ("model.width:", "GiB of memory", "available")),
+    "resource-inspect-width": Case(lambda root: ["inspect", "gpt", "--width", "131072"], ("model.width:", "available")),
+    "resource-synthetic-tokens": Case(train(**{"data.options": {"n_tokens": 10 ** 12}}),
+                                      ("data:", "GiB of memory", "available")),
+    "resource-searched-block-size": Case(proxy(search={"model.options.block_size": {"type": "int", "low": 16,
+                                                                                    "high": 10 ** 9}}),
+                                         ("search.model.options.block_size:", "1000000000", "GiB of memory")),
+    # ---- search spaces: every point valid, categoricals of one type, no log+step on ints
+    "space-head-count-lattice": Case(proxy(search={"model.options.n_head": {"type": "int", "low": 1, "high": 4}}),
+                                     ("search.model.options.n_head:", "3 is rejected", "does not split into 3 heads")),
+    "space-head-dim-choices": Case(proxy(search={"model.options.head_dim": {"choices": [8, 16, 12]}}),
+                                   ("search.model.options.head_dim:", "12 is rejected")),
+    "space-batch-lattice": Case(proxy(run={"grad_accum": 4}, search={"batch_size": {"type": "int", "low": 4, "high": 12,
+                                                                                    "step": 2}}),
+                                ("search.batch_size:", "6 is rejected", "not divisible by grad_accum 4")),
+    "space-mixed-categorical": Case(proxy(search={"optimizer.weight_decay": {"choices": [0.1, "0.1"]}}),
+                                    ("search.optimizer.weight_decay.choices:", "mix number, string", "one type")),
+    "space-bool-among-numbers": Case(proxy(search={"model.options.zero_readout": {"choices": [True, 1]}}),
+                                     ("choices:", "mix boolean, number")),
+    "space-int-log-and-step": Case(proxy(search={"batch_size": {"type": "int", "low": 4, "high": 16, "log": True,
+                                                                "step": 4}}),
+                                   ("search.batch_size.step:", "not allowed with log: true")),
+    "space-int-log-and-step-1": Case(proxy(search={"batch_size": {"type": "int", "low": 4, "high": 16, "log": True,
+                                                                  "step": 1}}),
+                                     ("search.batch_size.step:", "not allowed with log: true")),
+    "space-inf-in-range": Case(proxy(search={"optimizer.lr": {"low": 1e-3, "high": float("inf")}}),
+                               ("search.optimizer.lr", "finite")),
 }
 
 
@@ -256,8 +409,8 @@ CASES = {
 def tree(folder: Path) -> dict[str, tuple]:
     """Every path under `folder` (folders too: a file made and removed again changes its folder's time)
     with its kind, size and modification time in nanoseconds."""
-    return {str(p.relative_to(folder)): (p.is_dir(), p.stat().st_size, p.stat().st_mtime_ns)
-            for p in [folder, *folder.rglob("*")]}
+    return {str(p.relative_to(folder)): (p.is_dir(), p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in [folder, *folder.rglob("*")]}  # lstat: a symlink loop is a case's input
 
 
 def studies(folder: Path) -> set[str]:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, Optional, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from trainer import yaml_io
 
@@ -28,8 +30,26 @@ class ConfigError(ValueError):
     """A bad run config; str() is one line: `key.path: what is wrong (what is allowed)`."""
 
 
+# A name that becomes a folder (a study, a run): never `.`, `..`, hidden or flag-like, and short enough that
+# the folders made from it (NAME-w1024-mup, curve partitions) stay under the file system's 255 bytes.
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
+
+
+def check_name(value: str) -> str:
+    """`value` if it is a NAME, else a ValueError stating the rule."""
+    if not NAME.fullmatch(value):
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        raise ValueError(f"{shown!r} is not a name ({NAME_RULE})")
+    return value
+
+
+Name = Annotated[str, AfterValidator(check_name)]
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan=False: a float field is finite whatever its bounds (`lr: .inf` passes `gt=0` otherwise)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class ModelConfig(Strict):
@@ -204,17 +224,18 @@ class SignalsConfig(Strict):
 
 class OutputConfig(Strict):
     root: str = "studies"
-    study: str = Field("default", pattern=r"^[A-Za-z0-9._-]+$")
+    study: Name = "default"
     kind: Literal["proxy", "full"] = "proxy"
-    run: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]+$")  # default: derived from the config's content
+    run: Optional[Name] = None  # default: derived from the config's content
 
 
 class Provenance(Strict):
-    study: str | None = None  # the Optuna study (a sweep's study name at one width and parametrization)
-    trial: int | None = None
-    storage: str | None = None  # the Optuna storage URL, never with a password
-    created_by: str | None = None
-    trial_value: float | None = None  # the proxy trial's objective (a transferred run)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # a record, not input: a nan loss stays readable
+    study: Optional[str] = None  # the Optuna study (a sweep's study name at one width and parametrization)
+    trial: Optional[int] = None
+    storage: Optional[str] = None  # the Optuna storage URL, never with a password
+    created_by: Optional[str] = None
+    trial_value: Optional[float] = None  # the proxy trial's objective (a transferred run)
     proxy: dict[str, Any] = {}  # the proxy's width, depth, batch, tokens, parametrization (a transferred run)
     verify: dict[str, Any] = {}  # the drift `sweep verify` measured, when it was run
     rules: list[dict[str, Any]] = []  # transfer rules applied: rule, field, before, after, formula
@@ -329,9 +350,13 @@ class RunConfig(Strict):
     @classmethod
     def load(cls, path: str | Path) -> RunConfig:
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config: {path} does not exist")
-        return cls.from_yaml(path.read_bytes())
+        try:
+            text = yaml_io.read_file(path)
+        except FileNotFoundError:
+            raise ConfigError(f"config: {path} does not exist") from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"config: {path} is refused ({err})") from None
+        return cls.from_yaml(text)
 
     @classmethod
     def parse(cls, data: Any) -> RunConfig:

@@ -1,18 +1,59 @@
-"""YAML with the safe loader, reading floats as YAML 1.2 does.
+"""YAML as every command reads it: the safe loader, floats as YAML 1.2 reads them, and the input bounded.
 
 PyYAML follows YAML 1.1, where `1e-3` (no dot) is a string; in a config that silently turns a
 learning rate or a multiplier into text. This loader resolves `1e-3`, `2E5` and `.5` as floats.
+
+Bounds (a spec or config is hand-written and small; anything else is refused as bad YAML, a
+yaml.YAMLError the callers turn into one line naming the file):
+- a key given twice in one mapping (PyYAML keeps the last one silently);
+- a document whose aliases expand it past MAX_NODES nodes: the "billion laughs" bomb, 855 bytes
+  that become 10⁹ nodes once hashed or dumped, is refused while it is composed, before any expansion;
+- a file that is not a regular file (a FIFO, `/dev/zero`, a folder) or is over MAX_BYTES (`read_file`).
 """
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+import stat
+from pathlib import Path
+from typing import Any, Hashable
 
 import yaml
 
+MAX_BYTES = 1 << 20  # 1 MiB of YAML: a spec or a RunConfig is a few KiB
+MAX_NODES = 100_000  # nodes of the document once every alias is expanded
+
 
 class Loader(yaml.SafeLoader):
-    pass
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # SafeLoader's own construct_mapping refuses it, naming the key
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def compose_document(self) -> yaml.Node:
+        node = super().compose_document()
+        expanded_size(node, {})
+        return node
+
+
+def expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """Nodes under `node` with every alias expanded, memoised per node (so counting costs what the file
+    holds, not what it expands to); a yaml.YAMLError past MAX_NODES."""
+    if id(node) not in sizes:
+        children = node.value if isinstance(node, yaml.SequenceNode) else \
+            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+        sizes[id(node)] = 1 + sum(expanded_size(child, sizes) for child in children)
+        if sizes[id(node)] > MAX_NODES:
+            raise yaml.composer.ComposerError(None, None, f"its aliases expand it past {MAX_NODES} nodes",
+                                              node.start_mark)
+    return sizes[id(node)]
 
 
 FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][-+]?\d+)?$"
@@ -28,4 +69,24 @@ for first in "-+0123456789.":
 def load(text: str | bytes) -> Any:
     """The document in `text`; bytes are decoded by the YAML reader, so bytes that are not text (UTF-8 or
     UTF-16) are a yaml.YAMLError like any other bad YAML."""
+    if len(text) > MAX_BYTES:
+        raise yaml.YAMLError(f"{len(text)} bytes, over the {MAX_BYTES} a spec or config may have")
     return yaml.load(text, Loader=Loader)
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of a YAML file, which must be a regular file of at most MAX_BYTES: a FIFO or `/dev/zero`
+    is refused before it is opened (reading it would block or never end). FileNotFoundError when missing,
+    yaml.YAMLError when not a regular file or too big."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as err:  # a symlink loop (ELOOP), a path through a file (ENOTDIR), no permission
+        raise yaml.YAMLError(f"cannot be read ({err.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise yaml.YAMLError("not a regular file (a folder, FIFO or device)")
+    if info.st_size > MAX_BYTES:
+        raise yaml.YAMLError(f"{info.st_size} bytes, over the {MAX_BYTES} a spec or config may have")
+    with open(path, "rb") as file:
+        return file.read(MAX_BYTES + 1)

@@ -1,6 +1,8 @@
 """Data sources for the proxies: byte text, nanoGPT token files, the built-in stdlib corpus
 and synthetic data. `open_data` is the one entry point; it raises DataError on bad input."""
 
+import os
+import stat
 from pathlib import Path
 
 from .base import DataError, DataSource
@@ -31,12 +33,21 @@ def positive_int(name: str, value) -> int:
 
 
 def existing_path(path: str | None, kind: str) -> Path:
-    """path made absolute, or a DataError if it is missing or does not exist."""
+    """path made absolute with symlinks resolved, or a DataError if it is missing, does not exist, or is not a
+    regular file or a folder: a FIFO, `/dev/zero` or a symlink loop is refused before it is opened (reading it
+    would block, never end, or fail deep inside). A folder's own entries are filtered by its kind's reader."""
     if path is None:
         raise DataError(f"data.path: needed for kind '{kind}'")
-    resolved = Path(path).expanduser().resolve()
-    if not resolved.exists():
-        raise DataError(f"data.path: {resolved} does not exist")
+    given = Path(path).expanduser()
+    try:
+        resolved = Path(os.path.realpath(given, strict=True))
+        mode = resolved.stat().st_mode
+    except FileNotFoundError:
+        raise DataError(f"data.path: {given.absolute()} does not exist") from None
+    except OSError as err:  # a symlink loop (ELOOP), a path through a file (ENOTDIR), no permission
+        raise DataError(f"data.path: {given} cannot be opened ({err.strerror})") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise DataError(f"data.path: {given} is not a regular file or a folder (a FIFO, socket or device)")
     return resolved
 
 

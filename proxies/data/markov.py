@@ -2,9 +2,11 @@
 
 import numpy as np
 
+from proxies.resources import check_fits
 from .tokens import TokenData, split_stream
 
 SUCCESSORS = 4  # each token is followed by one of this many tokens, so the chain is learnable
+BYTES_PER_ID = 48  # while the chain is made: a Python list (8 per pointer, 28 per int object) and its int64 copy
 
 
 def markov_chain(vocab_size: int, n_tokens: int, seed: int) -> np.ndarray:
@@ -26,6 +28,8 @@ def markov_chain(vocab_size: int, n_tokens: int, seed: int) -> np.ndarray:
 
 def open_markov(vocab_size: int, n_tokens: int, seed: int, seq_len: int, val_fraction: float) -> TokenData:
     """TokenData over a Markov chain of n_tokens ids, split train/val by val_fraction."""
+    check_fits((n_tokens + SUCCESSORS * vocab_size) * BYTES_PER_ID,
+               f"a synthetic chain of {n_tokens:,} tokens over a vocabulary of {vocab_size:,}", "data")
     train, val = split_stream(markov_chain(vocab_size, n_tokens, seed), val_fraction, seq_len)
     provenance = {"kind": "synthetic-tokens", "seed": seed, "n_tokens": n_tokens, "dtype": "int64"}
     return TokenData("synthetic-tokens", train, val, seq_len, vocab_size, provenance)

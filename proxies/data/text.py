@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from proxies.resources import check_fits
 from .base import DataError
 from .tokens import TokenData, split_stream
 
@@ -50,6 +51,7 @@ def open_text(path: Path, seq_len: int, val_fraction: float) -> TokenData:
     The bytes are read into memory; for big corpora tokenize them into a .bin ("tokens").
     """
     files = text_files(path) if path.is_dir() else [path]
+    check_fits(sum(f.stat().st_size for f in files), f"the text corpus at {path}, read into memory", "data.path")
     data = b"".join(f.read_bytes() for f in files)
     if not data:
         raise DataError(f"data.path: {path} is empty" if path.is_file()

@@ -13,15 +13,16 @@ from sweep.errors import InputError
 from sweep.paths import results_root
 from sweep.study.spec import load_spec
 from sweep.study.trial import base_run
+from trainer import yaml_io
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 
 
 def is_study(path: Path) -> bool:
     try:
-        raw = yaml.safe_load(path.read_text()) if path.is_file() else None
-    except yaml.YAMLError:
-        return False  # RunConfig.load names the YAML error
+        raw = yaml_io.load(yaml_io.read_file(path))
+    except (OSError, yaml.YAMLError):
+        return False  # RunConfig.load names what is wrong with the file
     return isinstance(raw, dict) and "search" in raw
 
 

@@ -19,7 +19,7 @@ from rich.table import Table
 from sweep.cluster.processes import process_alive
 from sweep.errors import InputError
 from sweep.launch.record import RECORD, finished_state, last_logged, read_record
-from sweep.paths import results_root
+from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.study.spec import load_spec
 
 
@@ -44,12 +44,12 @@ def launch_records(target: str | None) -> list[Path]:
     """launch.json of every run under the results root, or under one sweep's folder (by spec or name)."""
     root = results_root()
     if target is None:
-        return sorted(root.glob(f"*/runs/*/{RECORD}"))
+        return kept_inside(root.glob(f"*/runs/*/{RECORD}"), root, "runs")
     path = Path(target)
-    name = load_spec(path).name if path.suffix in (".yaml", ".yml") or path.is_file() else target
+    name = load_spec(path).name if path.suffix in (".yaml", ".yml") or path.is_file() else sweep_name(target, "study")
     if not (root / name).is_dir():
         raise InputError(f"study: no sweep named {name!r} under {root}")
-    return sorted((root / name).glob(f"runs/*/{RECORD}"))
+    return kept_inside((root / name).glob(f"runs/*/{RECORD}"), root, "runs")
 
 
 def run_state(run_dir: Path) -> dict:

@@ -22,7 +22,13 @@ from sweep.results.scope import Scope, scope
 from sweep.results.table import cell
 from trainer.curves import read_run
 
-matplotlib.use("Agg")  # write files, never open a window (fine after importing pyplot: no figure exists yet)
+from sweep.errors import InputError  # noqa: E402
+from sweep.paths import inside_root  # noqa: E402
+from sweep.results.plots import save_png  # noqa: E402
+from sweep.results.runs_table import run_rows  # noqa: E402
+from sweep.results.scope import Scope, scope  # noqa: E402
+from sweep.results.table import cell  # noqa: E402
+from trainer.curves import read_run  # noqa: E402
 
 
 def run_compare(refs: list[str], *, x: str, metric: str, study: str | None, out: Path | None,
@@ -60,7 +66,10 @@ def pick_runs(runs: pd.DataFrame, refs: list[str], where: Scope) -> pd.DataFrame
 
 def read_curve(run, metric: str) -> pd.DataFrame:
     """The run's logged rows that have `metric`, by step (empty when it logged none)."""
+    root = Path(run.path).parents[2]  # ROOT/SWEEP/runs/RUN
     folder = Path(run.path).parent.parent / "curves" / f"study={run.sweep}" / f"kind={run.kind}" / f"run={run.run}"
+    for path in [folder, *folder.glob("*")]:
+        inside_root(path, root, "curves")
     curve = read_run(folder, columns=["step", "tokens", metric])
     if curve is None:
         return pd.DataFrame(columns=["step", "tokens", metric])

@@ -31,7 +31,16 @@ from sweep.verify.summary import read_summary, verify_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 
-matplotlib.use("Agg")  # write files, never open a window (fine after importing pyplot: no figure exists yet)
+from sweep.paths import inside_root, results_root  # noqa: E402
+from sweep.results.compare import compare_figure  # noqa: E402
+from sweep.results.compare import read_curve as read_run_curve  # noqa: E402
+from sweep.results.plots import write_plots  # noqa: E402
+from sweep.results.runs_table import run_rows  # noqa: E402
+from sweep.results.scope import Scope  # noqa: E402
+from sweep.study.lookup import load_studies, locate  # noqa: E402
+from sweep.verify.summary import read_summary, verify_name  # noqa: E402
+from trainer.atomic import atomic_path  # noqa: E402
+from trainer.config import RunConfig  # noqa: E402
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
 section{border-top:1px solid #ccc;padding:.5em 0 1.5em}img{max-width:100%}pre{background:#f6f6f6;padding:1em;
@@ -61,13 +70,13 @@ def section(key: str, title: str, body: str) -> str:
 
 
 def coord_check_section(root: Path, model: str) -> str:
-    folder = root / "coord-check" / f"{model}-mup"
+    folder = inside_root(root / "coord-check" / f"{model}-mup", root, "coord-check")
     if not (folder / "coord_check.png").is_file():
         return missing(f"sweep coord-check --model {model}")
-    verdict = pd.read_parquet(folder / "verdict.parquet")
+    verdict = pd.read_parquet(inside_root(folder / "verdict.parquet", root, "coord-check"))
     passed = int(verdict["passed"].sum())
     return (f"<p>{passed} of {len(verdict)} module checks pass ({folder})</p>"
-            + png_tag((folder / "coord_check.png").read_bytes(), "coordinate check"))
+            + png_tag(inside_root(folder / "coord_check.png", root, "coord-check").read_bytes(), "coordinate check"))
 
 
 def sweep_sections(study, plots: Path) -> dict[str, str]:
@@ -91,14 +100,15 @@ def verify_section(root: Path, name: str, spec: str) -> str:
     return (f"<p>optimum of {summary['param']} across widths {summary['widths']}, {summary['seeds']} seed(s); "
             f"bound {summary['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
             f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
-            + png_tag((folder / "figure1.png").read_bytes(), "figure 1"))
+            + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1"))
 
 
 def transfer_section(root: Path, name: str, spec: str) -> str:
     configs = sorted((root / name / "transfer").glob("*.yaml"))
     if not configs:
         return missing(f"sweep transfer {spec} --width W")
-    return "".join(f"<h3>{html.escape(path.name)}</h3><pre>{html.escape(RunConfig.load(path).to_yaml())}</pre>"
+    return "".join(f"<h3>{html.escape(path.name)}</h3>"
+                   f"<pre>{html.escape(RunConfig.load(inside_root(path, root, 'transfer')).to_yaml())}</pre>"
                    for path in configs)
 
 

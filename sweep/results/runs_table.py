@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweep.paths import inside_root
 from sweep.results.scope import Scope
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import PART
@@ -20,17 +21,16 @@ def run_rows(scope: Scope) -> pd.DataFrame:
     """`sweep` is the run's output.study (its curves' `study` partition); `steps`/`tokens` its budget;
     `provenance_study`/`provenance_trial` the Optuna trial it was made from (a proxy trial's own runs,
     and a full run transferred from it), so `runs` joins `trials` on (study, number)."""
-    rows = [run_row(config.parent)
-            for folder in scope.folders() for config in sorted(folder.glob("runs/*/config.yaml"))]
+    rows = [run_row(config.parent, scope.root) for config in scope.files("runs/*/config.yaml")]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def run_row(run_dir: Path) -> dict:
+def run_row(run_dir: Path, root: Path) -> dict:
     try:
         cfg = RunConfig.load(run_dir / "config.yaml")
     except ConfigError as err:
         raise ConfigError(f"runs: {run_dir / 'config.yaml'}: {err}") from None
-    result = run_dir / "result.json"
+    result = inside_root(run_dir / "result.json", root, "runs")
     done = json.loads(result.read_text()) if result.is_file() else {}
     curve = (run_dir.parent.parent / "curves" / f"study={cfg.output.study}" / f"kind={cfg.output.kind}"
              / f"run={run_dir.name}")

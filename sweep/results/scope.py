@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.errors import InputError
-from sweep.paths import results_root
+from sweep.paths import inside_root, kept_inside, results_root, sweep_name
 from sweep.study.lookup import locate
 from sweep.study.storage import StorageURL, storage_url
 
@@ -20,8 +20,15 @@ class Scope:
     def folders(self) -> list[Path]:
         """The sweeps' folders (ROOT/NAME), each holding runs/ and curves/ when it has any."""
         if self.sweep is not None:
-            return [self.root / self.sweep]
-        return sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+            folders = [self.root / self.sweep]
+        else:
+            folders = sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+        return [inside_root(folder, self.root, "study") for folder in folders]
+
+    def files(self, pattern: str) -> list[Path]:
+        """The files matching `pattern` in every sweep's folder, sorted; one that a symlink leads out of the
+        results root is refused (an InputError naming it), never read."""
+        return [path for folder in self.folders() for path in kept_inside(folder.glob(pattern), self.root, "runs")]
 
 
 def scope(study: str | None, *, storage: str | None, password_env: str | None) -> Scope:
@@ -34,8 +41,8 @@ def scope(study: str | None, *, storage: str | None, password_env: str | None) -
             return Scope(root, None, (storage_url(storage, password_env, default_sqlite=Path()),))
         return Scope(root, None, tuple(StorageURL.sqlite(db) for db in sorted(root.glob("*/optuna.db"))))
     path = Path(study)
-    if (not (storage or path.suffix in (".yaml", ".yml") or path.is_file())
-            and not (root / study / "optuna.db").is_file()):
+    if not (storage or path.suffix in (".yaml", ".yml") or path.is_file()) and not (root / study / "optuna.db").is_file():
+        sweep_name(study, "--study")
         if not (root / study).is_dir():
             raise InputError(f"--study: no sweep named {study!r} under {root}")
         return Scope(root, study, ())

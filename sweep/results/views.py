@@ -43,7 +43,7 @@ def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConn
 
 def curves_query(scope: Scope) -> str:
     """read_parquet over the live parts of the sweeps in scope; with none, an empty table of the known columns."""
-    parts = [str(path) for folder in scope.folders() for path in live_parts(folder.glob(CURVE_PARTS))]
+    parts = [str(path) for path in live_parts(scope.files(CURVE_PARTS))]
     if not parts:
         columns = ["NULL::BIGINT AS step", *(f"NULL::DOUBLE AS {c}" for c in FLOAT_COLUMNS),
                    *(f"NULL::VARCHAR AS {p}" for p in PARTITIONS)]

@@ -8,7 +8,7 @@ import optuna
 import pandas as pd
 
 from sweep.errors import InputError
-from sweep.paths import results_root
+from sweep.paths import results_root, sweep_name
 from sweep.study.spec import load_spec
 from sweep.study.storage import StorageURL, open_storage, storage_url
 from trainer.curves import read_run
@@ -22,7 +22,7 @@ def locate(spec_or_name: str, *, storage: str | None, password_env: str | None,
         spec = load_spec(path)
         name, given, password_env = spec.name, storage or spec.storage, password_env or spec.storage_password_env
     else:
-        name, given = spec_or_name, storage
+        name, given = sweep_name(spec_or_name, "study"), storage
     default = (results_root(root) / name / "optuna.db").resolve()
     if not given and not default.is_file():
         raise InputError(f"study: no sweep named {name!r} ({default} does not exist; give the spec or --storage)")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import time
 
 from proxies.data import open_data
-from proxies.registry import build_model
+from proxies.registry import ModelError, build_model, count_parameters
+from proxies.resources import BYTES_PER_PARAMETER, check_fits
 from sweep.errors import InputError
 from sweep.paths import check_writable, results_root
 from sweep.study.pruners import make_pruner
 from sweep.study.samplers import grid_size, make_sampler
-from sweep.study.space import FixedParam
+from sweep.study.space import FixedParam, set_path
 from sweep.study.spec import StudySpec, check_run
 from sweep.study.storage import storage_url
 from sweep.study.study import SweepJob
@@ -26,9 +27,27 @@ from trainer.loop import resolve
 LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
 
 
-def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, trials: int | None,
-            storage: str | None, password_env: str | None, timeout_min: float | None = None,
-            root: str | None = None) -> SweepJob:
+def check_model_points(spec: StudySpec, cfg: RunConfig, data_options: dict) -> None:
+    """Every checked point (`Param.points`) of a searched model setting builds, and fits in memory: a head count
+    that does not divide the width, or a depth too deep, is refused naming its search key. Counted on the meta
+    device (no memory); one setting varies at a time, the others at the base run's values."""
+    model = cfg.model
+    base = {"name": model.name, "depth": model.depth, "options": {**data_options, **model.options}}
+    for path, param in spec.space().params.items():
+        if not path.startswith("model."):
+            continue
+        for value in param.points():
+            point = set_path(base, path.removeprefix("model."), value)
+            try:
+                count = count_parameters(point["name"], model.width, point["depth"], model.parametrization, **point["options"])
+            except ModelError as err:
+                raise InputError(f"search.{path}: {value!r} is rejected by the model ({err})") from None
+            check_fits(count * BYTES_PER_PARAMETER, f"{value!r} gives {count:,} parameters, which", f"search.{path}")
+
+
+def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[str], trials: Optional[int],
+            storage: Optional[str], password_env: Optional[str], timeout_min: Optional[float] = None,
+            root: Optional[str] = None) -> SweepJob:
     """Validate a sweep of `spec` at one width and return its job; an InputError names what is wrong."""
     width = width if width is not None else spec.run.get("model", {}).get("width")
     if width is None:
@@ -51,10 +70,11 @@ def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, 
                      **cfg.data.options)
     tokens_per_example = data.tokens_per_example
     check_run(spec, base, tokens_per_step=cfg.batch_size * tokens_per_example)
-    options = {path.removeprefix("model.options."): p.extremes()[0]
+    options = {path.removeprefix("model.options."): p.points()[0]
                for path, p in spec.space().params.items() if path.startswith("model.options.")}
     build_model(cfg.model.name, width, cfg.model.depth, parametrization,
                 **{**data.model_options(), **cfg.model.options, **options})
+    check_model_points(spec, cfg, data.model_options())
 
     searched = [path for path, p in spec.space().params.items() if not isinstance(p, FixedParam)]
     changes_length = any(path.startswith(LENGTH_FIELDS) for path in searched)

@@ -28,17 +28,24 @@ from trainer import yaml_io
 from trainer.config import one_line
 
 HALFLIFE_FIELDS = ("optimizer.beta1", "optimizer.beta2", "optimizer.momentum")  # EMA coefficients
+LATTICE_POINTS = 256  # an int range with at most this many points is checked at every point, not only its ends
 
 
 class Param(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     def optuna_name(self, path: str) -> str:
         return path
 
     def extremes(self) -> list[Any]:
-        """The values a RunConfig must accept for the whole range to be valid."""
+        """The ends of the range (every choice of a categorical)."""
         raise NotImplementedError
+
+    def points(self) -> list[Any]:
+        """The values checked before a sweep starts, so that every sampled point gives a valid run: the
+        extremes, or every point of a small int range (a head count must divide the width, a batch the
+        accumulation: a rule on the lattice that the ends alone do not test)."""
+        return self.extremes()
 
     def suggest(self, trial: optuna.Trial, name: str) -> Any:
         raise NotImplementedError
@@ -81,6 +88,8 @@ class IntParam(Param):
     @model_validator(mode="after")
     def _range(self) -> IntParam:
         check_range(self.low, self.high, self.log)
+        if self.log and "step" in self.model_fields_set:
+            raise ValueError("step: not allowed with log: true (a log int range is sampled in steps of 1)")
         return self
 
     def suggest(self, trial: optuna.Trial, name: str) -> int:
@@ -92,10 +101,24 @@ class IntParam(Param):
     def extremes(self) -> list[Any]:
         return [self.low, self.high]
 
+    def points(self) -> list[Any]:
+        lattice = range(self.low, self.high + 1, self.step)
+        return list(lattice) if len(lattice) <= LATTICE_POINTS else [lattice[0], lattice[-1]]
+
 
 class CategoricalParam(Param):
     type: Literal["categorical"] = "categorical"
     choices: list[bool | int | float | str | None] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_type(self) -> "CategoricalParam":
+        """Choices of one type (numbers, booleans or strings; null allowed beside them): `[1, "1", true]` is a
+        typo that Optuna would sample as three values of three types."""
+        kinds = {"boolean" if isinstance(c, bool) else "string" if isinstance(c, str) else "number"
+                 for c in self.choices if c is not None}
+        if len(kinds) > 1:
+            raise ValueError(f"choices: mix {', '.join(sorted(kinds))}; give choices of one type (null allowed beside them)")
+        return self
 
     def suggest(self, trial: optuna.Trial, name: str) -> Any:
         return trial.suggest_categorical(name, self.choices)

@@ -15,7 +15,8 @@
 
 Everything is validated before anything is written: a bad key, a search path that is not a
 RunConfig field, or a range the field rejects is one line naming it (an `InputError`, exit 2).
-`run:` is checked as the RunConfig a trial would get, with each searched value at its extremes.
+`run:` is checked as the RunConfig a trial would get, with each searched value at its extremes (at every
+point of a small int range); the model is built (on the meta device) at each such point of a model setting.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from sweep.errors import InputError
 from sweep.study.space import HALFLIFE_FIELDS, CategoricalParam, FixedParam, HalflifeParam, Space, parse_param, set_path
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
-from trainer.config import ConfigError, RunConfig, one_line
+from trainer.config import ConfigError, Name, RunConfig, one_line
 
 SAMPLERS = ("tpe", "gp", "cmaes", "random", "grid", "qmc")
 PRUNERS = ("hyperband", "median", "wilcoxon", "none")
@@ -41,7 +42,7 @@ NOT_SEARCHABLE = ("output", "provenance", "model.width", "model.parametrization"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float finite
 
 
 class SamplerSpec(Strict):
@@ -89,7 +90,7 @@ class RaySpec(Strict):
 
 
 class StudySpec(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    name: Name
     trials: int = Field(20, ge=1)
     run: dict[str, Any] = {}
     search: dict[str, Any] = Field(min_length=1)
@@ -116,10 +117,14 @@ class StudySpec(Strict):
 def load_spec(path: str | Path) -> StudySpec:
     """Read and validate a study spec; every error is one line naming the key (InputError)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"spec: {path} does not exist")
     try:
-        raw = yaml_io.load(path.read_bytes())
+        text = yaml_io.read_file(path)
+    except FileNotFoundError:
+        raise InputError(f"spec: {path} does not exist") from None
+    except yaml.YAMLError as err:
+        raise InputError(f"spec: {path} is refused ({err})") from None
+    try:
+        raw = yaml_io.load(text)
     except yaml.YAMLError as err:
         raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(raw, dict):
@@ -210,13 +215,14 @@ def check_builder_named(name: str, spec: StudySpec | None, where: str) -> None:
 
 
 def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -> None:
-    """Every extreme of every searched range must make a valid RunConfig (ConfigError → InputError)."""
+    """Every checked point of every searched range (`Param.points`: the extremes, every point of a small int
+    range) must make a valid RunConfig (ConfigError → InputError)."""
     try:
         RunConfig.parse(base)
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
     for path, param in spec.space().params.items():
-        values = param.extremes()
+        values = param.points()
         if isinstance(param, HalflifeParam):
             values = [param.beta(v, tokens_per_step or 1) for v in values]
         for value in values:
