@@ -13,11 +13,11 @@ import torch
 from torch import nn
 
 from proxies.base_shapes import has_base_shapes
-from proxies.resources import BYTES_PER_PARAMETER, check_fits
 from proxies.gpt import gpt
 from proxies.llama import llama
 from proxies.mlp import mlp
 from proxies.resnet import resnet
+from proxies.resources import BYTES_PER_PARAMETER, check_fits
 
 ZOO: dict[str, Callable[..., nn.Module]] = {"gpt": gpt, "llama": llama, "mlp": mlp, "resnet": resnet}
 
@@ -59,7 +59,8 @@ def build_model(name: str, width: int, depth: int, parametrization: str = "mup",
                f"{BYTES_PER_PARAMETER} bytes each for weights, gradients and optimizer state)", "model.width")
     model = call_builder(resolve_builder(name), name, width, depth, parametrization, options)
     if not has_base_shapes(model):
-        raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; decorate it with @proxies.mup_builder(base_width=...)")
+        raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; "
+                         "decorate it with @proxies.mup_builder(base_width=...)")
     return model
 
 

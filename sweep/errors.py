@@ -33,7 +33,8 @@ DISK_ERRNOS = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EDQUOT: "the dis
 
 
 def is_bad_input(err: BaseException) -> bool:
-    """Whether `err` is bad input: an InputError, or a DataError, ModelError, ResourceError or ConfigError from below."""
+    """Whether `err` is bad input: an InputError, or a DataError, ModelError, ResourceError or ConfigError from
+    below."""
     return isinstance(err, InputError) or any(isinstance(err, getattr(sys.modules[module], name))
                                               for module, name in BAD_INPUT_BELOW.items() if module in sys.modules)
 

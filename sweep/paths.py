@@ -9,8 +9,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING
 
 from sweep.errors import InputError
 from trainer.config import check_name
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from trainer.config import RunConfig
 
 
-def results_root(root: Optional[str] = None) -> Path:
+def results_root(root: str | None = None) -> Path:
     """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies (made when first written)."""
     path = Path(root or os.environ.get("SWEEP_ROOT") or "studies")
     if path.exists() and not path.is_dir():
@@ -65,7 +66,7 @@ def check_writable(folder: Path, field: str) -> None:
         raise InputError(f"{field}: cannot write {folder} ({existing} {why})")
 
 
-def check_out_file(out: Optional[Path], field: str = "--out") -> None:
+def check_out_file(out: Path | None, field: str = "--out") -> None:
     """An output file named on the command line, checked before the command works: not a folder (nor a
     FIFO or device), its parent a writable folder."""
     if out is None:

@@ -181,7 +181,7 @@ def reading(link: str, *args: str) -> Callable[[Path], list]:
     return lambda root: (run_folder_linked_out(link)(root), list(args))[1]
 
 
-BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=False))
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + BOMB + "name: bomb\nsearch: {optimizer.lr: 0.01}\n"
 
 
@@ -300,7 +300,8 @@ CASES = {
                                       ("config:", "key 'lr' is given twice")),
     "yaml-too-big": Case(spec_text("name: tiny\n" + "#" * (1 << 20) + "\n"), ("spec:", "over the 1048576")),
     "yaml-spec-is-a-folder": Case(lambda root: ["proxy", root, "--width", "16"], ("spec:", "not a regular file")),
-    "yaml-spec-is-dev-zero": Case(lambda root: ["proxy", "/dev/zero", "--width", "16"], ("spec:", "not a regular file")),
+    "yaml-spec-is-dev-zero": Case(lambda root: ["proxy", "/dev/zero", "--width", "16"],
+                                  ("spec:", "not a regular file")),
     "yaml-config-is-a-fifo": Case(lambda root: ["train", fifo(root)], ("config:", "not a regular file")),
     "yaml-config-symlink-loop": Case(lambda root: ["train", symlink_loop(root)], ("config:", "symbolic links")),
     "yaml-doctor-is-dev-zero": Case(lambda root: ["doctor", "/dev/zero"], ("config:", "not a regular file")),
@@ -318,7 +319,8 @@ CASES = {
     "report-name-dot-dot": Case(lambda root: ["report", ".."], ("study:", "'..' is not a name")),
     "status-name-dot-dot": Case(lambda root: ["status", ".."], ("study:", "'..' is not a name")),
     "sql-study-dot-dot": Case(lambda root: ["sql", "select 1", "--study", ".."], ("--study:", "'..' is not a name")),
-    "compare-study-outside": Case(lambda root: ["compare", "r", "--study", "../outside"], ("--study:", "is not a name")),
+    "compare-study-outside": Case(lambda root: ["compare", "r", "--study", "../outside"],
+                                  ("--study:", "is not a name")),
     # ---- paths: nothing under the results root is read through a symlink leading out of it
     "sql-config-yaml-linked-out": Case(reading("config.yaml", "sql", "select * from runs"),
                                        ("runs:", "leads out of the results root")),
@@ -363,7 +365,8 @@ CASES = {
                                     ("--out:", "notes.txt is a file, not a folder")),
     "sweep-root-is-a-file": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT", str(file(root, "r.txt", "x"))),
                                                ["status"])[1], ("results root ($SWEEP_ROOT):", "is not a folder")),
-    "sweep-root-is-a-file-proxy": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT", str(file(root, "r.txt", "x"))),
+    "sweep-root-is-a-file-proxy": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT",
+                                                                            str(file(root, "r.txt", "x"))),
                                                      ["proxy", write_spec(root), "--width", "16"])[1],
                                        ("results root ($SWEEP_ROOT):", "is not a folder")),
     # ---- resources: parameters + optimizer state, and data, against the machine's memory

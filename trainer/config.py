@@ -15,11 +15,19 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from trainer import yaml_io
 
@@ -226,16 +234,17 @@ class OutputConfig(Strict):
     root: str = "studies"
     study: Name = "default"
     kind: Literal["proxy", "full"] = "proxy"
-    run: Optional[Name] = None  # default: derived from the config's content
+    run: Name | None = None  # default: derived from the config's content
 
 
 class Provenance(Strict):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # a record, not input: a nan loss stays readable
-    study: Optional[str] = None  # the Optuna study (a sweep's study name at one width and parametrization)
-    trial: Optional[int] = None
-    storage: Optional[str] = None  # the Optuna storage URL, never with a password
-    created_by: Optional[str] = None
-    trial_value: Optional[float] = None  # the proxy trial's objective (a transferred run)
+    # a record, not input: a nan loss stays readable
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    study: str | None = None  # the Optuna study (a sweep's study name at one width and parametrization)
+    trial: int | None = None
+    storage: str | None = None  # the Optuna storage URL, never with a password
+    created_by: str | None = None
+    trial_value: float | None = None  # the proxy trial's objective (a transferred run)
     proxy: dict[str, Any] = {}  # the proxy's width, depth, batch, tokens, parametrization (a transferred run)
     verify: dict[str, Any] = {}  # the drift `sweep verify` measured, when it was run
     rules: list[dict[str, Any]] = []  # transfer rules applied: rule, field, before, after, formula

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any
 
 import yaml
 

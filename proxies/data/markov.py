@@ -3,6 +3,7 @@
 import numpy as np
 
 from proxies.resources import check_fits
+
 from .tokens import TokenData, split_stream
 
 SUCCESSORS = 4  # each token is followed by one of this many tokens, so the chain is learnable

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from proxies.resources import check_fits
+
 from .base import DataError
 from .tokens import TokenData, split_stream
 

@@ -9,26 +9,18 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from sweep.errors import InputError
+from sweep.paths import inside_root
 from sweep.results.plots import save_png
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope, scope
 from sweep.results.table import cell
 from trainer.curves import read_run
-
-from sweep.errors import InputError  # noqa: E402
-from sweep.paths import inside_root  # noqa: E402
-from sweep.results.plots import save_png  # noqa: E402
-from sweep.results.runs_table import run_rows  # noqa: E402
-from sweep.results.scope import Scope, scope  # noqa: E402
-from sweep.results.table import cell  # noqa: E402
-from trainer.curves import read_run  # noqa: E402
 
 
 def run_compare(refs: list[str], *, x: str, metric: str, study: str | None, out: Path | None,

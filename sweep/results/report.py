@@ -15,12 +15,11 @@ import html
 import io
 from pathlib import Path
 
-import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 from rich.console import Console
 
-from sweep.paths import results_root
+from sweep.paths import inside_root, results_root
 from sweep.results.compare import compare_figure
 from sweep.results.compare import read_curve as read_run_curve
 from sweep.results.plots import write_plots
@@ -30,17 +29,6 @@ from sweep.study.lookup import load_studies, locate
 from sweep.verify.summary import read_summary, verify_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
-
-from sweep.paths import inside_root, results_root  # noqa: E402
-from sweep.results.compare import compare_figure  # noqa: E402
-from sweep.results.compare import read_curve as read_run_curve  # noqa: E402
-from sweep.results.plots import write_plots  # noqa: E402
-from sweep.results.runs_table import run_rows  # noqa: E402
-from sweep.results.scope import Scope  # noqa: E402
-from sweep.study.lookup import load_studies, locate  # noqa: E402
-from sweep.verify.summary import read_summary, verify_name  # noqa: E402
-from trainer.atomic import atomic_path  # noqa: E402
-from trainer.config import RunConfig  # noqa: E402
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
 section{border-top:1px solid #ccc;padding:.5em 0 1.5em}img{max-width:100%}pre{background:#f6f6f6;padding:1em;

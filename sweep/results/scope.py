@@ -41,7 +41,8 @@ def scope(study: str | None, *, storage: str | None, password_env: str | None) -
             return Scope(root, None, (storage_url(storage, password_env, default_sqlite=Path()),))
         return Scope(root, None, tuple(StorageURL.sqlite(db) for db in sorted(root.glob("*/optuna.db"))))
     path = Path(study)
-    if not (storage or path.suffix in (".yaml", ".yml") or path.is_file()) and not (root / study / "optuna.db").is_file():
+    if (not (storage or path.suffix in (".yaml", ".yml") or path.is_file())
+            and not (root / study / "optuna.db").is_file()):
         sweep_name(study, "--study")
         if not (root / study).is_dir():
             raise InputError(f"--study: no sweep named {study!r} under {root}")

@@ -39,15 +39,16 @@ def check_model_points(spec: StudySpec, cfg: RunConfig, data_options: dict) -> N
         for value in param.points():
             point = set_path(base, path.removeprefix("model."), value)
             try:
-                count = count_parameters(point["name"], model.width, point["depth"], model.parametrization, **point["options"])
+                count = count_parameters(point["name"], model.width, point["depth"], model.parametrization,
+                                         **point["options"])
             except ModelError as err:
                 raise InputError(f"search.{path}: {value!r} is rejected by the model ({err})") from None
             check_fits(count * BYTES_PER_PARAMETER, f"{value!r} gives {count:,} parameters, which", f"search.{path}")
 
 
-def prepare(spec: StudySpec, *, width: Optional[int], parametrization: Optional[str], trials: Optional[int],
-            storage: Optional[str], password_env: Optional[str], timeout_min: Optional[float] = None,
-            root: Optional[str] = None) -> SweepJob:
+def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, trials: int | None,
+            storage: str | None, password_env: str | None, timeout_min: float | None = None,
+            root: str | None = None) -> SweepJob:
     """Validate a sweep of `spec` at one width and return its job; an InputError names what is wrong."""
     width = width if width is not None else spec.run.get("model", {}).get("width")
     if width is None:

@@ -111,13 +111,14 @@ class CategoricalParam(Param):
     choices: list[bool | int | float | str | None] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _one_type(self) -> "CategoricalParam":
+    def _one_type(self) -> CategoricalParam:
         """Choices of one type (numbers, booleans or strings; null allowed beside them): `[1, "1", true]` is a
         typo that Optuna would sample as three values of three types."""
         kinds = {"boolean" if isinstance(c, bool) else "string" if isinstance(c, str) else "number"
                  for c in self.choices if c is not None}
         if len(kinds) > 1:
-            raise ValueError(f"choices: mix {', '.join(sorted(kinds))}; give choices of one type (null allowed beside them)")
+            mixed = ", ".join(sorted(kinds))
+            raise ValueError(f"choices: mix {mixed}; give choices of one type (null allowed beside them)")
         return self
 
     def suggest(self, trial: optuna.Trial, name: str) -> Any:
