@@ -5,6 +5,7 @@ import importlib.util
 from pathlib import Path
 
 import optuna
+import sqlalchemy
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from sweep.errors import EnvironmentFault, InputError
@@ -42,7 +43,33 @@ def open_storage(url: StorageURL, wait: bool = False) -> ResilientStorage:
         if fault is not None:
             raise fault from err
         raise InputError(f"storage: cannot open {url.redacted} ({type(err).__name__}: {url.redact(str(err))[:300]})") from None
+    if rdb.engine.name == "sqlite":
+        serialize_sqlite(rdb.engine)
     return ResilientStorage(optuna.storages.get_storage(rdb), url)  # Optuna's cache of finished trials inside
+
+
+def serialize_sqlite(engine: sqlalchemy.engine.Engine) -> None:
+    """Make every SQLite transaction begin with `BEGIN IMMEDIATE`, so that Optuna's read-then-write calls are
+    claims only one process can win.
+
+    Python's sqlite3 driver begins a transaction only at the first write, so Optuna's `SELECT … FOR UPDATE`
+    (a no-op on SQLite) reads outside any transaction: two workers popping the same WAITING trial both read
+    it WAITING and both set it RUNNING (a grid point trained twice), and two workers failing the same stale
+    trial both enqueue its retry. With the driver in autocommit and SQLAlchemy emitting `BEGIN IMMEDIATE`
+    (SQLAlchemy's documented pysqlite recipe), the read and the write hold the database's write lock
+    together; the second worker waits (SQLITE_TIMEOUT_S), then reads the trial RUNNING and moves on.
+    PostgreSQL's FOR UPDATE and the journal's ordered log are atomic already.
+    """
+
+    @sqlalchemy.event.listens_for(engine, "connect")
+    def driver_autocommit(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy's begin event, not the driver, starts transactions
+
+    @sqlalchemy.event.listens_for(engine, "begin")
+    def begin_immediate(connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    engine.dispose()  # connections pooled while Optuna set up its tables predate the listeners
 
 
 def with_installed_driver(url: str) -> str:
