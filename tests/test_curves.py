@@ -7,7 +7,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.curves import CurveWriter, read_curves, read_run, write_part
+from trainer.curves import CurveWriter, read_curves, read_run, rows_to_table, write_part
 
 
 def files_in(folder):
@@ -43,6 +43,20 @@ def test_read_curves_filters_sorts_and_keeps_partition_values_as_strings(tmp_pat
     assert df["run"].tolist() == ["007"] * 3 + ["010"] * 3 and df["step"].tolist() == [0, 1, 2] * 2
     assert read_curves(tmp_path, study="other", run="007")["step"].tolist() == [5]
     assert read_curves(tmp_path / "missing").empty
+
+
+def test_a_run_without_a_whole_part_reads_back_with_the_curve_columns(tmp_path):
+    """A run killed inside its first curve write leaves only a hidden temp file: read_curves gives no rows but
+    the columns a logged run has (it gave step and the partitions only, and `frame[["step", "wall_time"]]`
+    raised KeyError); the columns and their types match those of a run with parts."""
+    folder = tmp_path / "study=s" / "kind=full" / "run=r"
+    folder.mkdir(parents=True)
+    (folder / ".part-000000001-000000005.parquet.x1y2.tmp").write_bytes(b"PAR1 torn")
+    empty = read_curves(tmp_path, run="r")
+    assert empty.empty and {"step", "wall_time", "train_loss", "val_loss", "study", "kind", "run"} <= set(empty.columns)
+    write_part(folder, rows_to_table([{"step": 1, "train_loss": 2.0}]))
+    logged = read_curves(tmp_path, run="r")
+    assert list(empty.columns) == list(logged.columns) and empty.dtypes.equals(logged.dtypes)
 
 
 def test_rows_are_buffered_until_flush_rows_or_flush(tmp_path):

@@ -2,13 +2,14 @@
 import pandas as pd
 import pytest
 import torch
+import torch.nn.functional as F
 import yaml
 from torch import nn
 
 from proxies import mup_builder
 from proxies.data import open_data
-from proxies.gpt import GPT
-from sweep.doctor.checks import run_doctor
+from proxies.gpt import GPT, CausalSelfAttention
+from sweep.doctor.checks import causality_rows, make_case, run_doctor
 from trainer.config import RunConfig
 
 GPT_RUN = {"model": {"name": "gpt", "width": 64, "depth": 2}, "data": {"kind": "stdlib", "seq_len": 32},
@@ -26,7 +27,7 @@ def test_cli_passes_the_zoo_gpt_prints_the_table_and_writes_parquet(tmp_path, ru
     path.write_text(yaml.safe_dump({**GPT_RUN, "output": {"root": str(tmp_path), "study": "d"}}))
     code, out, err = run_cli("doctor", path, "--width", "1024", "--out", tmp_path / "doctor.parquet")
     assert code == 0, out + err
-    assert "PASS" in out and "coordinate check" in out and "width 1024" in out
+    assert "PASS" in out and "coordinate check" in out and "width 1024" in out and "causal" in out
     table = pd.read_parquet(tmp_path / "doctor.parquet")
     assert table["passed"].all() and len(table) >= 12
     assert {"check", "measured", "expected", "passed"} <= set(table.columns)
@@ -114,6 +115,93 @@ def test_planted_model_bugs_fail_the_row_that_names_them(builder, row):
     assert failed(table) == [row]
     if builder == "dead_block_gpt":
         assert "blocks.1." in table.set_index("check").loc[row, "measured"]
+
+
+class NonCausal(CausalSelfAttention):
+    """Attention with the causal mask forgotten."""
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.heads(x)
+        return self.proj(F.scaled_dot_product_attention(q, k, v, scale=self.scale).transpose(1, 2).reshape(B, T, C))
+
+
+class OffByOne(CausalSelfAttention):
+    """A causal mask one diagonal too wide: position t also sees t + 1."""
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.heads(x)
+        mask = torch.ones(T, T, dtype=torch.bool).tril(diagonal=1)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class PositionNorm(nn.Module):
+    """A final norm over each example's positions and channels (normalized_shape = (T, C)): the future leaks in."""
+
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[1:])
+
+
+class BatchNorm(nn.Module):
+    """A final norm with statistics over the batch at each position: one example's loss depends on the others."""
+
+    def forward(self, x):
+        return (x - x.mean(dim=0, keepdim=True)) / (x.std(dim=0, keepdim=True) + 1e-5)
+
+
+def planted_gpt(width, depth, parametrization, attention=None, final_norm=None, **options):
+    model = GPT(width, depth, parametrization, **options)
+    for block in model.blocks:
+        block.attn.__class__ = attention or CausalSelfAttention
+    model.ln_f = final_norm or model.ln_f
+    return model
+
+
+@mup_builder(base_width=64)
+def non_causal_gpt(width, depth, parametrization="mup", **options):
+    return planted_gpt(width, depth, parametrization, attention=NonCausal, **options)
+
+
+@mup_builder(base_width=64)
+def off_by_one_gpt(width, depth, parametrization="mup", **options):
+    return planted_gpt(width, depth, parametrization, attention=OffByOne, **options)
+
+
+@mup_builder(base_width=64)
+def position_norm_gpt(width, depth, parametrization="mup", **options):
+    return planted_gpt(width, depth, parametrization, final_norm=PositionNorm(), **options)
+
+
+@mup_builder(base_width=64)
+def batch_norm_gpt(width, depth, parametrization="mup", **options):
+    return planted_gpt(width, depth, parametrization, final_norm=BatchNorm(), **options)
+
+
+CAUSAL, INDEPENDENT = "causal (d loss at t / d inputs after t)", \
+    "examples independent (d loss of one example / d other examples' inputs)"
+
+
+def causality(model: str) -> pd.DataFrame:
+    run = RunConfig.parse({**GPT_RUN, "model": {**GPT_RUN["model"], "name": model}})
+    return pd.DataFrame(causality_rows(make_case(run)))
+
+
+@pytest.mark.parametrize("model", ["gpt", "llama"])
+def test_the_zoo_language_models_are_causal_and_keep_examples_apart(model):
+    table = causality(model)
+    assert table["check"].tolist() == [CAUSAL, INDEPENDENT] and table["passed"].all(), table.to_string()
+
+
+@pytest.mark.parametrize("builder, row, seen", [("non_causal_gpt", CAUSAL, "t=0 sees s=1"),
+                                                ("off_by_one_gpt", CAUSAL, "t=0 sees s=1"),
+                                                ("position_norm_gpt", CAUSAL, "t=0 sees s=1"),
+                                                ("batch_norm_gpt", INDEPENDENT, "max |grad|")])
+def test_a_model_that_sees_the_future_or_other_examples_fails_the_row_that_names_it(builder, row, seen):
+    table = causality(f"{__name__}:{builder}")
+    assert failed(table) == [row], table.to_string()
+    assert seen in table.set_index("check").loc[row, "measured"]
 
 
 def test_bad_config_exits_2_with_one_line(tmp_path, run_cli):

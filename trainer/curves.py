@@ -197,14 +197,15 @@ def read_curves(root, **filters) -> pd.DataFrame:
     """All curves under `root` as one frame, optionally filtered by column equality (study="s", run="r").
 
     Partition columns are read as strings (run "007" stays "007"); columns are unified across
-    parts (NaN where a part lacks one); rows are sorted by study, kind, run, step.
+    parts (NaN where a part lacks one); rows are sorted by study, kind, run, step. With no whole part
+    yet (nothing logged, or a run killed inside its first write) the frame has no rows and the known
+    columns (`step`, FLOAT_COLUMNS, the partitions), so code that selects them works on every run.
     """
     root = Path(root)
     files = [str(f) for f in live_parts(root.glob("study=*/kind=*/run=*/part-*.parquet"))]
-    if not files:
-        return pd.DataFrame(columns=["step", *PARTITIONS])
     partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
-    schema = pa.unify_schemas([pq.read_schema(f) for f in files] + [partitioning.schema])
+    known = pa.schema([("step", pa.int64()), *((c, pa.float64()) for c in FLOAT_COLUMNS)])
+    schema = pa.unify_schemas([known, *(pq.read_schema(f) for f in files), partitioning.schema])
     dataset = ds.dataset(files, schema=schema, format="parquet", partitioning=partitioning,
                          partition_base_dir=str(root))
     condition = None
@@ -213,5 +214,5 @@ def read_curves(root, **filters) -> pd.DataFrame:
             raise ValueError(f"read_curves: no column {key!r} to filter on")
         term = ds.field(key) == value
         condition = term if condition is None else condition & term
-    frame = dataset.to_table(filter=condition).to_pandas()
+    frame = dataset.to_table(filter=condition).to_pandas() if files else schema.empty_table().to_pandas()
     return frame.sort_values([*PARTITIONS, "step"], kind="stable").reset_index(drop=True)

@@ -14,6 +14,14 @@ Each row is (check, measured, expected, passed). On the run's model and data at 
 - train/val disjoint: at most 1% of `windows` sampled validation windows (hashes of x and y) appear among as
   many training windows;
 - ids in range: inputs and labels of integer data lie in [0, C);
+- causal and examples independent ("use backprop to chart dependencies", Karpathy's "A Recipe for Training
+  Neural Networks", 2019): after `CAUSAL_WARMUP` optimizer steps (so a zero-initialized readout has moved), the
+  gradient of the loss at position t of example 0 with respect to the input embeddings (the output of the
+  nn.Embedding the token ids go through) is exactly zero at every position
+  s > t of example 0 (a non-causal or off-by-one mask, a normalization across positions) and everywhere in
+  the other examples (a normalization across the batch), and not zero at some s ≤ t (the check reaches the
+  inputs). Positions t: the first, the middle and the next-to-last. Language models only: a classifier has
+  no positions, and its BatchNorm mixes the batch by design;
 - coordinate check (μP only): `sweep.coordcheck.check` at base, 2× and 4× the builder's base width;
 - and, for information (always pass): parameters and FLOPs per token at the target width (`width`,
   default the config's), and an estimate there of the forward+backward time on this device (the time at the
@@ -47,6 +55,7 @@ OVERFIT_RATIO = 0.5
 GRAD_RANGE = (1e-4, 1e3)
 COPY_FLOOR = 0.5
 OVERLAP_MAX = 0.01
+CAUSAL_WARMUP = 2
 
 
 def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -187,6 +196,56 @@ def data_checks(case: Case, classes: int, windows: int) -> list[dict]:
     return rows
 
 
+def embedded(model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Run `model(x)` on token ids; returns (output, the output of the nn.Embedding that read `x`, as a tensor that
+    requires grad and that the rest of the forward was computed from), or (output, None) when no embedding read x."""
+    entered = []
+
+    def hook(module, inputs, output):
+        if inputs[0] is x and not entered:
+            entered.append(output.detach().requires_grad_())
+            return entered[0]
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, nn.Embedding)]
+    try:
+        return model(x), (entered or [None])[0]
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def causality_rows(case: Case) -> list[dict]:
+    """Exact zeros in d loss(example 0, position t) / d embedding(example b, position s) for s > t and for b ≠ 0
+    (module doc); no rows for a model without a loss per position (a classifier: BatchNorm mixes its batch by
+    design)."""
+    if case.x.is_floating_point() or case.x.dim() != 2:
+        return []
+    model, optimizer = case.fresh()
+    for _ in range(CAUSAL_WARMUP):
+        optimizer.zero_grad(set_to_none=True)
+        cross_entropy(model(case.x), case.y).backward()
+        optimizer.step()
+    out, inputs = embedded(model, case.x)
+    if inputs is None or out.dim() != 3:
+        return []
+    T, future, across, reached, leaks = out.shape[1], 0.0, 0.0, True, []
+    for t in sorted({0, T // 2, max(T - 2, 0)}):
+        (grad,) = torch.autograd.grad(F.cross_entropy(out[0, t].float(), case.y[0, t]), inputs, retain_graph=True)
+        grad = grad.abs().flatten(2).amax(dim=-1)  # (B, T): the largest dependence of loss(0, t) on each input
+        reached &= grad[0, :t + 1].max().item() > 0
+        ahead = grad[0, t + 1:]
+        if ahead.numel() and ahead.max().item() > 0:
+            leaks.append(f"t={t} sees s={t + 1 + int(ahead.nonzero()[0, 0])}")
+            future = max(future, ahead.max().item())
+        across = max(across, grad[1:].max().item() if len(grad) > 1 else 0.0)
+    unreached = "no gradient reaches the inputs at s ≤ t"
+    return [row("causal (d loss at t / d inputs after t)",
+                f"max |grad| {future:.3g}" + (f" ({'; '.join(leaks)})" if leaks else "") if reached else unreached,
+                "exactly 0", future == 0 and reached),
+            row("examples independent (d loss of one example / d other examples' inputs)",
+                f"max |grad| {across:.3g}" if reached else unreached, "exactly 0", across == 0 and reached)]
+
+
 def coord_check_row(case: Case) -> list[dict]:
     """The coordinate check at 1×, 2× and 4× the base width, at the LR its bounds are calibrated at."""
     m = case.cfg.model
@@ -235,13 +294,8 @@ def cost_rows(case: Case, target: int) -> list[dict]:
                 f"(batch {case.cfg.batch_size}), {16 * n_params / 2 ** 30:.3g} GiB weights+grads+AdamW", "—", True)]
 
 
-def run_doctor(cfg: RunConfig, *, lr_max: float | None = None, width: int | None = None, data: DataSource | None = None,
-               overfit_steps: int = 40, hot_steps: int = 5, windows: int = 512,
-               coord_check: bool = True) -> tuple[pd.DataFrame, bool]:
-    """Run the checklist on `cfg` (its model, data, batch size and LR); `data` replaces the config's data source.
-
-    Returns the verdict table and whether every row passed.
-    """
+def make_case(cfg: RunConfig, data: DataSource | None = None) -> Case:
+    """The resolved config, its data (or `data`), and the first training batch."""
     cfg = resolve(cfg)
     if data is None:
         data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
@@ -249,11 +303,23 @@ def run_doctor(cfg: RunConfig, *, lr_max: float | None = None, width: int | None
                          **cfg.data.options)
     gen = torch.Generator().manual_seed(cfg.seed)
     x, y = data.batch("train", cfg.batch_size, gen)
-    case = Case(cfg, data, {**data.model_options(), **cfg.model.options}, x, y, gen)
+    return Case(cfg, data, {**data.model_options(), **cfg.model.options}, x, y, gen)
+
+
+def run_doctor(cfg: RunConfig, *, lr_max: float | None = None, width: int | None = None, data: DataSource | None = None,
+               overfit_steps: int = 40, hot_steps: int = 5, windows: int = 512,
+               coord_check: bool = True) -> tuple[pd.DataFrame, bool]:
+    """Run the checklist on `cfg` (its model, data, batch size and LR); `data` replaces the config's data source.
+
+    Returns the verdict table and whether every row passed.
+    """
+    case = make_case(cfg, data)
+    cfg = case.cfg
     rows, init_loss, classes = init_checks(case)
     rows += hot_checks(case, lr_max if lr_max is not None else cfg.optimizer.lr, hot_steps)
     rows += overfit_check(case, overfit_steps, init_loss)
     rows += data_checks(case, classes, windows)
+    rows += causality_rows(case)
     if coord_check and cfg.model.parametrization == "mup":
         rows += coord_check_row(case)
     rows += cost_rows(case, width or cfg.model.width)

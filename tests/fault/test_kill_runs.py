@@ -124,9 +124,9 @@ CASES = fault_repeats([("train", "mid-run", 0), ("launch", "checkpoint", 0)],
 
 def checkpointed_rows(cfg: RunConfig) -> pd.DataFrame:
     """Step and wall time of the rows the run's newest checkpoint covers (a resume keeps them as they are); none
-    when the kill came in the first curve write (read_curves then has no wall_time column)."""
+    when the kill came in the first curve write (read_curves still has the columns then)."""
     checkpoints = list_checkpoints(cfg.run_dir() / "checkpoints")
-    rows = read_curves(cfg.curves_root(), run=cfg.run_id()).reindex(columns=["step", "wall_time"])
+    rows = read_curves(cfg.curves_root(), run=cfg.run_id())[["step", "wall_time"]]
     return rows[rows["step"] <= step_of(checkpoints[-1])] if checkpoints else rows.iloc[:0]
 
 

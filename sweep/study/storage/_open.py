@@ -64,7 +64,33 @@ def open_storage(url: StorageURL, wait: bool = False, read_only: bool = False) -
         driver = next((e.orig for e in causes(err) if isinstance(e, sqlalchemy.exc.DBAPIError)), err)
         raise InputError(f"storage: cannot open {url.redacted} ({type(driver).__name__}: "
                          f"{url.redact(str(driver))[:300]})") from None
+    if rdb.engine.name == "sqlite" and not read_only:
+        serialize_sqlite(rdb.engine)
     return ResilientStorage(optuna.storages.get_storage(rdb), url)  # Optuna's cache of finished trials inside
+
+
+def serialize_sqlite(engine: sqlalchemy.engine.Engine) -> None:
+    """Make every SQLite transaction begin with `BEGIN IMMEDIATE`, so that Optuna's read-then-write calls are
+    claims only one process can win.
+
+    Python's sqlite3 driver begins a transaction only at the first write, so Optuna's `SELECT … FOR UPDATE`
+    (a no-op on SQLite) reads outside any transaction: two workers popping the same WAITING trial both read
+    it WAITING and both set it RUNNING (a grid point trained twice), and two workers failing the same stale
+    trial both enqueue its retry. With the driver in autocommit and SQLAlchemy emitting `BEGIN IMMEDIATE`
+    (SQLAlchemy's documented pysqlite recipe), the read and the write hold the database's write lock
+    together; the second worker waits (SQLITE_TIMEOUT_S), then reads the trial RUNNING and moves on.
+    PostgreSQL's FOR UPDATE and the journal's ordered log are atomic already.
+    """
+
+    @sqlalchemy.event.listens_for(engine, "connect")
+    def driver_autocommit(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy's begin event, not the driver, starts transactions
+
+    @sqlalchemy.event.listens_for(engine, "begin")
+    def begin_immediate(connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    engine.dispose()  # connections pooled while Optuna set up its tables predate the listeners
 
 
 def check_optuna_tables(url: StorageURL, resolved: str, kwargs: dict) -> None:
