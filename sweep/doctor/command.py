@@ -20,8 +20,8 @@ from trainer.config import RunConfig
 def is_study(path: Path) -> bool:
     try:
         raw = yaml.safe_load(path.read_text()) if path.is_file() else None
-    except yaml.YAMLError:
-        return False  # RunConfig.load names the YAML error
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return False  # RunConfig.load names the YAML or encoding error
     return isinstance(raw, dict) and "search" in raw
 
 
