@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -65,12 +66,15 @@ def example_folder(seed: Path, parent: Path) -> Path:
 
 def check(case: Case, seed: Path, parent: Path) -> None:
     folder = example_folder(seed, parent)
+    start = time.monotonic()
     outcome = run(case, folder)
+    seconds = time.monotonic() - start
     broken = violations(case, folder, outcome)
     if os.environ.get("SWEEP_FUZZ_LOG"):
         with open(os.environ["SWEEP_FUZZ_LOG"], "a") as log:
             log.write(json.dumps({"verb": case.verb, "classes": case.classes, "code": outcome.code,
-                                  "broken": broken, "case": repr(case)}) + "\n")
+                                  "broken": broken, "seconds": round(seconds, 1),
+                                  "case": repr(case)}) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     if os.environ.get("SWEEP_FUZZ_SURVEY") != "1":
         assert not broken, f"{case!r}\nstdout: {outcome.out[-2000:]}\nstderr: {outcome.err[-2000:]}\n{broken}"
