@@ -134,6 +134,13 @@ def make_norm(norm: str, width: int, bias: bool) -> nn.Module:
     raise ValueError(f"model.options.norm: {norm!r} is not one of layernorm, rmsnorm")
 
 
+def check_sizes(**sizes) -> None:
+    """Each size option (None: derived) is a positive integer, else a ValueError naming it."""
+    for name, value in sizes.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"model.options.{name}: {value!r} is not a positive integer")
+
+
 class GPT(nn.Module):
     def __init__(self, width: int, depth: int, parametrization: str, *, vocab_size: int = 256, block_size: int = 128,
                  head_dim: int = 16, n_head: int | None = None, norm: str = "layernorm", bias: bool = True,
@@ -141,6 +148,7 @@ class GPT(nn.Module):
                  attn_mult: float | None = None, output_mult: float = 1.0, qk_norm: bool = False,
                  depth_alpha: float | None = None, base_depth: int | None = None):
         super().__init__()
+        check_sizes(vocab_size=vocab_size, block_size=block_size, head_dim=head_dim, n_head=n_head)
         branch_mult, depth_lr_mult = depth_multipliers(depth, depth_alpha, base_depth)
         if n_head is None:  # head dim fixed, heads grow with width
             if width % head_dim:

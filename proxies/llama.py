@@ -29,7 +29,7 @@ from mup import MuReadout
 from torch import nn
 
 from proxies.base_shapes import mup_builder
-from proxies.gpt import EMBEDDING_STD, AttentionLogits, TiedReadout
+from proxies.gpt import EMBEDDING_STD, AttentionLogits, TiedReadout, check_sizes
 from proxies.parametrization import depth_multipliers
 
 BASE_WIDTH = 64
@@ -149,6 +149,8 @@ class Llama(nn.Module):
                  zero_query: bool = True, zero_readout: bool = False, attn_mult: float | None = None,
                  output_mult: float = 1.0, depth_alpha: float | None = None, base_depth: int | None = None):
         super().__init__()
+        check_sizes(vocab_size=vocab_size, block_size=block_size, head_dim=head_dim, n_head=n_head, n_kv_head=n_kv_head,
+                    q_per_kv=q_per_kv)
         branch_mult, depth_lr_mult = depth_multipliers(depth, depth_alpha, base_depth)
         n_head, n_kv_head, base_d_head = head_counts(width, head_dim, n_head, n_kv_head, q_per_kv)
         d_head = width // n_head

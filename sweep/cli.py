@@ -9,11 +9,12 @@ import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
+from sweep import errors
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.paths import check_out_file, check_writable
 
@@ -428,21 +429,34 @@ def usage_line(err: UsageError) -> str:
 
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2; a full or read-only disk or an
-    unreachable storage met on the way is one line and exit code 1."""
+    unreachable storage met on the way is one line and exit code 1; Ctrl-C is one line and exit code 130,
+    whatever the command was doing (sweep/errors.py)."""
+    errors.watch()
     try:
         code = app(standalone_mode=False)
-    except UsageError as err:
-        print(f"error: {usage_line(err)}", file=sys.stderr)
-        sys.exit(2)
-    except typer.Abort:
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        code = 130
     except Exception as err:
-        if is_bad_input(err):
-            print(f"error: {err}", file=sys.stderr)
-            sys.exit(2)
-        fault = as_fault(err)
-        if fault is None:
-            raise
-        print(f"error: {fault}", file=sys.stderr)
-        sys.exit(1)
+        if not errors.INTERRUPTED.is_set():
+            fail(err)
+        code = 130
+    if code == 130 or errors.INTERRUPTED.is_set():
+        exit_with(errors.INTERRUPTED_LINE, 130)
     sys.exit(code or 0)
+
+
+def fail(err: Exception) -> NoReturn:
+    """One line on stderr: exit 2 for bad input, 1 for a disk or storage fault; anything else is raised."""
+    if isinstance(err, UsageError):
+        exit_with(f"error: {usage_line(err)}", 2)
+    if is_bad_input(err):
+        exit_with(f"error: {err}", 2)
+    fault = as_fault(err)
+    if fault is None:
+        raise err
+    exit_with(f"error: {fault}", 1)
+
+
+def exit_with(line: str, code: int) -> NoReturn:
+    print(line, file=sys.stderr)
+    sys.exit(code)

@@ -5,12 +5,17 @@ A fault of the machine (EnvironmentFault): a full, over-quota or read-only disk 
 storage that stays unreachable; the line names the folder or the storage (redacted); exit code 1.
 The trial in flight is not failed for good: the next run retries it from its last checkpoint, so
 the same command resumes once the fault is fixed.
+Ctrl-C: one line and exit code 130 (below: `watch`, `held`).
 """
 from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from trainer.atomic import os_error_behind
@@ -49,3 +54,46 @@ def as_fault(err: BaseException) -> EnvironmentFault | None:
         return None
     where = f"{Path(os.fsdecode(cause.filename)).parent}: " if cause.filename else ""
     return EnvironmentFault(f"{where}{DISK_ERRNOS[cause.errno]}; the same command resumes once that is fixed")
+
+
+# Ctrl-C at any moment: one line on stderr and exit code 130, never taken for success, nothing half-made.
+#
+# `watch()` (called first by `sweep.cli.main`) makes SIGINT both raise KeyboardInterrupt, as Python's own handler
+# does, and set a flag that nothing can swallow: a KeyboardInterrupt caught by a library, lost in a finalizer or
+# turned into another exit code still ends the command with 130. `held()` keeps a Ctrl-C out of a block whose
+# writes belong together (a study's creation with its queued grid and attributes) and raises it at its end. A
+# process started with SIGINT ignored (a background job of a script) keeps ignoring it.
+INTERRUPTED = threading.Event()
+INTERRUPTED_LINE = "error: interrupted (Ctrl-C); what finished is kept, and the same command resumes"
+
+
+def _interrupt(signum, frame) -> None:
+    INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def watch() -> None:
+    """From now on a Ctrl-C sets INTERRUPTED and raises KeyboardInterrupt (unless SIGINT is ignored)."""
+    if in_main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Run the block whole: a Ctrl-C inside it is raised when it ends (in the main thread; elsewhere no signal
+    lands anyway)."""
+    if not in_main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and callable(previous):
+            previous(signal.SIGINT, None)

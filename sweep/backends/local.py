@@ -36,8 +36,12 @@ class LocalBackend(Backend):
         context = mp.get_context("spawn")
         processes = [context.Process(target=worker_main, args=(replace(job, worker=i),), name=f"sweep-worker-{i}")
                      for i in range(self.workers)]
-        for process in processes:
-            process.start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # the workers start with Ctrl-C held, not as a
+        try:                                                         # traceback mid-import; worker_main takes it
+            for process in processes:
+                process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return LocalExecution(processes, threads)
 
 
@@ -69,9 +73,10 @@ class LocalExecution(Execution):
 
 def worker_main(job: SweepJob) -> None:
     die_with_parent()
-    from sweep.study.worker import run_worker
-
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C held since launch lands here
+        from sweep.study.worker import run_worker
+
         run_worker(job)
     except KeyboardInterrupt:
         os._exit(130)

@@ -21,7 +21,7 @@ from trainer.config import RunConfig
 def is_study(path: Path) -> bool:
     try:
         raw = yaml_io.load(yaml_io.read_file(path))
-    except (OSError, yaml.YAMLError):
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
         return False  # RunConfig.load names what is wrong with the file
     return isinstance(raw, dict) and "search" in raw
 

@@ -21,7 +21,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep.errors import InputError
+from sweep.errors import InputError, held
 from sweep.study.liveness import retry_stale
 from sweep.study.pruners import make_pruner
 from sweep.study.samplers import grid_points, make_sampler
@@ -99,22 +99,26 @@ def open_study(job: SweepJob, storage: optuna.storages.BaseStorage, *, create: b
         raise InputError(f"study: no study {name} in {job.storage.redacted}")
     if exists:  # loading writes nothing, so a changed spec is refused with the storage as it was
         study = optuna.load_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner)
-    else:
-        try:
-            study = optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler,
-                                        pruner=pruner)
-            for params in grid_points(job.spec.sampler, job.spec.space()):  # queued by the one creator: no two
-                study.enqueue_trial(params)                                 # workers can draw the same point
-        except optuna.exceptions.DuplicatedStudyError:
-            study = optuna.load_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner)
-    if study.user_attrs.get("spec_hash") is None:
-        for key, value in {"spec_name": job.spec.name, "width": job.width, "parametrization": job.parametrization,
-                           "spec_hash": job.spec.spec_hash(),
-                           "spec": job.spec.model_dump(mode="json", exclude={"storage"}),
-                           "version": package_version()}.items():
-            study.set_user_attr(key, value)
-    else:
-        check_same_spec(study.user_attrs, job)
+        if study.user_attrs.get("spec_hash") is not None:
+            check_same_spec(study.user_attrs, job)
+            return study
+    with held():  # a Ctrl-C waits until the study exists whole: its queued grid and its attributes
+        if not exists:
+            try:
+                study = optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler,
+                                            pruner=pruner)
+                for params in grid_points(job.spec.sampler, job.spec.space()):  # queued by the one creator: no two
+                    study.enqueue_trial(params)                                 # workers can draw the same point
+            except optuna.exceptions.DuplicatedStudyError:
+                study = optuna.load_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner)
+        if study.user_attrs.get("spec_hash") is None:
+            for key, value in {"spec_name": job.spec.name, "width": job.width, "parametrization": job.parametrization,
+                               "spec_hash": job.spec.spec_hash(),
+                               "spec": job.spec.model_dump(mode="json", exclude={"storage"}),
+                               "version": package_version()}.items():
+                study.set_user_attr(key, value)
+        else:  # another process created it first
+            check_same_spec(study.user_attrs, job)
     return study
 
 

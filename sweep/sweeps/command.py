@@ -54,15 +54,17 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
 def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, detach: bool = False) -> int | None:
     """Launch the backend's workers on the study and follow them to the end; an exit code when the
     command must stop here (130 on Ctrl-C, 0 when detached), else None."""
-    execution = executor.launch(job)
-    console.print(f"running on {execution.describe()}")
-    if detach:
-        console.print("detached: the same command without --detach follows it again")
-        return 0
+    execution = None
     try:
+        execution = executor.launch(job)
+        console.print(f"running on {execution.describe()}")
+        if detach:
+            console.print("detached: the same command without --detach follows it again")
+            return 0
         watch(study, job.n_trials, execution, console)
     except KeyboardInterrupt:
-        execution.stop()
+        if execution is not None:  # else the workers started had the Ctrl-C too, and stop by themselves
+            execution.stop()
         console.print("stopped: running trials were released; the same command resumes the study")
         return 130
     for line in execution.errors():

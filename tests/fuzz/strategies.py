@@ -1,0 +1,623 @@
+"""What the fuzz harness generates: a `Case` per draw, one verb's command line built from a working baseline
+(the shipped specs, a tiny RunConfig, a finished tiny study) with mutations applied.
+
+Each mutation carries its class, `KIND:DETAIL` (`type:`, `range:`, `name:`, `path:`, `url:`, `yaml:`, `flag:`,
+`space:`, `key:`): the contract's failures are reported by class, and `PENDING` (tests/fuzz/pending.py) names the
+classes another lane fixes. A case only writes files into the example's own folder, given to `Case.make`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from hypothesis import strategies as st
+
+SECRET = "pw-Fuzz7q@x/y:z#k"  # planted in $SWEEP_FUZZ_PW: never in any output or file
+SECRET_ENV = "SWEEP_FUZZ_PW"
+EXAMPLES = ("demo", "gpt-tokens", "llama", "mlp")  # the shipped study specs (gpt-proxy-run is a RunConfig)
+
+TINY_RUN = {  # a RunConfig that trains in well under a second
+    "model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
+    "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 4000}},
+    "batch_size": 2,
+    "steps": 2,
+    "log_every": 1,
+    "eval": {"every": 2, "batches": 1, "noise_scale_batches": 0},
+}
+TINY_SPEC = {
+    "name": "tiny",
+    "trials": 2,
+    "run": TINY_RUN,
+    "search": {"optimizer.lr": {"low": 1.0e-3, "high": 3.0e-2, "log": True}},
+    "sampler": {"name": "tpe", "seed": 0},
+    "pruner": {"name": "none"},
+}
+WIDTH = 16  # the width of the finished study in the seed root
+
+
+@dataclass
+class Case:
+    verb: str
+    argv: list  # str, or a callable(folder) -> str that writes what the argument names
+    classes: list[str] = field(default_factory=list)  # the mutations applied, KIND:DETAIL
+    out: str | None = None  # a path the command may write outside the results root (its --out)
+
+    def make(self, folder: Path) -> list[str]:
+        return [str(a(folder)) if callable(a) else a for a in self.argv]
+
+    def __repr__(self) -> str:  # what Hypothesis prints for a failing example
+        return f"Case({self.verb!r}, classes={self.classes}, argv={[getattr(a, 'text', a) for a in self.argv]})"
+
+
+class File:
+    """An argument that is a file written into the example's folder: YAML of `data`, or raw `text`."""
+
+    def __init__(self, name: str, data=None, text: str | bytes | None = None):
+        self.name, self.data = name, data
+        self.text = text if text is not None else yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+    def __call__(self, folder: Path) -> Path:
+        path = folder / self.name
+        path.write_bytes(self.text.encode("utf-8", "surrogatepass") if isinstance(self.text, str) else self.text)
+        return path
+
+
+def shipped_spec(name: str) -> dict:
+    return yaml.safe_load(resources.files("sweep.examples").joinpath(f"{name}.yaml").read_text())
+
+
+# ------------------------------------------------------------------ values that break things
+
+ODD_NUMBERS = [0, -1, -0.0, 1e-300, 1e300, 2**63, -(2**63), 10**30, math.nan, math.inf, -math.inf, 0.5, 3]
+ODD_TEXT = [
+    "",
+    " ",
+    ".",
+    "..",
+    "../..",
+    "a/b",
+    "/",
+    "-",
+    "--",
+    "x" * 300,
+    "ü-名前",
+    "a\nb",
+    "$HOME",
+    "%s",
+    "null",
+    "~",
+    "*",
+    "a b",
+    "\x00",
+]
+ODD_FLAG_VALUES = [
+    "",
+    "0",
+    "-1",
+    "1.5",
+    "nan",
+    "inf",
+    "-inf",
+    "1e309",
+    "abc",
+    "..",
+    "/",
+    "x" * 300,
+    "--help",
+    "2147483648",
+    "1,2",
+    "0x10",
+    "ü",
+]
+NAMES = [".", "..", "", "a/b", "../x", "x" * 300, "ü", "-", " tiny", "CON", "a\tb", "tiny2", "ok_name-1"]
+
+
+def odd_value():
+    return st.one_of(
+        st.sampled_from(ODD_NUMBERS),
+        st.sampled_from(ODD_TEXT),
+        st.booleans(),
+        st.none(),
+        st.just([]),
+        st.just({}),
+        st.just([1, "a"]),
+        st.just({"x": 1}),
+    )
+
+
+def leaves(data, prefix=()) -> list[tuple]:
+    """Every path (a tuple of keys) to a scalar or list inside nested mappings."""
+    if not isinstance(data, dict):
+        return [prefix]
+    return [p for key, value in data.items() for p in leaves(value, prefix + (key,))] or [prefix]
+
+
+def set_at(data: dict, path: tuple, value) -> dict:
+    """A copy of `data` with `path` set to `value` (missing or non-mapping sections become mappings)."""
+    out = copy.deepcopy(data)
+    target = out
+    for key in path[:-1]:
+        if not isinstance(target.get(key), dict):
+            target[key] = {}
+        target = target[key]
+    target[path[-1]] = value
+    return out
+
+
+def drop_at(data: dict, path: tuple) -> dict:
+    out = copy.deepcopy(data)
+    target = out
+    for key in path[:-1]:
+        target = target[key]
+    target.pop(path[-1], None)
+    return out
+
+
+# ------------------------------------------------------------------ mutations of a YAML document
+
+
+@st.composite
+def mutate_document(draw, data: dict, *, is_spec: bool) -> tuple[dict, list[str]]:
+    """`data` with 0–2 structural mutations: wrong types, odd numbers, odd names, unknown or missing keys,
+    odd search ranges (specs), odd data paths."""
+    classes = []
+    for _ in range(draw(st.integers(0, 2))):
+        kind = draw(st.sampled_from(["type", "range", "name", "key", "drop", "path"] + ["space"] * is_spec))
+        paths = leaves(data)
+        if kind == "type":
+            path = draw(st.sampled_from(paths))
+            data = set_at(data, path, draw(odd_value()))
+        elif kind == "range":
+            numeric = [
+                p for p in paths if isinstance(get_at(data, p), (int, float)) and not isinstance(get_at(data, p), bool)
+            ]
+            path = draw(st.sampled_from(numeric or paths))
+            data = set_at(data, path, draw(st.sampled_from(ODD_NUMBERS)))
+        elif kind == "name":
+            path = ("name",) if is_spec else draw(st.sampled_from([("output", "study"), ("output", "run")]))
+            data = set_at(data, path, draw(st.sampled_from(NAMES)))
+        elif kind == "key":
+            path = draw(st.sampled_from(paths))[:-1] + (
+                draw(st.sampled_from(["lrr", "x", "", "1", "name ", "__class__"])),
+            )
+            data = set_at(data, path, 1)
+        elif kind == "drop":
+            path = draw(st.sampled_from(paths))
+            data = drop_at(data, path)
+        elif kind == "path":
+            which = draw(st.sampled_from(sorted(SPECIAL_PATHS)))
+            run = ("run",) if is_spec else ()
+            data = set_at(
+                data,
+                run + ("data",),
+                {
+                    "kind": draw(st.sampled_from(["tokens", "text"])),
+                    "path": f"@{which}",
+                    "seq_len": 16,
+                    "vocab_size": 256,
+                    "options": {},
+                },
+            )
+            path = (which,)
+        else:  # space
+            key, box = draw(search_box())
+            data = set_at(data, ("search",), {**(data.get("search") or {}), key: box})
+            path = (key,)
+        classes.append(f"{kind}:{'.'.join(map(str, path))}")
+    return data, classes
+
+
+def get_at(data, path: tuple):
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+@st.composite
+def search_box(draw) -> tuple[str, object]:
+    """A search-space entry: legal for Optuna or not, valid for every RunConfig point or not."""
+    key = draw(
+        st.sampled_from(
+            [
+                "optimizer.lr",
+                "optimizer.weight_decay",
+                "optimizer.beta1",
+                "batch_size",
+                "model.depth",
+                "schedule.warmup_fraction",
+                "steps",
+                "no.such.key",
+            ]
+        )
+    )
+    box = draw(
+        st.one_of(
+            st.fixed_dictionaries(
+                {"low": st.sampled_from(ODD_NUMBERS), "high": st.sampled_from(ODD_NUMBERS)},
+                optional={"log": st.booleans(), "step": st.sampled_from([1, 0.5, 0, -1])},
+            ),
+            st.fixed_dictionaries({"choices": st.lists(st.sampled_from([1, 2, 0.5, "a", None, True, -1]), max_size=4)}),
+            st.sampled_from([[1, 2], 3, "x", None, {}]),
+        )
+    )
+    return key, box
+
+
+# ------------------------------------------------------------------ files that are not what they seem
+
+
+def special_path(which: str, folder: Path) -> str:
+    """A data path of class `which`, made in `folder`."""
+    path = folder / f"data-{which}"
+    if which == "missing":
+        pass
+    elif which == "folder":
+        path.mkdir(exist_ok=True)
+    elif which == "empty":
+        path.write_bytes(b"")
+    elif which == "fifo":
+        os.mkfifo(path)
+    elif which == "symlink-loop":
+        path.symlink_to(path)
+    elif which == "dev-zero":
+        return "/dev/zero"
+    elif which == "outside-root-symlink":
+        path.symlink_to("/etc/hostname")
+    return str(path)
+
+
+SPECIAL_PATHS = {"missing", "folder", "empty", "fifo", "symlink-loop", "dev-zero", "outside-root-symlink"}
+
+
+def with_special_paths(text: str, folder: Path) -> str:
+    """Put each `@which` data path into `folder` (they depend on the example's folder)."""
+    for which in SPECIAL_PATHS:
+        if f"@{which}" in text:
+            text = text.replace(f"@{which}", special_path(which, folder))
+    return text
+
+
+class DocFile(File):
+    """A YAML argument whose `@which` data paths are made in the example's folder when it is written."""
+
+    def __call__(self, folder: Path) -> Path:
+        path = folder / self.name
+        text = with_special_paths(self.text, folder) if isinstance(self.text, str) else self.text
+        path.write_bytes(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
+        return path
+
+
+# ------------------------------------------------------------------ mutations of the YAML text
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(8)
+)
+
+
+def yaml_shape(text: str, shape: str) -> str | bytes:
+    """`text` reshaped: the YAML-level classes (duplicate keys, aliases, other documents, encodings)."""
+    first = text.splitlines()[0] if text.strip() else "name: x"
+    return {
+        "duplicate-key": text + first + "\n",
+        "alias-bomb": text + ALIAS_BOMB,
+        "benign-anchor": "x-base: &base {lr: 0.01}\n" + text,
+        "list": "- " + text.replace("\n", "\n  "),
+        "scalar": "just a string\n",
+        "empty": "",
+        "null": "~\n",
+        "two-documents": text + "---\n" + text,
+        "python-tag": text + "hook: !!python/object/apply:os.system ['echo fuzzed']\n",
+        "tabs": text.replace("  ", "\t"),
+        "truncated": text[: len(text) // 2],
+        "latin1": text.encode("latin-1", "replace") + b"\xff\xfe name: \xe9\n",
+        "deep": text + "deep: " + "[" * 200 + "]" * 200 + "\n",
+        "long-line": text + "note: " + "x" * 200_000 + "\n",
+        "bom": "\ufeff" + text,
+    }[shape]
+
+
+YAML_SHAPES = [
+    "duplicate-key",
+    "alias-bomb",
+    "benign-anchor",
+    "list",
+    "scalar",
+    "empty",
+    "null",
+    "two-documents",
+    "python-tag",
+    "tabs",
+    "truncated",
+    "latin1",
+    "deep",
+    "long-line",
+    "bom",
+]
+
+
+@st.composite
+def document_file(draw, name: str, base: dict, *, is_spec: bool) -> tuple[File, list[str]]:
+    """A YAML argument: `base` mutated as a document, then maybe reshaped as text."""
+    data, classes = draw(mutate_document(base, is_spec=is_spec))
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    if draw(st.integers(0, 4)) == 0:
+        shape = draw(st.sampled_from(YAML_SHAPES))
+        text, classes = yaml_shape(text, shape), classes + [f"yaml:{shape}"]
+    return DocFile(name, text=text), classes
+
+
+# ------------------------------------------------------------------ storage URLs
+
+CLOSED_PORT = 9  # discard: nothing listens on loopback here, so a connection is refused at once
+URLS = {
+    "sqlite-new": "sqlite:///{folder}/other.db",
+    "sqlite-missing-folder": "sqlite:///{folder}/no/such/dir/x.db",
+    "sqlite-dev-null": "sqlite:////dev/null",
+    "sqlite-relative": "sqlite:///rel.db",
+    "journal-new": "journal:{folder}/j.log",
+    "env-password": "postgresql://sweep:${SWEEP_FUZZ_PW}@127.0.0.1:9/sweep",
+    "env-password-flag": "postgresql://sweep@127.0.0.1:9/sweep",
+    "literal-userinfo": "postgresql://sweep:{secret}@127.0.0.1:9/sweep",
+    "literal-query": "postgresql://sweep@127.0.0.1:9/sweep?password={secret}",
+    "literal-libpq": "postgresql:///sweep?host=127.0.0.1&port=9&user=u&password={secret}",
+    "unknown-scheme": "mongodb://127.0.0.1/db",
+    "garbage": "::::",
+    "empty": "",
+    "no-host": "postgresql://",
+    "unset-env": "postgresql://u:${NO_SUCH_FUZZ_VAR}@127.0.0.1:9/db",
+}
+
+
+def storage_url(kind: str, folder: Path) -> str:
+    return URLS[kind].replace("{folder}", str(folder)).replace("{secret}", SECRET)
+
+
+@st.composite
+def storage_flags(draw) -> tuple[list, list[str]]:
+    kind = draw(st.sampled_from(sorted(URLS)))
+    flags = ["--storage", lambda folder: storage_url(kind, folder)]
+    if kind == "env-password-flag" or draw(st.integers(0, 5)) == 0:
+        flags += ["--storage-password-env", SECRET_ENV]
+    return flags, [f"url:{kind}"]
+
+
+# ------------------------------------------------------------------ flags
+
+
+@st.composite
+def mutate_flags(draw, argv: list, options: dict[str, list[str]]) -> tuple[list, list[str]]:
+    """`argv` with 0–2 of the verb's `options` (flag → plausible values) set to plausible or odd values,
+    a positional dropped or an unknown flag added."""
+    argv, classes = list(argv), []
+    for _ in range(draw(st.integers(0, 2))):
+        kind = draw(st.sampled_from(["value", "value", "odd", "unknown", "drop"]))
+        if kind == "unknown":
+            argv.append(draw(st.sampled_from(["--no-such-flag", "-x", "--width=", "--"])))
+            classes.append("flag:unknown")
+        elif kind == "drop" and len(argv) > 1:
+            argv.pop(draw(st.integers(1, len(argv) - 1)))
+            classes.append("flag:drop")
+        elif options:
+            flag = draw(st.sampled_from(sorted(options)))
+            value = (
+                draw(st.sampled_from(options[flag] or [""]))
+                if kind == "value"
+                else draw(st.sampled_from(ODD_FLAG_VALUES))
+            )
+            argv += [flag] if value is None else [flag, value]
+            classes.append(f"flag:{flag}={'odd' if kind == 'odd' else value}")
+    return argv, classes
+
+
+# ------------------------------------------------------------------ the verbs
+
+
+def run_doc(folder_name: str = "results") -> dict:
+    """The tiny RunConfig writing into the example's results root (a relative root: the command runs there)."""
+    return {**TINY_RUN, "output": {"root": folder_name, "study": "tiny", "run": "fuzzrun"}}
+
+
+def shrunk(name: str) -> dict:
+    """A shipped spec with a budget that trains in seconds: 1 trial of 2 steps, short sequences, width 16."""
+    spec = shipped_spec(name)
+    run = spec["run"]
+    run["model"] = {**run["model"], "width": WIDTH, "options": {**run["model"].get("options", {}), "block_size": 16}}
+    run["data"] = {**run["data"], "seq_len": 16}
+    run.update(steps=2, batch_size=2, log_every=1, eval={"every": 2, "batches": 1, "noise_scale_batches": 0})
+    spec.update(trials=1, pruner={"name": "none"})
+    return spec
+
+
+@st.composite
+def spec_argument(draw) -> tuple[File, list[str]]:
+    """The tiny spec (its study is finished in the seed root) or a shrunk shipped one, mutated."""
+    base = draw(st.sampled_from(["tiny", *EXAMPLES]))
+    data = copy.deepcopy(TINY_SPEC) if base == "tiny" else shrunk(base)
+    file, classes = draw(document_file("spec.yaml", data, is_spec=True))
+    return file, ([] if base == "tiny" else [f"spec:{base}"]) + classes
+
+
+@st.composite
+def config_argument(draw) -> tuple[File, list[str]]:
+    return draw(document_file("run.yaml", run_doc(), is_spec=False))
+
+
+STUDY_REFS = ["tiny", "spec.yaml", "nosuch", ".", "..", "../results", "/etc", "x" * 300, "tiny/../tiny", ""]
+VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_flags
+    "init": {"--out": ["new.yaml", "results", "results/x.yaml", "spec.yaml", "/dev/null", "out/"]},
+    "inspect": {
+        "--width": ["8", "16", "0", "24"],
+        "--depth": ["1", "3"],
+        "--parametrization": ["sp", "mup", "xp"],
+        "--opt": ["n_head=2", "head_dim=8", "head_dim=3", "block_size=0", "nope=1", "novalue"],
+    },
+    "coord-check": {
+        "--widths": ["8,16", "16,8", "8", "8,8", "0,8", "a,b"],
+        "--steps": ["2", "1"],
+        "--seeds": ["1", "0"],
+        "--model": ["mlp", "gpt", "resnet", "no.such:fn", "os:system"],
+        "--lr": ["0.01", "-1", "nan"],
+        "--data": ["synthetic", "stdlib", "tokens", "text", "bogus"],
+        "--data-path": ["data.bin", "/dev/zero"],
+        "--out": ["cc", "results/cc", "spec.yaml"],
+        "--opt": ["n_head=1", "x=y", "novalue"],
+    },
+    "train": {"--steps": ["1", "3", "0"], "--resume": [None], "--quiet": [None]},
+    "proxy": {
+        "--width": ["16", "8", "24", "0"],
+        "--trials": ["2", "1", "0", "-1"],
+        "--workers": ["1", "0", "-2"],
+        "--enqueue": ["optimizer.lr=0.01", "optimizer.lr=-1", "nope=1", "optimizer.lr", "optimizer.lr=nan"],
+        "--timeout": ["0", "nan", "-1", "inf", "1e308"],
+        "--backend": ["local", "k8s"],
+        "--parametrization": ["sp", "mup"],
+        "--warm-start": ["8", "16", "-1"],
+        "--detach": [None],
+        "--cpus-per-trial": ["-1", "nan"],
+        "--time": ["-5"],
+    },
+    "results": {
+        "--width": ["16", "8", "-1"],
+        "--top": ["0", "-1", "3"],
+        "--format": ["csv", "json", "xml"],
+        "--plots": [None],
+        "--no-plots": [None],
+    },
+    "sql": {
+        "--study": STUDY_REFS,
+        "--format": ["csv", "parquet", "json"],
+        "--out": ["q.csv", "results/q.parquet", "spec.yaml", "."],
+    },
+    "export": {"--format": ["csv", "parquet", "xlsx"], "--out": ["exp", "results/exp", "spec.yaml", "."]},
+    "compare": {
+        "--x": ["step", "tokens", "fraction", "time"],
+        "--metric": ["val_loss", "train_loss", "acc"],
+        "--study": STUDY_REFS,
+        "--out": ["c.png", "results/c.png", "spec.yaml", "."],
+    },
+    "verify": {
+        "--widths": ["16,32", "16", "0,16", "8,8", "a"],
+        "--values": ["0.01,0.02", "0.01", "-1,2", "2^-8,2^-7", "nan,1"],
+        "--range": ["0.001,0.1,2", "0.1,0.001,3", "1,2,0", "x"],
+        "--param": ["optimizer.lr", "optimizer.beta1", "nope"],
+        "--parametrizations": ["mup", "sp", "mup,sp", "xp"],
+        "--seeds": ["1", "0"],
+        "--trials-from": ["spec", "best", "worst"],
+        "--max-drift": ["1", "nan", "-1"],
+        "--workers": ["1", "0"],
+    },
+    "transfer": {
+        "--width": ["64", "16", "0", "24"],
+        "--depth": ["2", "0"],
+        "--batch-size": ["4", "0", "3"],
+        "--tokens": ["1000", "0"],
+        "--steps": ["4", "0"],
+        "--batch-rule": ["none", "sqrt", "linear", "noise", "cubic"],
+        "--warmup-rule": ["fraction", "tokens", "x"],
+        "--beta2-rule": ["halflife", "none", "x"],
+        "--wd-rule": ["tokens", "fraction", "none", "x"],
+        "--trial": ["best", "0", "1", "99", "-1", "x"],
+        "--proxy-width": ["16", "8"],
+        "--out": ["t.yaml", "results/t.yaml", "spec.yaml", "."],
+    },
+    "launch": {
+        "--backend": ["local", "k8s"],
+        "--nproc": ["1", "0", "-1"],
+        "--gpus-per-node": ["0", "-1"],
+        "--time": ["0", "-1"],
+        "--mem": ["nan", "-1"],
+        "--detach": [None],
+    },
+    "status": {"--format": ["table", "json", "xml"]},
+    "doctor": {
+        "--width": ["16", "8", "0"],
+        "--lr-max": ["0.1", "0", "nan", "inf"],
+        "--out": ["d.parquet", "results/d.parquet", "spec.yaml", "."],
+    },
+    "report": {"--out": ["r.html", "results/r.html", "spec.yaml", "."]},
+}
+HEAVY = {"coord-check", "proxy", "verify", "doctor"}  # a success trains or spawns workers: fewer examples
+
+
+@st.composite
+def case_for(draw, verb: str) -> Case:
+    """One generated command line of `verb`, its mutation classes, and where it may write outside the root."""
+    classes: list[str] = []
+    if verb in ("proxy", "verify", "transfer", "doctor"):
+        spec, classes = draw(spec_argument()) if verb != "doctor" or draw(st.booleans()) else draw(config_argument())
+        base = {
+            "proxy": ["--width", str(WIDTH)],
+            "transfer": ["--width", "64", "--steps", "4"],
+            "doctor": [],
+            "verify": [
+                "--widths",
+                "16,32",
+                "--values",
+                "0.005,0.01,0.02",
+                "--parametrizations",
+                "mup",
+                "--seeds",
+                "1",
+                "--trials-from",
+                "spec",
+            ],
+        }[verb]
+        argv = [spec, *base]
+    elif verb in ("train", "launch"):
+        config, classes = draw(config_argument())
+        argv = [config] + (["--quiet"] if verb == "train" else [])
+    elif verb in ("results", "export", "report"):
+        argv = [draw(st.sampled_from(STUDY_REFS[:3]) | st.sampled_from(STUDY_REFS))] + (
+            ["--no-plots"] if verb == "results" else []
+        )
+    elif verb == "sql":
+        argv = [draw(st.sampled_from(SQL_STATEMENTS)), "--study", "tiny"]
+    elif verb == "compare":
+        argv = draw(
+            st.lists(
+                st.sampled_from(["tiny#0", "tiny#1", "fuzzrun", "tiny#99", "#", "nosuch", "../x"]),
+                min_size=1,
+                max_size=3,
+            )
+        )
+    elif verb == "init":
+        argv = [draw(st.sampled_from(["demo", "mlp", "gpt-proxy-run", "nosuch", "../demo", ""])), "--out", "new.yaml"]
+    elif verb == "inspect":
+        argv = [draw(st.sampled_from(["gpt", "mlp", "resnet", "llama", "nosuch", "os:system"])), "--width", "16"]
+    elif verb == "coord-check":
+        argv = ["--model", "mlp", "--widths", "8,16", "--steps", "2", "--seeds", "1"]
+    else:  # status
+        argv = draw(st.sampled_from([[], ["tiny"], ["nosuch"], [".."]]))
+    argv, flag_classes = draw(mutate_flags([verb, *argv], VERB_OPTIONS[verb]))
+    if verb in ("proxy", "verify", "transfer", "results", "sql", "export", "report") and draw(st.integers(0, 3)) == 0:
+        flags, url_classes = draw(storage_flags())
+        argv, flag_classes = argv + flags, flag_classes + url_classes
+    outs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--out" and isinstance(argv[i + 1], str)]
+    out = outs[-1] if outs else None  # the last one given is the one taken
+    return Case(verb, argv, classes + flag_classes, out)
+
+
+SQL_STATEMENTS = [
+    "SELECT count(*) AS n FROM trials",
+    "SELECT * FROM runs",
+    "SELECT run, max(step) FROM curves GROUP BY run",
+    "DELETE FROM trials",
+    "SELECT 1; SELECT 2",
+    "COPY trials TO 'leak.csv'",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_parquet('../**/*.parquet')",
+    "ATTACH 'x.db'",
+    "",
+    "SELEC",
+    "SELECT getenv('SWEEP_FUZZ_PW')",
+    "INSTALL httpfs",
+    "SELECT * FROM read_text('results/tiny/optuna.db')",
+]

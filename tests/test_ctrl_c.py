@@ -1,0 +1,87 @@
+"""Ctrl-C at any moment of `sweep proxy`: one line on stderr, exit 130, never a traceback, the study exists whole
+(its queued grid and its attributes) or not at all, and the same command then finishes it.
+
+The moments are states, not delays: the storage file appearing (the study being created), a worker process
+started (still importing), and the first trial's checkpoint. The signal goes to the whole process group, as a
+terminal's Ctrl-C does.
+"""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from sweep.errors import INTERRUPTED_LINE as LINE
+from tests.sweep_helpers import load, run_sweep, states, sweep_cmd, sweep_env, write_spec
+
+GRID = {"optimizer.lr": {"choices": [0.001, 0.003, 0.01]}}
+
+
+def wait_for(predicate, proc: subprocess.Popen, what: str):
+    """Poll until `predicate()` holds; the command ending first is a failure (the moment was missed)."""
+    while not (value := predicate()):
+        assert proc.poll() is None, f"sweep proxy ended before {what}: {proc.communicate()}"
+        time.sleep(0.02)
+    return value
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+MOMENTS = {
+    "study-being-created": lambda root: (root / "tiny" / "optuna.db").exists(),
+    "worker-starting": None,  # a worker process exists (set in the test: it needs the command's pid)
+    "first-checkpoint": lambda root: list(
+        (root / "tiny" / "runs" / "w16-mup-t00000-s0" / "checkpoints").glob("step-*.pt")
+    ),
+}
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_ctrl_c_at_any_moment_is_one_line_exit_130_a_whole_study_or_none_and_the_same_command_finishes_it(
+    tmp_path, moment
+):
+    spec = write_spec(
+        tmp_path,
+        trials=3,
+        search=GRID,
+        sampler={"name": "grid"},
+        run={"steps": 30, "checkpoint": {"every": 5, "keep": 1}},
+    )
+    proc = subprocess.Popen(
+        sweep_cmd("proxy", spec, "--width", "16"),
+        env=sweep_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    ready = MOMENTS[moment] or (lambda root: children(proc.pid))
+    wait_for(lambda: ready(tmp_path), proc, moment)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+
+    assert proc.returncode == 130, (out, err)
+    assert err == LINE + "\n", err  # one line, and no worker's traceback beside it
+    try:
+        study = load(tmp_path)
+    except (KeyError, optuna.exceptions.StorageInternalError, ValueError):
+        study = None  # interrupted before the study was made: none at all is whole too
+    if study is not None:
+        assert study.user_attrs["spec_hash"] and len(study.trials) >= 3  # every grid point queued, attributes set
+    resumed = run_sweep(tmp_path, "proxy", spec, "--width", "16")
+    assert resumed.returncode == 0, resumed.stderr
+    finished = load(tmp_path)
+    assert states(finished).get("COMPLETE") == 3
+    assert sorted(t.params["optimizer.lr"] for t in finished.trials if t.state.name == "COMPLETE") == [
+        0.001,
+        0.003,
+        0.01,
+    ]
