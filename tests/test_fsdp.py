@@ -94,7 +94,7 @@ def single(tmp_path_factory):
 
 
 def test_two_fsdp_processes_equal_one_unsharded_process_at_the_same_global_batch(tmp_path, single):
-    data = config(tmp_path, "two")
+    data = config(tmp_path, "two", activation_checkpointing=True)  # composes with FSDP2; changes no loss either
     torchrun(2, "train", write(tmp_path, data), "--quiet")
     got = curve(data)
     assert_same_curve(got, single)
@@ -211,3 +211,25 @@ def test_kill_9_of_a_two_process_fsdp_run_mid_checkpoint_resumes_bit_for_bit(tmp
     assert got[1].keys() == want[1].keys() and got[1]
     for name, tensor in got[1].items():
         assert torch.equal(tensor, want[1][name]), name
+
+
+def saved_by_forward(cfg: RunConfig) -> tuple[int, torch.Tensor]:
+    """How many tensors autograd keeps for the backward in one forward of the built model, and its loss."""
+    model = build(resolve(cfg), Runtime(torch.device("cpu"), None)).model
+    x = torch.randint(0, 64, (4, 32))
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        loss = model(x).float().logsumexp(-1).mean()
+    return len(saved), loss
+
+
+def test_activation_checkpointing_changes_no_loss_and_keeps_fewer_tensors(tmp_path, single):
+    data = config(tmp_path, "recomputed", fsdp=False, activation_checkpointing=True)
+    assert train(RunConfig.parse(data)).status == "completed"
+    got = curve(data)
+    for column in COLUMNS:  # the same arithmetic, recomputed: equal to the bit on CPU
+        np.testing.assert_array_equal(got[column].to_numpy(float), single[column].to_numpy(float), err_msg=column)
+    kept, loss = saved_by_forward(RunConfig.parse(data))
+    kept_plain, loss_plain = saved_by_forward(RunConfig.parse({**data, "activation_checkpointing": False}))
+    assert torch.equal(loss, loss_plain)
+    assert kept < kept_plain / 2  # the blocks' inner activations are not kept (observed: 13 against 67)
