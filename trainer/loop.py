@@ -7,6 +7,7 @@ One optimizer step (`Trainer.train_step`), in this order (each line is a classic
     unscale the gradients (fp16)                      before clipping, or the clip sees scaled norms
     clip_grad_norm_ once                              the pre-clip norm is what gets logged
     optimizer.step(); scheduler.step()                the scheduler after the optimizer
+    zero_grad(set_to_none=True)                       gradients released before evaluation allocates its own
 Then, at the logging cadence, `log_and_eval` (the one host sync per logged step, the divergence check, the
 evaluation when due), and the checkpoints due. Everything a checkpoint holds is a part registered with the
 run's `TrainState` (trainer/state.py); a caller adds its own with `train(…, extra_state=…)`.
@@ -268,6 +269,7 @@ class Trainer:
         elif measure:
             self.signals.after_unscale()
         self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)  # released now: evaluation and noise-scale batches run without them
         state.step += 1
         state.tokens += self.tokens_per_step
         return Step(loss, loss_now, skip, lr, grad_norm, measure)
