@@ -70,6 +70,8 @@ EVERYTHING = {  # every field of every section away from its default
     "z_loss": 1e-4,
     "guard": {"enabled": False, "action": "skip", "rule": "zscore", "factor": 2.0, "zscore": 4.0, "window": 50,
               "rewind_steps": 200, "ring_every": 100, "ring_size": 3, "max_rewinds": 2},
+    "parallel": {"kind": "fsdp", "reshard_after_forward": False},
+    "activation_checkpointing": True,
     "signals": {"every": 10},
     "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2},
     "checkpoint": {"every": 100, "keep": 3},
@@ -94,7 +96,7 @@ def leaves(model, prefix=""):
 
 def test_round_trip_fixture_sets_every_field_away_from_its_default():
     # keeps the round-trip test honest: a field added later must be added to EVERYTHING too
-    defaults = dict(leaves(RunConfig.parse({"steps": 1})))
+    defaults = dict(leaves(RunConfig.parse({"steps": 1, "parallel": {}})))  # an unset section: its own defaults
     cfg = RunConfig.parse(EVERYTHING)
     # an optimizer's own section is set only with its name (EVERYTHING uses sgd):
     # tests/test_optimizers.py round-trips each
@@ -102,6 +104,16 @@ def test_round_trip_fixture_sets_every_field_away_from_its_default():
     same = [key for key, value in leaves(cfg) if value == defaults[key]
             and key not in ("schema_version", "model.name", "schedule.warmup_steps", "steps", *sections)]
     assert same == [], f"EVERYTHING leaves these at their default: {same}"
+
+
+def test_layout_sections_leave_dumps_and_run_ids_as_they_were():
+    """`parallel` and `activation_checkpointing` unset are not dumped (configs written before them stay byte for
+    byte), and set they do not rename the run: where its state lives does not change its curve."""
+    plain = RunConfig.parse({"steps": 1})
+    assert "parallel" not in plain.to_yaml() and "activation_checkpointing" not in plain.to_yaml()
+    laid_out = RunConfig.parse({"steps": 1, "parallel": {"kind": "fsdp"}, "activation_checkpointing": True})
+    assert laid_out.run_id() == plain.run_id()
+    assert RunConfig.from_yaml(laid_out.to_yaml()) == laid_out
 
 
 def test_yaml_round_trip_is_exact():

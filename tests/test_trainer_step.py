@@ -10,10 +10,11 @@ from torch import nn
 from proxies import mup_builder
 from proxies.data import open_data
 from proxies.registry import build_model
+from trainer import runtime as rt
 from trainer.checkpoint import CheckpointError, list_checkpoints
 from trainer.config import RunConfig
 from trainer.curves import read_curves
-from trainer.loop import train
+from trainer.loop import Trainer, resolve, train
 from trainer.optim import build_optimizer
 from trainer.schedule import Schedule, make_scheduler
 
@@ -279,3 +280,15 @@ def test_a_resume_inside_a_run_of_high_losses_diverges_at_the_same_step(tmp_path
         train(broken, on_log=crash_inside_the_streak)
     resumed = train(broken, resume=True)
     assert (resumed.status, resumed.step) == ("diverged", straight.step)
+
+
+@pytest.mark.parametrize("signals", [0, 1])
+def test_gradients_are_released_right_after_the_step(tmp_path, signals):
+    """Catches gradients held past the step: the evaluation's noise-scale batches would then allocate their own
+    gradients on top of a full set (memory above the training peak)."""
+    cfg = resolve(config(tmp_path, signals={"every": signals}))
+    trainer = Trainer(cfg, rt.start(cfg.device, cfg.precision), None, None)
+    trainer.prepare_steps()
+    step = trainer.train_step()
+    assert step.grad_norm > 0
+    assert all(p.grad is None for p in trainer.model.parameters())

@@ -1,7 +1,9 @@
 """What a RunConfig builds before the first step: data, model, optimizer, LR schedule, grad scaler, spike guard.
 
 The order is part of the run: the data source is opened, then torch's RNG is seeded and the model built
-(its initial weights draw from that RNG), so the same config gives the same first weights every time.
+(its initial weights draw from that RNG), so the same config gives the same first weights every time. The
+model is laid out (activation checkpointing, then FSDP2 sharding: trainer/parallel.py) before the optimizer is
+built, so the optimizer holds the sharded parameters, in the μP groups the unsharded model has.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from proxies.registry import build_model
 from trainer.config import ConfigError, RunConfig
 from trainer.guard import SpikeGuard, events_path
 from trainer.optim import build_optimizer
+from trainer.parallel import checkpoint_activations, shard
 from trainer.runtime import Runtime
 from trainer.schedule import Schedule, make_scheduler
 
@@ -36,6 +39,10 @@ def build(cfg: RunConfig, run: Runtime) -> Built:
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model.name, cfg.model.width, cfg.model.depth, cfg.model.parametrization,
                         **{**data.model_options(), **cfg.model.options}).to(run.device)
+    if cfg.activation_checkpointing:
+        checkpoint_activations(model)
+    if cfg.sharded():
+        shard(model, cfg.parallel, run)
     opt = cfg.optimizer
     optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
                                 betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,

@@ -8,19 +8,36 @@ builder (which sets them once) and the state dict is loaded on top, so nothing i
 Loading unpickles tensors and plain containers only (`weights_only=True`): a file whose unpickling would
 import or call anything, a damaged file, or one not written by torch.save is a CheckpointError naming it,
 and nothing in it runs.
+
+Sharded (`parallel.kind: fsdp`): a checkpoint is a folder `step-NNNNNNNNN/` written with
+`torch.distributed.checkpoint` (DCP) by every process, each its shards of the parts that hold DTensors (model,
+optimizer), beside `train_state.pt` (rank 0: every other part, as above). DCP stores each tensor with its global
+shape, so a run resumes into any number of processes. The folder is written under a hidden name and renamed when
+complete; DCP's index (`.metadata`, a pickle) is read by an unpickler that builds DCP's own records and nothing
+else, and its other files are loaded by torch with `weights_only=True`.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import CheckpointException, FileSystemReader
+from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
+from torch.distributed.tensor import DTensor
 
 from trainer.atomic import atomic_path
 from trainer.config import ConfigError
 
-NAME = re.compile(r"^step-(\d{9})\.pt$")
+NAME = re.compile(r"^step-(\d{9})(\.pt)?$")  # a file (one process wrote it) or a folder (sharded)
+REST = "train_state.pt"  # in a sharded checkpoint: the parts that are not sharded
 
 
 class CheckpointError(ConfigError):
@@ -47,9 +64,20 @@ def save_checkpoint(folder: Path, step: int, state: dict, keep: int) -> Path:
     path = checkpoint_path(folder, step)
     with atomic_path(path) as tmp, open(tmp, "wb") as file:  # a file object: torch keeps the OSError of a failed write
         torch.save(state, file)
-    for old in list_checkpoints(folder)[:-keep]:
-        old.unlink(missing_ok=True)
+    prune(folder, keep)
     return path
+
+
+def prune(folder: Path, keep: int) -> None:
+    for old in list_checkpoints(folder)[:-keep]:
+        remove(old)
+
+
+def remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict:
@@ -79,4 +107,81 @@ def delete_after(folder: Path, step: int) -> None:
     """Delete the checkpoints in `folder` past `step` (a branch of the run that was abandoned)."""
     for path in list_checkpoints(folder):
         if step_of(path) > step:
-            path.unlink(missing_ok=True)
+            remove(path)
+
+
+def is_sharded(path: Path) -> bool:
+    return path.is_dir()
+
+
+def holds_dtensor(value: Any) -> bool:
+    if isinstance(value, DTensor):
+        return True
+    if isinstance(value, Mapping):
+        return any(holds_dtensor(v) for v in value.values())
+    return isinstance(value, (list, tuple)) and any(holds_dtensor(v) for v in value)
+
+
+def save_sharded(folder: Path, step: int, state: dict, keep: int, main: bool) -> Path:
+    """Every process: write `state` as the folder step-NNNNNNNNN/ (module doc), then keep the newest `keep`."""
+    final = folder / f"step-{step:09d}"
+    partial = folder / f".{final.name}.partial"  # a kill leaves it hidden; the next save starts it over
+    sharded = {name: part for name, part in state.items() if holds_dtensor(part)}
+    rest = {**{name: part for name, part in state.items() if name not in sharded}, "sharded": sorted(sharded)}
+    if main:
+        shutil.rmtree(partial, ignore_errors=True)
+        folder.mkdir(parents=True, exist_ok=True)
+    dist.barrier()
+    dcp.save(sharded, checkpoint_id=partial)  # collective: returns when every process wrote its files
+    if main:
+        with atomic_path(partial / REST) as tmp, open(tmp, "wb") as file:
+            torch.save(rest, file)
+        remove(final)  # a rewind rewrites the ring checkpoint it went back to
+        os.replace(partial, final)
+        prune(folder, keep)
+    dist.barrier()
+    return final
+
+
+def load_sharded(path: Path, templates: Mapping[str, Any]) -> dict:
+    """A sharded checkpoint's state: its rank-0 parts, and its sharded parts read into `templates[name]()` (the
+    live part's state dict, whose DTensors say which shards this process holds)."""
+    rest = load_checkpoint(path / REST)
+    sharded = {name: templates[name]() for name in rest.pop("sharded")}
+    try:
+        dcp.load(sharded, storage_reader=SafeReader(path))
+    except (CheckpointException, pickle.UnpicklingError, RuntimeError, EOFError, OSError, KeyError) as err:
+        raise CheckpointError(f"checkpoint: {path} is refused: its sharded parts do not load ({reason(err)}); "
+                              "only this trainer's checkpoints are resumed: move it away or set another output.run"
+                              ) from None
+    return {**rest, **sharded}
+
+
+class SafeReader(FileSystemReader):
+    """DCP's file reader, its index unpickled by `DcpUnpickler` instead of `pickle.load`."""
+
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
+        with open(Path(self.path) / ".metadata", "rb") as file:
+            metadata = DcpUnpickler(file).load()
+        if not isinstance(metadata, Metadata):
+            raise pickle.UnpicklingError(f"the index holds a {type(metadata).__name__}, not DCP metadata")
+        if getattr(metadata, "storage_meta", None) is None:
+            metadata.storage_meta = StorageMeta()
+        metadata.storage_meta.load_id = self.load_id
+        return metadata
+
+
+class DcpUnpickler(pickle.Unpickler):
+    """Builds DCP's metadata records, torch sizes, dtypes and layouts, paths; any other global is refused."""
+
+    ALLOWED = {("torch", "Size"), ("pathlib", "PosixPath"), ("torch.serialization", "_get_layout"),
+               ("torch.distributed.checkpoint.filesystem", "_StorageInfo")} | {
+        ("torch.distributed.checkpoint.metadata", n) for n in
+        ("Metadata", "MetadataIndex", "StorageMeta", "TensorProperties", "TensorStorageMetadata",
+         "ChunkStorageMetadata", "BytesStorageMetadata", "_MEM_FORMAT_ENCODING")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        is_dtype = module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)
+        if (module, name) in self.ALLOWED or is_dtype:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"Unsupported global: {module}.{name} in a checkpoint index")

@@ -230,6 +230,17 @@ class SignalsConfig(Strict):
     every: int = Field(0, ge=0)
 
 
+class ParallelConfig(Strict):
+    """How the processes of a run share it. `ddp`: each holds the whole model, gradients are averaged
+    (DistributedDataParallel). `fsdp`: parameters, gradients and optimizer state are sharded across the processes
+    (FSDP2, `torch.distributed.fsdp.fully_shard` per block and at the root; sharded checkpoints), so each holds
+    about 1/N of them; `reshard_after_forward` frees the gathered weights after each block's forward (less memory,
+    one more all-gather in the backward)."""
+
+    kind: Literal["ddp", "fsdp"] = "ddp"
+    reshard_after_forward: bool = True
+
+
 class OutputConfig(Strict):
     root: str = "studies"
     study: Name = "default"
@@ -268,6 +279,9 @@ class RunConfig(Strict):
     divergence_factor: float = Field(2.0, gt=1)  # stop when loss stays > factor × the first step's loss (or is nan/inf)
     z_loss: float = Field(0.0, ge=0)  # coefficient on mean log²Z of the output logits (PaLM: 1e-4); 0: off
     guard: GuardConfig = GuardConfig()
+    # absent from dumps when unset, like the optimizers' sections: configs written before them stay as they were
+    parallel: ParallelConfig | None = Field(None, exclude_if=lambda v: v is None)  # unset: ddp
+    activation_checkpointing: bool = Field(False, exclude_if=lambda v: not v)  # recompute each block in the backward
     signals: SignalsConfig = SignalsConfig()
     eval: EvalConfig = EvalConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
@@ -300,6 +314,17 @@ class RunConfig(Strict):
                              "(its averaging replaces the decay; warmup stays allowed)")
         return self
 
+    @model_validator(mode="after")
+    def _fsdp_precision(self) -> RunConfig:
+        if self.sharded() and self.precision == "fp16":
+            raise ValueError("precision: fp16 is not supported with parallel.kind fsdp (its GradScaler does not "
+                             "handle sharded gradients); use bf16 or fp32")
+        return self
+
+    def sharded(self) -> bool:
+        """Whether parameters, gradients and optimizer state are sharded across processes (FSDP2)."""
+        return self.parallel is not None and self.parallel.kind == "fsdp"
+
     def tokens_per_step(self, tokens_per_example: int) -> int:
         return self.batch_size * tokens_per_example
 
@@ -315,7 +340,8 @@ class RunConfig(Strict):
     def run_id(self) -> str:
         """`output.run`, or a name derived from everything that shapes the run's curve
         (not where it is written, how often it is logged, checkpointed or its signals measured, its provenance,
-        nor the schema version it was written in).
+        the schema version it was written in, nor how it is laid out over processes and memory: `parallel`,
+        `activation_checkpointing`).
 
         The spike guard enters only when it can change the curve (on, and skip or rewind), z_loss only when
         non-zero, and an optimizer's own section only when set (unset ones are not dumped), so runs named before
@@ -325,7 +351,8 @@ class RunConfig(Strict):
             return self.output.run
         content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": True, "provenance": True,
                                                         "checkpoint": True, "log_every": True, "signals": True,
-                                                        "schema_version": True})
+                                                        "schema_version": True, "parallel": True,
+                                                        "activation_checkpointing": True})
         if not self.z_loss:
             del content["z_loss"]
         if self.guard_on() and self.guard.action != "log":

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trainer.atomic import atomic_path
-from trainer.checkpoint import list_checkpoints, save_checkpoint, step_of
+from trainer.checkpoint import list_checkpoints, step_of
 from trainer.config import GuardConfig, RunConfig
 
 RING = "guard-ring"
@@ -120,9 +120,6 @@ class SpikeGuard:
 
     def ring_due(self, step: int) -> bool:
         return step % self.cfg.ring_every == 0
-
-    def save_ring(self, step: int, state: dict) -> None:
-        save_checkpoint(self.ring_dir, step, state, keep=self.cfg.ring_size)
 
     def rewind(self, state: dict) -> None:
         """Back to a ring checkpoint (`state` is the guard's part of it): its window comes back; events and the

@@ -7,6 +7,7 @@ One optimizer step (`Trainer.train_step`), in this order (each line is a classic
     unscale the gradients (fp16)                      before clipping, or the clip sees scaled norms
     clip_grad_norm_ once                              the pre-clip norm is what gets logged
     optimizer.step(); scheduler.step()                the scheduler after the optimizer
+    zero_grad(set_to_none=True)                       gradients released before evaluation allocates its own
 Then, at the logging cadence, `log_and_eval` (the one host sync per logged step, the divergence check, the
 evaluation when due), and the checkpoints due. Everything a checkpoint holds is a part registered with the
 run's `TrainState` (trainer/state.py); a caller adds its own with `train(…, extra_state=…)`.
@@ -33,10 +34,13 @@ from trainer.build import build
 from trainer.checkpoint import (
     CheckpointError,
     delete_after,
+    is_sharded,
     latest_checkpoint,
     list_checkpoints,
     load_checkpoint,
+    load_sharded,
     save_checkpoint,
+    save_sharded,
 )
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import CurveWriter
@@ -44,6 +48,7 @@ from trainer.divergence import Divergence
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
 from trainer.noise_scale import NoiseScale
+from trainer.parallel import ShardedModel, ShardedOptimizer, full
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
 
@@ -114,7 +119,7 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
     """Train `cfg` to its end (or to a divergence, or until `on_eval` says stop); `resume` continues the run from
     its newest checkpoint. `extra_state`: parts of the caller's, checkpointed and resumed with the run's own."""
     cfg = resolve(cfg)
-    run = rt.start(cfg.device, cfg.precision)
+    run = rt.start(cfg.device, cfg.precision, group=cfg.sharded())
     try:
         check_start(cfg, run, resume)
         trainer = Trainer(cfg, run, on_log, on_eval)
@@ -145,8 +150,10 @@ class Trainer:
         self.data, self.model, self.optimizer = built.data, built.model, built.optimizer
         self.scheduler, self.guard, self.total_steps = built.scheduler, built.guard, built.total_steps
         self.state = TrainState()
-        self.state.register("model", self.model)  # base shapes come from the builder: nothing is rescaled twice
-        self.state.register("optimizer", self.optimizer)
+        sharded = cfg.sharded()  # FSDP2: model and optimizer states as DTensors, saved by every process
+        # base shapes come from the builder: nothing is rescaled twice
+        self.state.register("model", ShardedModel(self.model) if sharded else self.model)
+        self.state.register("optimizer", ShardedOptimizer(self.model, self.optimizer) if sharded else self.optimizer)
         self.state.register("scheduler", self.scheduler)
         self.scaler = self.state.register("scaler", built.scaler)
         self.state.register("rng", Rng(run.device))
@@ -193,7 +200,7 @@ class Trainer:
         latest = latest_checkpoint(self.ckpt_dir, *([self.guard.ring_dir] if self.guard is not None else []))
         if latest is None:
             return
-        state = load_checkpoint(latest)
+        state = self.load(latest)
         if format_of(state) != FORMAT:
             raise CheckpointError(f"output.run: {latest} is in checkpoint format {format_of(state)}, this mup-sweep "
                                   f"resumes format {FORMAT}; finish the run with the version that started it, "
@@ -204,6 +211,17 @@ class Trainer:
             found = " ".join(str(err).split())[:200]
             raise CheckpointError(f"output.run: {latest} is a checkpoint of another model or run ({found}); "
                                   f"resume only the run that wrote it, or set another output.run") from None
+
+    def load(self, path) -> dict:
+        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes."""
+        if is_sharded(path) != self.cfg.sharded():
+            written = "sharded (parallel.kind fsdp)" if is_sharded(path) else "unsharded (parallel.kind ddp)"
+            raise CheckpointError(f"parallel.kind: {path} was written {written}; resume it with the kind that wrote "
+                                  "it, or set another output.run")
+        if not is_sharded(path):
+            return load_checkpoint(path)
+        parts = self.state.parts
+        return load_sharded(path, {n: getattr(p, "sharded_state_dict", p.state_dict) for n, p in parts.items()})
 
     def open_outputs(self) -> None:
         """Rank 0: the curve writer (rows past the checkpoint dropped: they will be logged again), the config and
@@ -220,7 +238,7 @@ class Trainer:
 
     def prepare_steps(self) -> None:
         cfg, run, model = self.cfg, self.run, self.model
-        self.wrapped = DDP(model) if run.distributed else model
+        self.wrapped = DDP(model) if run.distributed and not cfg.sharded() else model  # FSDP2 shards in place
         self.forward = torch.compile(self.wrapped) if cfg.compile else self.wrapped
         model.train()
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -254,12 +272,13 @@ class Trainer:
             if measure:
                 self.signals.after_unscale()
             max_norm = self.cfg.optimizer.grad_clip if self.cfg.optimizer.grad_clip is not None else math.inf
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.params, max_norm)
+            grad_norm = full(torch.nn.utils.clip_grad_norm_(self.params, max_norm))
             self.scaler.step(self.optimizer)
             self.scaler.update()
         elif measure:
             self.signals.after_unscale()
         self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)  # released now: evaluation and noise-scale batches run without them
         state.step += 1
         state.tokens += self.tokens_per_step
         return Step(loss, loss_now, skip, lr, grad_norm, measure)
@@ -275,8 +294,7 @@ class Trainer:
         loss = torch.zeros((), device=run.device)
         for i in range(cfg.grad_accum):
             x, y = to_device(part(share, i, cfg.grad_accum), run)
-            sync = self.wrapped.no_sync() if run.distributed and i < cfg.grad_accum - 1 else nullcontext()
-            with sync:
+            with self.gradient_sync(i == cfg.grad_accum - 1):
                 with run.autocast():
                     micro = objective(self.forward, x, y, cfg.z_loss) / cfg.grad_accum
                 self.scaler.scale(micro).backward()
@@ -284,6 +302,14 @@ class Trainer:
         if measure:
             self.signals.detach()
         return loss
+
+    def gradient_sync(self, last: bool):
+        """Gradients are averaged across processes on the step's last micro-batch only (DDP's no_sync before it;
+        FSDP2 keeps unsharded gradients until then)."""
+        if self.cfg.sharded():
+            self.model.set_requires_gradient_sync(last)
+            return nullcontext()
+        return self.wrapped.no_sync() if self.run.distributed and not last else nullcontext()
 
     def answer_spike(self, loss: float) -> str:
         """The guard's word on this step's loss: train, log, skip or rewind (done here); a stop ends the run."""
@@ -295,7 +321,7 @@ class Trainer:
             self.state.step += 1
             raise Stop("diverged", loss, None, self.guard.stop_reason())
         if action == "rewind":
-            self.state.rewind(load_checkpoint(target))
+            self.state.rewind(self.load(target))
             step = self.state.step
             if self.writer is not None:  # the abandoned branch's rows and checkpoints go
                 self.writer.truncate_after(step)
@@ -365,14 +391,17 @@ class Trainer:
             self.checkpoint(ring=True)
 
     def checkpoint(self, ring: bool = False) -> None:
-        """Rank 0 writes the TrainState (curves first: on disk they never lag the checkpoint); every rank waits."""
+        """Rank 0 writes the TrainState (curves first: on disk they never lag the checkpoint); every rank waits.
+        Sharded, every rank writes its shards and rank 0 the rest."""
+        folder, keep = (self.guard.ring_dir, self.guard.cfg.ring_size) if ring else (self.ckpt_dir,
+                                                                                      self.cfg.checkpoint.keep)
         if self.writer is not None:
             self.writer.flush()
-            state = self.state.state_dict()
-            if ring:
-                self.guard.save_ring(self.state.step, state)
-            else:
-                save_checkpoint(self.ckpt_dir, self.state.step, state, keep=self.cfg.checkpoint.keep)
+        if self.cfg.sharded():
+            save_sharded(folder, self.state.step, self.state.state_dict(), keep, self.run.main)
+            return
+        if self.writer is not None:
+            save_checkpoint(folder, self.state.step, self.state.state_dict(), keep)
         rt.barrier(self.run)
 
     def finish(self, status: str, train_loss, val_loss, reason=None) -> RunResult:

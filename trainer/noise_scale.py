@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from torch.distributed.tensor import DTensor
+
+from trainer.parallel import full
 
 
 def two_batch_estimates(small_sq_norm: float, big_sq_norm: float, b_small: int, b_big: int) -> tuple[float, float]:
@@ -32,8 +35,8 @@ def measure(params: list[torch.Tensor], loss_fn: Callable[[int], torch.Tensor], 
             b: int) -> tuple[float, float]:
     """(tr Σ per example, |G|²) from n_small independent small batches of b examples each.
 
-    loss_fn(i) is the mean loss on the i-th small batch. Each small-batch gradient g_i comes from
-    torch.autograd.grad, so the loop's accumulated p.grad is left alone. |G_b|² = mean_i |g_i|²,
+    loss_fn(i) is the mean loss on the i-th small batch. Each small-batch gradient g_i comes from `gradients`,
+    which leaves the loop's accumulated p.grad alone. |G_b|² = mean_i |g_i|²,
     and G_B = mean_i g_i is the gradient of the big batch of B = n_small·b examples.
     """
     if n_small < 2:
@@ -41,13 +44,29 @@ def measure(params: list[torch.Tensor], loss_fn: Callable[[int], torch.Tensor], 
     small_sq = 0.0
     big = [torch.zeros_like(p, dtype=torch.float32) for p in params]
     for i in range(n_small):
-        grads = torch.autograd.grad(loss_fn(i), params)
+        grads = gradients(loss_fn(i), params)
         with torch.no_grad():
             small_sq = small_sq + sum(g.float().pow(2).sum() for g in grads)  # stays on device: one sync below
             for acc, g in zip(big, grads, strict=True):
                 acc += g.float()
     big_sq = sum(acc.div(n_small).pow(2).sum() for acc in big)
-    return two_batch_estimates(float(small_sq) / n_small, float(big_sq), b, n_small * b)
+    return two_batch_estimates(float(full(small_sq)) / n_small, float(full(big_sq)), b, n_small * b)
+
+
+def gradients(loss: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor]:
+    """d loss / d params, p.grad as it was. torch.autograd.grad, except for FSDP2's sharded parameters (DTensors),
+    which are not in the graph (FSDP gathers copies of them): a backward brings their gradients, sharded and
+    averaged over processes (which measured the same batches), into p.grad, and the held ones are put back."""
+    if not any(isinstance(p, DTensor) for p in params):
+        return list(torch.autograd.grad(loss, params))
+    held = [p.grad for p in params]
+    for p in params:
+        p.grad = None
+    loss.backward()
+    grads = [p.grad for p in params]
+    for p, g in zip(params, held, strict=True):
+        p.grad = g
+    return grads
 
 
 class NoiseScale:

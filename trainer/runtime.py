@@ -17,6 +17,7 @@ class Runtime:
     dtype: torch.dtype | None  # autocast dtype; None: full fp32
     rank: int = 0
     world: int = 1
+    grouped: bool = False  # a process group was joined for this run (always under torchrun and under FSDP)
 
     @property
     def main(self) -> bool:
@@ -32,8 +33,9 @@ class Runtime:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def start(device: str, precision: str) -> Runtime:
-    """Resolve the device and precision; join the process group when launched by torchrun.
+def start(device: str, precision: str, group: bool = False) -> Runtime:
+    """Resolve the device and precision; join the process group when launched by torchrun, or a group of one
+    process when `group` (FSDP shards over a process group, also of one).
 
     CUDA: TF32 matmuls on, NCCL between processes, bf16 autocast by default. CPU: gloo, fp32 by
     default (bf16 and fp16 autocast work there too, slowly; fp16 always runs with a GradScaler).
@@ -60,9 +62,14 @@ def start(device: str, precision: str) -> Runtime:
     if precision == "auto":
         precision = "bf16" if dev.type == "cuda" else "fp32"
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
-    return Runtime(device=dev, dtype=dtype, rank=rank, world=world)
+    grouped = (world > 1 or group) and not dist.is_initialized()
+    if grouped:
+        backend = "nccl" if dev.type == "cuda" else "gloo"
+        if world > 1 or "MASTER_ADDR" in os.environ:  # torchrun, whatever the number of processes
+            dist.init_process_group(backend)
+        else:
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    return Runtime(device=dev, dtype=dtype, rank=rank, world=world, grouped=grouped)
 
 
 def local_device_index(device: str, world: int) -> int:
@@ -74,7 +81,7 @@ def local_device_index(device: str, world: int) -> int:
 
 
 def stop(runtime: Runtime) -> None:
-    if runtime.distributed and dist.is_initialized():
+    if runtime.grouped and dist.is_initialized():
         dist.destroy_process_group()
 
 

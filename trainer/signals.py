@@ -31,6 +31,7 @@ from torch import nn
 
 from proxies.gpt import CausalSelfAttention
 from proxies.llama import GroupedQueryAttention
+from trainer.parallel import full
 
 ATTENTION = (CausalSelfAttention, GroupedQueryAttention)  # modules with `heads(x) -> q, k, v` and `scale`
 CHUNK_ELEMENTS = 2 ** 22  # logits held at once by attention_logit_max: 16 MiB in fp32
@@ -113,7 +114,7 @@ class Signals:
         """Between unscaling and clipping: per-group gradient norms; keep the weights to measure the update."""
         for group in self.optimizer.param_groups:
             grads = [p.grad for p in group["params"] if p.grad is not None]
-            norms = [torch.linalg.vector_norm(g.float()) for g in grads]
+            norms = [full(torch.linalg.vector_norm(g.float())) for g in grads]  # of a sharded gradient: its whole
             norm = torch.linalg.vector_norm(torch.stack(norms)) if grads \
                 else torch.zeros((), device=group["params"][0].device)  # stacked with the other groups' norms
             self.values[f"grad_norm.{group_name(group)}"] = norm
@@ -126,8 +127,8 @@ class Signals:
             delta = weight = torch.zeros((), device=group["params"][0].device)
             for p in group["params"]:
                 old = next(before).float()
-                delta = delta + (p.detach().float() - old).square().sum()
-                weight = weight + old.square().sum()
+                delta = delta + full((p.detach().float() - old).square().sum())
+                weight = weight + full(old.square().sum())
             self.values[f"update_ratio.{group_name(group)}"] = (delta.sqrt() / weight.sqrt().clamp_min(1e-30))
         self.before = []
         if self.forwards:
