@@ -246,3 +246,41 @@ def test_the_optimizers_own_section_reaches_the_optimizer_the_trainer_builds(tmp
     built = build(cfg, Runtime(device=torch.device("cpu"), dtype=None, rank=0, world=1))
     muon_groups = built.optimizer.parts["muon"].param_groups
     assert {(g["adjust_lr_fn"], g["ns_steps"], g["momentum"]) for g in muon_groups} == {("original", 3, 0.8)}
+
+
+def test_schedule_free_evaluates_and_checkpoints_its_average_and_trains_at_y(tmp_path):
+    """Schedule-Free's answer is the average x; gradients are taken at y. The classic bugs: the val loss measured
+    at y (no eval() around evaluation), a checkpoint of y (no eval() around the save: resume would rebuild a
+    wrong y), a step in eval mode (no train() after either: schedulefree refuses the step)."""
+    from trainer.build import build
+    from trainer.checkpoint import list_checkpoints, load_checkpoint
+    from trainer.evaluate import evaluate
+    from trainer.loop import EVAL_SEED_OFFSET
+    from trainer.optim import train_mode
+    from trainer.runtime import Runtime
+
+    cfg = RunConfig.parse({
+        "model": {"name": "gpt", "width": 32, "depth": 1},
+        "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 4000}},
+        "batch_size": 4, "steps": 6, "log_every": 1, "eval": {"every": 2, "batches": 2, "noise_scale_batches": 0},
+        "checkpoint": {"every": 2}, "optimizer": {"name": "schedulefree_adamw", "lr": 0.02},
+        "schedule": {"kind": "constant"}, "output": {"root": str(tmp_path), "study": "t", "run": "sf"}})
+    assert train(cfg).status == "completed"  # steps after evaluations and checkpoints ran in train mode
+    val_loss = read_curves(cfg.curves_root(), run="sf").set_index("step").loc[6, "val_loss"]
+    state = load_checkpoint(list_checkpoints(cfg.run_dir() / "checkpoints")[-1])
+    assert {g["train_mode"] for g in state["optimizer"]["param_groups"]} == {False}  # saved in eval mode
+
+    runtime = Runtime(device=torch.device("cpu"), dtype=None, rank=0, world=1)
+    built = build(cfg, runtime)
+    built.model.load_state_dict(state["model"])
+    built.optimizer.load_state_dict(state["optimizer"])
+
+    def loss_now() -> float:
+        return evaluate(built.model, built.data, runtime, batches=2, batch_size=4, chunks=1,
+                        seed=cfg.seed + EVAL_SEED_OFFSET)
+
+    at_x = loss_now()  # the checkpoint's weights: x
+    train_mode(built.optimizer)
+    at_y = loss_now()
+    # x after the evaluation's eval()/train() round trip differs from x before it in the last bits only
+    assert val_loss == pytest.approx(at_x, abs=1e-5) and abs(at_x - at_y) > 1e-3, (val_loss, at_x, at_y)

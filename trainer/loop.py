@@ -48,6 +48,7 @@ from trainer.divergence import Divergence
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
 from trainer.noise_scale import NoiseScale
+from trainer.optim import averaged_weights, train_mode
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
@@ -207,6 +208,7 @@ class Trainer:
                                   "or set another output.run")
         try:
             self.state.load_state_dict(state)
+            train_mode(self.optimizer)  # written with Schedule-Free's averaged weights in place
         except (RuntimeError, KeyError, ValueError, TypeError) as err:  # shapes, keys or groups of another model
             found = " ".join(str(err).split())[:200]
             raise CheckpointError(f"output.run: {latest} is a checkpoint of another model or run ({found}); "
@@ -322,6 +324,7 @@ class Trainer:
             raise Stop("diverged", loss, None, self.guard.stop_reason())
         if action == "rewind":
             self.state.rewind(self.load(target))
+            train_mode(self.optimizer)
             step = self.state.step
             if self.writer is not None:  # the abandoned branch's rows and checkpoints go
                 self.writer.truncate_after(step)
@@ -366,8 +369,9 @@ class Trainer:
     def evaluate(self, row: dict) -> bool:
         """Val loss (and the noise scale) into `row`; whether to keep going, as rank 0's `on_eval` says."""
         cfg, run, step = self.cfg, self.run, self.state.step
-        self.val_loss = evaluate(self.model, self.data, run, batches=cfg.eval.batches, batch_size=cfg.batch_size,
-                                 chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
+        with averaged_weights(self.optimizer):  # Schedule-Free: the val loss of its average, not of y
+            self.val_loss = evaluate(self.model, self.data, run, batches=cfg.eval.batches,
+                                     batch_size=cfg.batch_size, chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
         row["val_loss"] = self.val_loss
         if cfg.eval.noise_scale_batches:
             micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass
@@ -392,16 +396,18 @@ class Trainer:
 
     def checkpoint(self, ring: bool = False) -> None:
         """Rank 0 writes the TrainState (curves first: on disk they never lag the checkpoint); every rank waits.
-        Sharded, every rank writes its shards and rank 0 the rest."""
-        folder, keep = (self.guard.ring_dir, self.guard.cfg.ring_size) if ring else (self.ckpt_dir,
-                                                                                      self.cfg.checkpoint.keep)
-        if self.writer is not None:
-            self.writer.flush()
-        if self.cfg.sharded():
-            save_sharded(folder, self.state.step, self.state.state_dict(), keep, self.run.main)
-            return
-        if self.writer is not None:
-            save_checkpoint(folder, self.state.step, self.state.state_dict(), keep)
+        Sharded, every rank writes its shards and rank 0 the rest.
+        Every rank switches to the averaged weights (Schedule-Free) and back, so the ranks keep the same bits."""
+        with averaged_weights(self.optimizer):
+            folder, keep = (self.guard.ring_dir, self.guard.cfg.ring_size) if ring else (self.ckpt_dir,
+                                                                                          self.cfg.checkpoint.keep)
+            if self.writer is not None:
+                self.writer.flush()
+            if self.cfg.sharded():
+                save_sharded(folder, self.state.step, self.state.state_dict(), keep, self.run.main)
+                return
+            if self.writer is not None:
+                save_checkpoint(folder, self.state.step, self.state.state_dict(), keep)
         rt.barrier(self.run)
 
     def finish(self, status: str, train_loss, val_loss, reason=None) -> RunResult:

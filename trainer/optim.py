@@ -21,7 +21,8 @@ torch does not have), `schedulefree` (Schedule-Free AdamW, its authors' implemen
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
 from adam_atan2_pytorch import AdamAtan2
@@ -89,6 +90,31 @@ def build_optimizer(model: nn.Module, *, name: str = "adamw", lr: float, weight_
                                 nesterov=settings.nesterov, ns_steps=settings.ns_steps, adjust_lr_fn=adjust)
         return MuonWithAdamW(muon, _adamw([g for g in groups if g["owner"] == "adamw"], lr, betas, eps))
     raise ValueError(f"optimizer.name: {name!r} is not one of adamw, sgd, muon, lion, schedulefree_adamw, adam_atan2")
+
+
+@contextmanager
+def averaged_weights(optimizer: torch.optim.Optimizer) -> Iterator[None]:
+    """Inside the block the parameters are what evaluation and checkpoints need; after it, training's again.
+
+    Schedule-Free AdamW (Defazio et al. 2024) takes gradients at y = (1 − β1)·z + β1·x but its answer is the
+    average x: `eval()` moves the parameters to x, `train()` back to y (from x and z). A checkpoint written inside
+    holds x, z and eval mode, as its authors ask; `train_mode` after loading it gives the y the run left.
+    Every other optimizer's parameters are its answer: nothing changes."""
+    if not isinstance(optimizer, AdamWScheduleFree):
+        yield
+        return
+    optimizer.eval()
+    try:
+        yield
+    finally:
+        optimizer.train()
+
+
+def train_mode(optimizer: torch.optim.Optimizer) -> None:
+    """After loading a checkpoint written in `averaged_weights`: Schedule-Free's parameters back to y (its step
+    refuses to run in eval mode); other optimizers are always in train mode."""
+    if isinstance(optimizer, AdamWScheduleFree):
+        optimizer.train()
 
 
 def _adamw(groups: list[dict], lr: float, betas: tuple[float, float], eps: float) -> torch.optim.AdamW:
