@@ -21,8 +21,9 @@ torch does not have), `schedulefree` (Schedule-Free AdamW, its authors' implemen
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from adam_atan2_pytorch import AdamAtan2

@@ -21,9 +21,9 @@ import pytest
 import torch
 import yaml
 
+from proxies.optimizers import OPTIMIZERS
 from tests.fault.files import assert_whole_files
 from tests.fault.kill import CreateWatch, alive, descendants, fault_repeats, promptly, running, wait_created, wait_dead
-from proxies.optimizers import OPTIMIZERS
 from tests.sweep_helpers import kept, run_sweep
 from trainer.checkpoint import list_checkpoints, load_checkpoint, step_of
 from trainer.config import RunConfig
