@@ -4,6 +4,8 @@ The proxy's own RunConfig (stored on the trial) goes through the rules of `sweep
 order; the result is a full run (`output.kind: full`, checkpoints at every evaluation so it can resume)
 whose provenance names the study, the storage (never a password), the trial and its value, the proxy's
 shape and budget, the verify drift when one was measured, and every rule with its before and after.
+It writes under the results root of this command (the full run's `output.root` too), never under the root
+the stored trial names: the storage may be someone else's.
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: Op
         every = result.config.eval.every
         checkpoint = checkpoint.model_copy(update={"every": every})
         changes.append(Change("full-run", "checkpoint.every", 0, every, "a full run checkpoints at every evaluation to resume"))
-    root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
+    root = str(results_root().resolve())
     verify = read_summary(root, name)
     provenance = Provenance(
         study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
