@@ -4,6 +4,8 @@ The proxy's own RunConfig (stored on the trial) goes through the rules of `sweep
 order; the result is a full run (`output.kind: full`, checkpoints at every evaluation so it can resume)
 whose provenance names the study, the storage (never a password), the trial and its value, the proxy's
 shape and budget, the verify drift when one was measured, and every rule with its before and after.
+It writes under the results root of this command (the full run's `output.root` too), never under the root
+the stored trial names: the storage may be someone else's.
 """
 from __future__ import annotations
 
