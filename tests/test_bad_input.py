@@ -163,7 +163,7 @@ def run_folder_linked_out(link: str) -> Callable[[Path], list]:
     """A run folder under the results root whose `link` (config.yaml, result.json or the run folder itself)
     is a symlink to a secret outside it; then the command the case's args name reads the root."""
     def make(root: Path) -> Path:
-        secret = file(root, "outside/secret.yaml", "model: {name: gpt}\nsteps: 1\n# SECRET-OUTSIDE\n")
+        secret = file(root, "outside/config.yaml", RunConfig.parse({**RUN, "output": {"study": "bad"}}).to_yaml())
         run = root / "results" / "bad" / "runs"
         if link == "run":
             run.mkdir(parents=True)
@@ -343,7 +343,7 @@ CASES = {
     "timeout-negative": Case(proxy("--width", "16", "--timeout", "-1"), ("--timeout:", "positive number of minutes")),
     "mem-inf": Case(proxy("--width", "16", "--mem", "inf"), ("--mem:", "finite number")),
     "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
-    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("--lr-max:", "finite")),
+    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("'--lr-max'", "greater than")),
     "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),
     "config-inf-grad-clip": Case(train(**{"optimizer.grad_clip": float("inf")}), ("optimizer.grad_clip:", "finite")),
     "spec-inf-storage-retry": Case(proxy(storage_retry_s=float("inf")), ("storage_retry_s:", "finite number")),
