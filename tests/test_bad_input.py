@@ -163,7 +163,7 @@ def run_folder_linked_out(link: str) -> Callable[[Path], list]:
     """A run folder under the results root whose `link` (config.yaml, result.json or the run folder itself)
     is a symlink to a secret outside it; then the command the case's args name reads the root."""
     def make(root: Path) -> Path:
-        secret = file(root, "outside/secret.yaml", "model: {name: gpt}\nsteps: 1\n# SECRET-OUTSIDE\n")
+        secret = file(root, "outside/config.yaml", RunConfig.parse({**RUN, "output": {"study": "bad"}}).to_yaml())
         run = root / "results" / "bad" / "runs"
         if link == "run":
             run.mkdir(parents=True)
@@ -306,21 +306,21 @@ CASES = {
     "yaml-config-symlink-loop": Case(lambda root: ["train", symlink_loop(root)], ("config:", "symbolic links")),
     "yaml-doctor-is-dev-zero": Case(lambda root: ["doctor", "/dev/zero"], ("config:", "not a regular file")),
     # ---- names: a strict pattern, never . or .., bounded length
-    "name-dot": Case(proxy(name="."), ("name:", "'.' is not a name", "not starting with '.'")),
-    "name-dot-dot": Case(proxy(name=".."), ("name:", "'..' is not a name")),
-    "name-slash": Case(proxy(name="a/../../b"), ("name:", "is not a name")),
+    "name-dot": Case(proxy(name="."), ("name:", "(got '.')", "not starting with '.'")),
+    "name-dot-dot": Case(proxy(name=".."), ("name:", "(got '..')")),
+    "name-slash": Case(proxy(name="a/../../b"), ("name:", "a name of 1 to 100")),
     "name-300-characters": Case(proxy(name="n" * 300), ("name:", "1 to 100 letters")),
-    "name-flag-like": Case(proxy(name="-rf"), ("name:", "is not a name")),
-    "output-study-dot-dot": Case(train(**{"output.study": ".."}), ("output.study:", "'..' is not a name")),
-    "output-run-dot-dot": Case(train(**{"output.run": ".."}), ("output.run:", "'..' is not a name")),
+    "name-flag-like": Case(proxy(name="-rf"), ("name:", "a name of 1 to 100")),
+    "output-study-dot-dot": Case(train(**{"output.study": ".."}), ("output.study:", "(got '..')")),
+    "output-run-dot-dot": Case(train(**{"output.run": ".."}), ("output.run:", "(got '..')")),
     "output-run-300-characters": Case(train(**{"output.run": "r" * 300}), ("output.run:", "1 to 100 letters")),
-    "results-name-dot-dot": Case(lambda root: ["results", "..", "--no-plots"], ("study:", "'..' is not a name")),
-    "export-name-dot": Case(lambda root: ["export", "."], ("study:", "'.' is not a name")),
-    "report-name-dot-dot": Case(lambda root: ["report", ".."], ("study:", "'..' is not a name")),
-    "status-name-dot-dot": Case(lambda root: ["status", ".."], ("study:", "'..' is not a name")),
-    "sql-study-dot-dot": Case(lambda root: ["sql", "select 1", "--study", ".."], ("--study:", "'..' is not a name")),
+    "results-name-dot-dot": Case(lambda root: ["results", "..", "--no-plots"], ("study:", "(got '..')")),
+    "export-name-dot": Case(lambda root: ["export", "."], ("study:", "(got '.')")),
+    "report-name-dot-dot": Case(lambda root: ["report", ".."], ("study:", "(got '..')")),
+    "status-name-dot-dot": Case(lambda root: ["status", ".."], ("study:", "(got '..')")),
+    "sql-study-dot-dot": Case(lambda root: ["sql", "select 1", "--study", ".."], ("--study:", "(got '..')")),
     "compare-study-outside": Case(lambda root: ["compare", "r", "--study", "../outside"],
-                                  ("--study:", "is not a name")),
+                                  ("--study:", "a name of 1 to 100")),
     # ---- paths: nothing under the results root is read through a symlink leading out of it
     "sql-config-yaml-linked-out": Case(reading("config.yaml", "sql", "select * from runs"),
                                        ("runs:", "leads out of the results root")),
@@ -348,7 +348,7 @@ CASES = {
     "timeout-negative": Case(proxy("--width", "16", "--timeout", "-1"), ("--timeout:", "positive number of minutes")),
     "mem-inf": Case(proxy("--width", "16", "--mem", "inf"), ("--mem:", "finite number")),
     "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
-    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("--lr-max:", "finite")),
+    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("'--lr-max'", "greater than")),
     "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),
     "config-inf-grad-clip": Case(train(**{"optimizer.grad_clip": float("inf")}), ("optimizer.grad_clip:", "finite")),
     "spec-inf-storage-retry": Case(proxy(storage_retry_s=float("inf")), ("storage_retry_s:", "finite number")),

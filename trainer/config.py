@@ -48,7 +48,7 @@ def check_name(value: str) -> str:
     """`value` if it is a NAME, else a ValueError stating the rule."""
     if not NAME.fullmatch(value):
         shown = value if len(value) <= 40 else value[:40] + "…"
-        raise ValueError(f"{shown!r} is not a name ({NAME_RULE})")
+        raise ValueError(f"a name of {NAME_RULE} (got {shown!r})")
     return value
 
 
