@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from sweep.errors import as_fault, is_bad_input
+from trainer.preemption import Preempted
 
 try:  # typer ≥ 0.26 vendors click
     from typer._click.exceptions import BadParameter, UsageError
@@ -392,7 +393,8 @@ def usage_line(err: UsageError) -> str:
 
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2; a full or read-only disk or an
-    unreachable storage met on the way is one line and exit code 1."""
+    unreachable storage met on the way is one line and exit code 1; SIGTERM or SIGUSR2 during training is one
+    line and 128 + the signal's number, after a checkpoint at that step."""
     try:
         code = app(standalone_mode=False)
     except UsageError as err:
@@ -400,6 +402,9 @@ def main() -> None:
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)
+    except Preempted as err:  # the run checkpointed at the signal; the same command resumes it
+        print(f"preempted: {err}", file=sys.stderr)
+        sys.exit(128 + err.signum)
     except Exception as err:
         if is_bad_input(err):
             print(f"error: {err}", file=sys.stderr)
