@@ -17,6 +17,7 @@ from rich.console import Console
 from sweep import errors
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.paths import check_out_file, check_writable
+from trainer.preemption import Preempted
 
 try:  # typer ≥ 0.26 vendors click
     from typer._click.exceptions import BadParameter, UsageError
@@ -430,12 +431,15 @@ def usage_line(err: UsageError) -> str:
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2; a full or read-only disk or an
     unreachable storage met on the way is one line and exit code 1; Ctrl-C is one line and exit code 130,
-    whatever the command was doing (sweep/errors.py)."""
+    whatever the command was doing (sweep/errors.py); SIGTERM or SIGUSR2 during training is one line
+    and 128 + the signal's number, after a checkpoint at that step."""
     errors.watch()
     try:
         code = app(standalone_mode=False)
     except (typer.Abort, KeyboardInterrupt):
         code = 130
+    except Preempted as err:  # the run checkpointed at the signal; the same command resumes it
+        exit_with(f"preempted: {err}", 128 + err.signum)
     except Exception as err:
         if not errors.INTERRUPTED.is_set():
             fail(err)

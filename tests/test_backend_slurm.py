@@ -8,7 +8,8 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from sweep.study.study import counts
-from tests.sweep_helpers import early_rows, kept, load, run_sweep, states, sweep_cmd, sweep_env, wait_for, write_spec
+from tests.sweep_helpers import kept, load, run_sweep, states, sweep_cmd, sweep_env, wait_for, write_spec
+from trainer.curves import read_run
 
 
 def sacct(array_id: str) -> dict[str, str]:
@@ -46,7 +47,12 @@ def test_a_4_task_array_runs_one_study_detaches_and_reattaches(tmp_path, slurm_c
 
 
 def test_scontrol_requeue_of_a_running_task_resumes_its_trial_from_the_checkpoint(tmp_path, slurm_cluster):
-    spec = write_spec(tmp_path, trials=1, run={"steps": 3000, "log_every": 50, "eval": {"every": 50},
+    """`scontrol requeue` sends SIGTERM (SIGKILL after KillWait): the task checkpoints at the step it is in,
+    releases its trial and exits; the requeued task retries the trial from that checkpoint (the rows up to the
+    signal's step are kept as first logged). With the signal ignored, the trial either trains on to its end
+    within the grace (one trial) or dies at SIGKILL (a lost worker, not released as preempted): both fail, on a
+    fast machine or a slow one."""
+    spec = write_spec(tmp_path, trials=1, run={"steps": 3000, "log_every": 10, "eval": {"every": 50},
                                                "checkpoint": {"every": 50, "keep": 2}})
     journal = f"journal:{tmp_path / 'tiny.log'}"
     proc = subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16", "--backend", "slurm", "--storage", journal),
@@ -59,14 +65,18 @@ def test_scontrol_requeue_of_a_running_task_resumes_its_trial_from_the_checkpoin
     subprocess.run(["scontrol", "requeue", task], check=True)
     wait_for(lambda: "PENDING" in subprocess.run(["squeue", "-h", "-j", task, "-o", "%T"], capture_output=True,
                                                  text=True).stdout, 60, "the task to be requeued")
-    rows = early_rows(tmp_path)  # written by the first attempt before its first checkpoint
+    first = wait_for(lambda: next((t for t in load(tmp_path, storage=journal).trials if t.state.is_finished()), None),
+                     60, "the interrupted attempt to be released")
+    assert first.state == TrialState.FAIL and first.user_attrs["reason"].startswith("preempted: SIGTERM at step ")
+    preempted_at = int(first.user_attrs["reason"].split(" at step ")[1].split(":")[0])
+    rows = read_run(first.user_attrs["curves"], columns=["step", "wall_time"])  # flushed by the signal's checkpoint
+    assert rows["step"].max() == preempted_at // 10 * 10
     subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"], check=True)  # skip SLURM's requeue delay
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
 
     study = load(tmp_path, storage=journal)
     first, retry = study.trials
-    assert first.state == TrialState.FAIL and first.user_attrs["reason"].startswith("worker lost")
     assert retry.state == TrialState.COMPLETE and retry.user_attrs["retry_of"] == 0 and retry.params == first.params
     assert retry.user_attrs["runs"] == first.user_attrs["runs"]  # the same run folder, resumed
     curve = pd.read_parquet(retry.user_attrs["curves"])

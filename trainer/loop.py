@@ -9,7 +9,8 @@ One optimizer step (`Trainer.train_step`), in this order (each line is a classic
     optimizer.step(); scheduler.step()                the scheduler after the optimizer
     zero_grad(set_to_none=True)                       gradients released before evaluation allocates its own
 Then, at the logging cadence, `log_and_eval` (the one host sync per logged step, the divergence check, the
-evaluation when due), and the checkpoints due. Everything a checkpoint holds is a part registered with the
+evaluation when due), and the checkpoints due; after a termination signal (SIGTERM, SIGUSR2), a checkpoint at
+that step and `Preempted` (trainer/preemption.py). Everything a checkpoint holds is a part registered with the
 run's `TrainState` (trainer/state.py); a caller adds its own with `train(…, extra_state=…)`.
 The loop knows nothing of sweeps or clusters: it reports through `on_log(row)` and
 `on_eval(step, metrics) -> keep_going`.
@@ -50,6 +51,7 @@ from trainer.flops import flops_per_token, peak_flops
 from trainer.noise_scale import NoiseScale
 from trainer.optim import averaged_weights, train_mode
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
+from trainer.preemption import Preemption
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
 
@@ -168,6 +170,10 @@ class Trainer:
         self.train_loss = self.val_loss = None  # the last logged
 
     def fit(self, resume: bool) -> RunResult:
+        with Preemption() as preemption:  # from the start: a signal during setup stops the run after one step
+            return self.fit_steps(resume, preemption)
+
+    def fit_steps(self, resume: bool, preemption: Preemption) -> RunResult:
         if resume:
             self.resume()
         if self.guard is not None:
@@ -192,9 +198,20 @@ class Trainer:
                 self.save_due()
                 if logged:
                     self.throughput.mark(self.state.tokens)  # throughput counts training steps only
+                if self.asked_to_stop(preemption):
+                    self.checkpoint()
+                    preemption.leave(self.state.step)
         except Stop as stop:
             return self.finish(stop.status, stop.train_loss, stop.val_loss, stop.reason)
         return self.finish("completed", self.train_loss, self.val_loss)
+
+    def asked_to_stop(self, preemption: Preemption) -> bool:
+        """Whether a termination signal came; with several processes, to any of them (one all-reduce per step, so
+        that they all stop after the same step and write one checkpoint together)."""
+        if not self.run.distributed:
+            return preemption.received is not None
+        received = torch.tensor(float(preemption.received is not None), device=self.run.device)
+        return rt.mean_across(self.run, received).item() > 0
 
     def resume(self) -> None:
         """Load the run's newest checkpoint (a regular one or the guard's ring) into every registered part."""

@@ -12,13 +12,15 @@ from sweep.study.liveness import release
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, claim, open_study, seed_by_first_trial
 from sweep.study.trial import run_trial
+from trainer.preemption import Preempted
 
 
 def run_worker(job: SweepJob) -> int:
     """Claim and run trials until the study has `job.n_trials` counted or the deadline passes.
 
-    Returns how many trials this worker ran. Ctrl-C (KeyboardInterrupt) releases the running trial
-    for a retry, so the next `sweep proxy` resumes it, then propagates. A full disk or an unreachable
+    Returns how many trials this worker ran. Ctrl-C (KeyboardInterrupt) and a termination signal (Preempted,
+    raised once the run has checkpointed) release the running trial for a retry, so the next `sweep proxy`
+    or the requeued task resumes it, then propagate. A full disk or an unreachable
     storage (EnvironmentFault) propagates without a release: the storage may be what failed, and a
     release cut in half on a full disk (failed, not enqueued again) would lose the retry. The trial
     stays RUNNING under this exited worker; the next `sweep proxy` finds it stale (at once on this
@@ -36,10 +38,10 @@ def run_worker(job: SweepJob) -> int:
             run_trial(job, study, trial)
         except EnvironmentFault:
             raise
-        except BaseException:
+        except BaseException as err:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the release short
-            release(study, trial, "interrupted")
+            release(study, trial, f"preempted: {err}" if isinstance(err, Preempted) else "interrupted")
             raise
         ran += 1
     return ran
