@@ -76,7 +76,7 @@ def test_ctrl_c_at_any_moment_is_one_line_exit_130_a_whole_study_or_none_and_the
         study = None  # interrupted before the study was made: none at all is whole too
     if study is not None:
         assert study.user_attrs["spec_hash"] and len(study.trials) >= 3  # every grid point queued, attributes set
-    resumed = run_sweep(tmp_path, "proxy", spec, "--width", "16")
+    resumed = run_sweep(tmp_path, "proxy", spec, "--width", "16", timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     finished = load(tmp_path)
     assert states(finished).get("COMPLETE") == 3

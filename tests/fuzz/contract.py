@@ -20,7 +20,7 @@ from sweep.cli import main
 from tests.fuzz.strategies import SECRET, SECRET_ENV, Case
 
 VERDICT_VERBS = {"coord-check", "doctor", "verify", "train", "launch", "proxy"}  # exit 1 is an answer, not a fault
-HANG_S = 120  # a command of this harness's tiny budgets that runs longer is stuck (a FIFO read, say)
+HANG_S = 600  # a command of this harness's tiny budgets that runs longer is stuck (a FIFO read, say)
 SECRET_FORMS = [form.encode() for form in {SECRET, quote(SECRET, safe=""), quote(SECRET)}]
 
 

@@ -26,8 +26,8 @@ from tests.fuzz.contract import inside, run, violations
 from tests.fuzz.pending import pending
 from tests.fuzz.strategies import TINY_SPEC, WIDTH, Case, case_for, run_doc
 
-BOUNDED = {"init": 12, "inspect": 10, "coord-check": 5, "train": 12, "proxy": 10, "results": 10, "sql": 14,
-           "export": 10, "compare": 10, "verify": 4, "transfer": 12, "launch": 8, "status": 8, "doctor": 5, "report": 6}
+BOUNDED = {"init": 12, "inspect": 10, "coord-check": 3, "train": 10, "proxy": 6, "results": 10, "sql": 14,
+           "export": 10, "compare": 10, "verify": 3, "transfer": 12, "launch": 6, "status": 8, "doctor": 2, "report": 5}
 LONG = int(os.environ.get("SWEEP_FUZZ_EXAMPLES", "0"))  # examples per verb in `make fuzz`; 0: the bounded run
 
 
