@@ -51,17 +51,24 @@ def base_width_of(name: str) -> int:
 
 
 def build_model(name: str, width: int, depth: int, parametrization: str = "mup", **options) -> nn.Module:
-    """Build a zoo or user model with its μP base shapes set, once its training state is known to fit in memory
-    (proxies/resources.py: counted on a meta-device copy first)."""
-    params = count_parameters(name, width, depth, parametrization, **options)
-    vocab = f", vocabulary {options['vocab_size']}" if "vocab_size" in options else ""
-    check_fits(params * BYTES_PER_PARAMETER, f"{name} at width {width}, depth {depth}{vocab} ({params:,} parameters, "
-               f"{BYTES_PER_PARAMETER} bytes each for weights, gradients and optimizer state)", "model.width")
+    """Build a zoo or user model with its μP base shapes set, once `check_model` has passed."""
+    check_model(name, width, depth, parametrization, **options)
     model = call_builder(resolve_builder(name), name, width, depth, parametrization, options)
     if not has_base_shapes(model):
         raise ModelError(f"model.name: builder {name!r} returned parameters without base shapes; "
                          "decorate it with @proxies.mup_builder(base_width=...)")
     return model
+
+
+def check_model(name: str, width: int, depth: int, parametrization: str = "mup", **options) -> int:
+    """The parameter count, once the builder takes these options and the training state fits in memory
+    (proxies/resources.py), both found on a meta-device copy: no memory, no init cost. A ModelError or
+    ResourceError names the field."""
+    params = count_parameters(name, width, depth, parametrization, **options)
+    vocab = f", vocabulary {options['vocab_size']}" if "vocab_size" in options else ""
+    check_fits(params * BYTES_PER_PARAMETER, f"{name} at width {width}, depth {depth}{vocab} ({params:,} parameters, "
+               f"{BYTES_PER_PARAMETER} bytes each for weights, gradients and optimizer state)", "model.width")
+    return params
 
 
 def count_parameters(name: str, width: int, depth: int, parametrization: str = "mup", **options) -> int:

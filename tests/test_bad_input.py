@@ -228,6 +228,10 @@ CASES = {
                                ("--batch-rule:", "'cubic' is not one of none, linear, sqrt, noise")),
     "coord-check-one-width": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32"],
                                   ("--widths:", "at least two distinct positive widths")),
+    # found by the fuzzer: a model option the builder refuses was met only after launch.json was written
+    "launch-model-option-refused-by-the-builder": Case(
+        lambda root: ["launch", run_config(root, **{"model.options": {"block_size": 0}})],
+        ("model.options.block_size:", "positive integer")),
     "launch-unknown-backend": Case(lambda root: ["launch", run_config(root), "--backend", "k8s"],
                                    ("--backend:", "'k8s' is not one of local, ray, slurm")),
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),

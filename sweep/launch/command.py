@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from proxies.data import open_data
+from proxies.registry import check_model
 from sweep.cluster.processes import process_alive
 from sweep.launch.record import finished_state, last_logged, locations, read_record, read_result
 from sweep.launch.request import LaunchRequest
@@ -27,8 +28,11 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     request.check()
     cfg = resolve(RunConfig.load(config))
     data = cfg.data
-    open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
-              val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
+    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
+                       val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
+    model = cfg.model
+    check_model(model.name, model.width, model.depth, model.parametrization,
+                **{**source.model_options(), **model.options})
     if request.backend == "slurm":
         from sweep.cluster.slurm import check_slurm
 

@@ -10,26 +10,7 @@ from __future__ import annotations
 
 import os
 
-PENDING: dict[str, str] = {  # class prefix → the lane that fixes it (issue 19)
-    "url:literal-": "storage",          # a password written in the URL (libpq's ?password= was printed in the error)
-    "url:sqlite-new": "storage",        # read-only commands must not create a storage
-    "url:sqlite-relative": "storage",
-    "url:journal-new": "storage",
-    "name:": "boundary",                # `.`, `..`, 300 characters, slashes as study, run or spec names
-    "path:fifo": "boundary",            # data that is not a regular file (or a folder of them)
-    "path:dev-zero": "boundary",
-    "path:folder": "boundary",
-    "path:symlink-loop": "boundary",
-    "path:outside-root-symlink": "boundary",
-    "yaml:alias-bomb": "boundary",      # aliases bounded, duplicate keys refused, size bounded
-    "yaml:duplicate-key": "boundary",
-    "yaml:long-line": "boundary",
-    "space:": "boundary",               # search spaces valid at every point
-    "range:": "boundary",               # numbers finite and in range; memory guard before allocating
-    "flag:--out=": "boundary",          # `--out` an existing folder or an input file (doctor --out . is a traceback)
-    "flag:--timeout=": "boundary",      # --timeout nan
-    "flag:--study=": "boundary",        # --study outside the root
-}
+PENDING: dict[str, str] = {}  # class prefix → the work that fixes it (empty: every class is generated)
 UNSAFE = ("path:dev-zero",)
 
 
