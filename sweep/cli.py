@@ -420,12 +420,13 @@ REFUSED_CHOICE = re.compile(r"(?:Value error, )?('.*' is not one of )(.*?)\.?")
 
 def usage_line(err: UsageError) -> str:
     """click's message on one line after the command's path; a refused choice reads as the commands' own bad
-    flags do (InputError): `--format: 'xml' is not one of table, json`."""
+    flags do (InputError): `--format: 'xml' is not one of table, json`. A value that may hold a password is
+    never echoed."""
     refused = REFUSED_CHOICE.fullmatch(err.message) if isinstance(err, BadParameter) and err.param else None
     if refused:
-        return f"{err.param.opts[0]}: {refused[1]}{refused[2].replace(chr(39), '')}"
+        return errors.mask_secrets(f"{err.param.opts[0]}: {refused[1]}{refused[2].replace(chr(39), '')}")
     where = f"{err.ctx.command_path}: " if err.ctx else ""
-    return f"{where}{' '.join(err.format_message().split())}"
+    return f"{where}{errors.mask_secrets(err.format_message())}"  # click echoes what it refuses
 
 
 def main() -> None:

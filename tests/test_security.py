@@ -638,3 +638,15 @@ def test_transfer_writes_under_the_results_root_whatever_root_the_stored_trial_n
     [written] = (root / "tiny" / "transfer").glob("*.yaml")
     assert RunConfig.load(written).output.root == str(root.resolve())
     assert not elsewhere.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    # found by the fuzzer: click echoed the extra arguments it refused, a storage URL's password among them
+    ["results", "tiny", "--no-plots", "--", "--storage", "postgresql://u@h/db?host=127.0.0.1&password=pw-Fuzz7q@x"],
+    ["results", "tiny", "--format", "postgresql://u:pw-Fuzz7q@h/db"],
+])
+def test_a_usage_error_never_echoes_a_password_it_was_given(argv, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "sweep", *argv], capture_output=True, text=True, cwd=tmp_path,
+                            env={**os.environ, "SWEEP_ROOT": str(tmp_path / "root")})
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "pw-Fuzz7q" not in result.stderr + result.stdout and "***" in result.stderr

@@ -18,14 +18,13 @@ from urllib.parse import quote, quote_plus, unquote
 
 from sqlalchemy.engine import URL, make_url
 
-from sweep.errors import InputError
+from sweep.errors import EMBEDDED_SECRET, InputError
 
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 JOURNAL_SUFFIXES = (".log", ".jsonl")
 FORMS = "sqlite:///PATH, journal:PATH, or a SQLAlchemy URL such as postgresql://USER@HOST:PORT/DB"
 STORAGE_RETRY_S = 300.0
 SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.IGNORECASE)  # password, passwd, passfile, sslpassword, …
-EMBEDDED_SECRET = re.compile(r"(?:pass\w*|pwd|secret\w*|token\w*)\s*=|://[^/?#]*:[^/?#]*@", re.IGNORECASE)
 FROM_THE_ENVIRONMENT = "give it as USER:${VAR}@HOST in the URL or with --storage-password-env VAR"
 
 
