@@ -232,6 +232,9 @@ CASES = {
     "launch-model-option-refused-by-the-builder": Case(
         lambda root: ["launch", run_config(root, **{"model.options": {"block_size": 0}})],
         ("model.options.block_size:", "positive integer")),
+    # found by a hostile user: a step budget no machine will ever train
+    "train-steps-beyond-any-budget": Case(lambda root: ["train", run_config(root, steps=10**23)],
+                                          ("steps:", "less than or equal to 1000000000000")),
     "launch-unknown-backend": Case(lambda root: ["launch", run_config(root), "--backend", "k8s"],
                                    ("--backend:", "'k8s' is not one of local, ray, slurm")),
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),

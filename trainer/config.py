@@ -269,8 +269,9 @@ class RunConfig(Strict):
     schedule: ScheduleConfig = ScheduleConfig()
     batch_size: int = Field(16, ge=1)  # global batch, in examples (sequences), per optimizer step
     grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step (per process)
-    steps: int | None = Field(None, ge=1)
-    tokens: int | None = Field(None, ge=1)  # budget in tokens; steps = ceil(tokens / tokens per step)
+    # bounded where a budget stops being a number to train: 10^12 steps, 10^15 tokens (~10^3 × the largest runs)
+    steps: int | None = Field(None, ge=1, le=10**12)
+    tokens: int | None = Field(None, ge=1, le=10**15)  # budget in tokens; steps = ceil(tokens / tokens per step)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
     compile: bool = False
     seed: int = Field(0, ge=0)
