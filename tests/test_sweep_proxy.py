@@ -200,7 +200,7 @@ def test_ctrl_c_releases_the_running_trial_and_the_same_command_resumes(tmp_path
     study = load(tmp_path)
     assert states(study) == {"FAIL": 1, "WAITING": 1}  # released, and enqueued again
     assert study.trials[0].user_attrs["reason"] == "interrupted; retried"
-    resumed = run_sweep(tmp_path, "proxy", spec, "--width", "16")
+    resumed = run_sweep(tmp_path, "proxy", spec, "--width", "16", timeout=600)  # 1200 steps: slow on a loaded machine
     assert resumed.returncode == 0, resumed.stderr
     assert counted(load(tmp_path)) == 2
 
