@@ -30,7 +30,8 @@ def mup_builder(base_width: int) -> Callable:
     """Turn `make(width, depth, parametrization, **options) -> nn.Module` into a zoo builder.
 
     The returned builder has the same signature, declares `base_width`, and returns a model
-    whose parameters carry `p.infshape` (μP multipliers) with readout init rescaled once.
+    whose parameters carry `p.infshape` (μP multipliers) with readout init rescaled once, and records
+    `model.width_dims` (`width_dims`) under both parametrizations.
     """
 
     def decorate(make: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
@@ -40,12 +41,13 @@ def mup_builder(base_width: int) -> Callable:
                 raise ValueError(f"model.parametrization: {parametrization!r} is not one of "
                                  f"{', '.join(PARAMETRIZATIONS)}")
             model = make(width, depth, parametrization=parametrization, **options)
+            with torch.device("meta"):
+                base = make(base_width, depth, parametrization=parametrization, **options)
+                delta = make(2 * base_width, depth, parametrization=parametrization, **options)
+            model.width_dims = width_dims(base, delta)
             if parametrization == "sp":
                 mup.set_base_shapes(model, None)
             else:
-                with torch.device("meta"):
-                    base = make(base_width, depth, parametrization=parametrization, **options)
-                    delta = make(2 * base_width, depth, parametrization=parametrization, **options)
                 mup.set_base_shapes(model, base, delta=delta, do_assert=False)
                 refuse_plain_readout(model)
             model.base_width = base_width
@@ -56,6 +58,13 @@ def mup_builder(base_width: int) -> Callable:
         return build
 
     return decorate
+
+
+def width_dims(base: nn.Module, delta: nn.Module) -> dict[str, int]:
+    """{parameter name: how many of its dims grow with width}, read off two widths: the structure that names a
+    parameter's role (`proxies.parametrization`) under SP as under μP, where SP's multipliers are all 1."""
+    return {name: sum(a != b for a, b in zip(p.shape, q.shape, strict=True))
+            for (name, p), (_, q) in zip(base.named_parameters(), delta.named_parameters(), strict=True)}
 
 
 def save_base_shapes(model: nn.Module, path: str | Path) -> None:

@@ -29,6 +29,12 @@ decay have no depth factor (Table 1). SGD gets no depth factor: Table 1 gives Ad
 also scales the blocks' ε by 1/m_N, but in its μP column, i.e. as a width rule with or without depth; this
 table's μP (TP5, mup's MuAdamW) leaves ε alone in width, so only the depth factor is applied here.
 
+Roles are the architecture's, not the parametrization's: a matrix that grows along both dims is "hidden" under
+SP too (the builder records which dims grow, `proxies.base_shapes`), so per-role settings
+(`optimizer.roles.<role>`, `model.init.<role>`) name the same parameters under μP and SP. Their multipliers are
+width-free numbers on top of this table: a role's LR is base LR × μP multiplier × its lr_mult, its init the
+model's own × its init multiplier (`scale_init`), so an optimum found at the proxy's width holds at any width.
+
 A module declares itself a residual block with two attributes, which a user model can set the same way:
 `branch_mult` (m_L^−α, the multiplier its forward applies to each branch) and `depth_lr_mult` (m_L^(α−1));
 `depth_multipliers` computes both. Its parameters get Adam LR × depth_lr_mult and AdamW ε × branch_mult (the
@@ -38,9 +44,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from mup import MuReadout
 from torch import nn
 
+ROLES = ("hidden", "input", "embedding", "readout", "tied", "bias", "norm", "other")
 NORMS = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)
 
 
@@ -105,6 +113,7 @@ def _depth(model: nn.Module) -> dict[int, tuple[float, float]]:
 def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamRule]:
     """One `ParamRule` per parameter of a model whose base shapes are set."""
     roles, depth = _roles(model), _depth(model)
+    width_dims = getattr(model, "width_dims", {})  # {name: dims that grow with width}, recorded by the builder
     rules = []
     for name, p in model.named_parameters():
         infshape = p.infshape
@@ -113,7 +122,8 @@ def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamR
             raise ValueError(f"{name}: μP is defined for at most 2 infinite dims, this has {ninf}")
         role, forward = roles.get(id(p), (None, 1.0))
         if role is None:
-            role = "hidden" if ninf == 2 else "input" if p.ndim >= 2 else "bias" if name.endswith("bias") else "other"
+            grows = width_dims.get(name, ninf)
+            role = "hidden" if grows == 2 else "input" if p.ndim >= 2 else "bias" if name.endswith("bias") else "other"
         if ninf == 2:
             adam, sgd = 1.0 / infshape.width_mult(), 1.0 / infshape.fanin_fanout_mult_ratio()
         else:
@@ -128,3 +138,22 @@ def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamR
             depth_lr_mult=depth_lr, eps_mult=eps,
         ))
     return rules
+
+
+def scale_init(model: nn.Module, mults: dict[str, float]) -> None:
+    """Multiply every parameter of each role in `mults` by its multiplier, in place (after the model's own init;
+    `model.init.<role>`). A role the model does not have, or whose parameters are all zero (a zero-initialised
+    readout), is a ValueError naming it: its multiplier would change nothing."""
+    by_role: dict[str, list[nn.Parameter]] = {}
+    params = dict(model.named_parameters())
+    for rule in param_rules(model):
+        by_role.setdefault(rule.role, []).append(params[rule.name])
+    for role, mult in mults.items():
+        if role not in by_role:
+            raise ValueError(f"model.init.{role}: the model has no {role} parameter (its roles: {', '.join(by_role)})")
+        if not any(p.detach().any() for p in by_role[role]):
+            raise ValueError(f"model.init.{role}: every {role} parameter is zero-initialised; a multiplier changes "
+                             "nothing (drop it, or turn the zero init off)")
+        with torch.no_grad():
+            for p in by_role[role]:
+                p.mul_(mult)

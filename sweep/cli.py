@@ -120,11 +120,13 @@ def inspect_cmd(
     depth: int = typer.Option(2, min=1),
     parametrization: ParametrizationOption = Parametrization.mup,
     opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
+    set_: list[str] | None = typer.Option(None, "--set", help="per-role setting PATH=VALUE (repeatable): "
+                                          "optimizer.roles.ROLE.lr_mult, .weight_decay_mult, model.init.ROLE"),
 ):
     """Print each parameter's shape, infinite dims, init std, Adam LR and forward multipliers, weight decay."""
     from sweep.coordcheck.inspect import inspect_table
 
-    console.print(inspect_table(model, width, depth, parametrization.value, opt))
+    console.print(inspect_table(model, width, depth, parametrization.value, opt, set_))
 
 
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")

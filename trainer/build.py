@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import torch
 
 from proxies.data import DataSource, open_data
+from proxies.parametrization import scale_init
 from proxies.registry import build_model
-from trainer.config import ConfigError, RunConfig
+from trainer.config import ConfigError, ModelConfig, RunConfig
 from trainer.guard import SpikeGuard, events_path
 from trainer.optim import build_optimizer
 from trainer.parallel import checkpoint_activations, shard
@@ -37,17 +38,19 @@ def build(cfg: RunConfig, run: Runtime) -> Built:
                      vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
                      **cfg.data.options)
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model.name, cfg.model.width, cfg.model.depth, cfg.model.parametrization,
-                        **{**data.model_options(), **cfg.model.options}).to(run.device)
+    model = build_net(cfg.model, data.model_options()).to(run.device)
     if cfg.activation_checkpointing:
         checkpoint_activations(model)
     if cfg.sharded():
         shard(model, cfg.parallel, run)
     opt = cfg.optimizer
-    optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
-                                betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,
-                                wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings,
-                                settings=opt.settings())
+    try:
+        optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
+                                    betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,
+                                    wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings,
+                                    settings=opt.settings(), roles=opt.roles.given())
+    except ValueError as err:  # a role the model does not have; the message names the field
+        raise ConfigError(str(err)) from None
     total_steps = cfg.total_steps(data.tokens_per_example)
     scheduler = make_scheduler(optimizer, build_schedule(cfg, total_steps))
     scaler = torch.amp.GradScaler(run.device.type, enabled=run.dtype == torch.float16)
@@ -55,6 +58,16 @@ def build(cfg: RunConfig, run: Runtime) -> Built:
     if cfg.guard_on():
         guard = SpikeGuard(cfg.guard, cfg.run_dir(), events_path(cfg) if run.main else None)
     return Built(data, model, optimizer, scheduler, scaler, guard, total_steps)
+
+
+def build_net(m: ModelConfig, data_options: dict) -> torch.nn.Module:
+    """The config's model (on the CPU, drawing from torch's RNG), its init × `model.init.<role>`."""
+    model = build_model(m.name, m.width, m.depth, m.parametrization, **{**data_options, **m.options})
+    try:
+        scale_init(model, m.init.given())
+    except ValueError as err:  # a role the model does not have; the message names the field
+        raise ConfigError(str(err)) from None
+    return model
 
 
 def build_schedule(cfg: RunConfig, total_steps: int) -> Schedule:

@@ -13,7 +13,14 @@ Schedule-Free AdamW and Muon decay by the same product):
 
 Groups of an optimizer with ε (AdamW, Schedule-Free AdamW, Muon's AdamW part) also carry `eps_mult` and
 eps_group = eps · eps_mult (m_L^−α inside residual blocks under depth transfer, else 1; see
-`proxies.parametrization`). Parameters are grouped by (owner, lr_mult, decays, eps_mult, depth part of lr_mult).
+`proxies.parametrization`). Parameters are grouped by (owner, lr_mult, decays, eps_mult, depth part of lr_mult,
+role weight-decay multiplier).
+
+Per-role multipliers (`optimizer.roles.<role>`, width-free numbers tuned on the proxy): a role's lr_mult is
+the μP multiplier × its `lr_mult`, for every optimizer (under Muon for its hidden matrices too), and its decay
+× its `weight_decay_mult`: coupled, wd_group = wd · wd_mult; independent, wd_group = wd · wd_mult / (width part of
+lr_mult, role LR multiplier included), so a role's LR multiplier changes its step and not its decay timescale,
+which only wd_mult moves. Every multiplier at 1 gives the same groups, in the same order, as without them.
 
 The libraries: `torch.optim` (AdamW, SGD, Muon), `lion-pytorch` (Lion), `adam-atan2-pytorch` (Adam-atan2, which
 torch does not have), `schedulefree` (Schedule-Free AdamW, its authors' implementation).
@@ -40,21 +47,28 @@ WD_MODES = ("coupled", "independent")
 
 def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer: str = "adamw",
                  wd_mode: str = "coupled", decay_embeddings: bool = False, eps: float = 1e-8,
-                 adjust_lr_fn: str = "match_rms_adamw") -> list[dict]:
+                 adjust_lr_fn: str = "match_rms_adamw", roles: dict[str, tuple[float, float]] | None = None
+                 ) -> list[dict]:
     """Parameter groups keyed by (owner, LR multiplier, decays, ε multiplier, depth LR multiplier), each with
     `lr`, `lr_mult`, `decays`, `weight_decay`, `names`, `owner`, and where the owner has an ε `eps_mult`, `eps`.
-    Under Muon, Muon's groups come first."""
+    Under Muon, Muon's groups come first. `roles`: {role: (lr_mult, weight_decay_mult)} (`RoleMults.given`), each
+    folded into the LR multiplier and the decay of that role's parameters (`role_multipliers`)."""
     if wd_mode not in WD_MODES:
         raise ValueError(f"optimizer.wd_mode: {wd_mode!r} is not one of {', '.join(WD_MODES)}")
     params = dict(model.named_parameters())
-    grouped: dict[tuple[str, float, bool, float, float], list[str]] = defaultdict(list)
-    for rule in optimizer_rules(model, optimizer, adjust_lr_fn=adjust_lr_fn, decay_embeddings=decay_embeddings):
+    grouped: dict[tuple[str, float, bool, float, float, float], list[str]] = defaultdict(list)
+    rules = optimizer_rules(model, optimizer, adjust_lr_fn=adjust_lr_fn, decay_embeddings=decay_embeddings)
+    check_roles(roles or {}, {r.role for r in rules})
+    for rule in rules:
         if params[rule.name].requires_grad:
-            grouped[(rule.owner, rule.lr_mult, rule.decays, rule.eps_mult, rule.depth_lr_mult)].append(rule.name)
+            role_lr, role_wd = (roles or {}).get(rule.role, (1.0, 1.0))
+            key = (rule.owner, rule.lr_mult * role_lr, rule.decays, rule.eps_mult, rule.depth_lr_mult, role_wd)
+            grouped[key].append(rule.name)
     groups = []
-    for (owner, mult, decays, eps_mult, depth_mult), names in sorted(
+    for (owner, mult, decays, eps_mult, depth_mult, wd_mult), names in sorted(
             grouped.items(), key=lambda kv: (kv[0][0] != "muon", -kv[0][1], kv[0][2], -kv[0][3])):
-        wd = 0.0 if not decays else weight_decay if wd_mode == "coupled" else weight_decay * depth_mult / mult
+        wd = 0.0 if not decays else weight_decay * wd_mult if wd_mode == "coupled" else (
+            weight_decay * wd_mult * depth_mult / mult)
         group = {"params": [params[n] for n in names], "names": names, "lr_mult": mult, "decays": decays,
                  "lr": lr * mult, "weight_decay": wd, "owner": owner}
         if owner in WITH_EPS:
@@ -66,13 +80,15 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
 def build_optimizer(model: nn.Module, *, name: str = "adamw", lr: float, weight_decay: float = 0.0,
                     betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8, momentum: float = 0.9,
                     wd_mode: str = "coupled", decay_embeddings: bool = False,
-                    settings: BaseModel | None = None) -> torch.optim.Optimizer:
+                    settings: BaseModel | None = None,
+                    roles: dict[str, tuple[float, float]] | None = None) -> torch.optim.Optimizer:
     """The optimizer `name` in its μP groups. `settings`: its own section of the RunConfig
-    (`OptimizerConfig.settings()`; None: that section's defaults). Schedule-Free AdamW comes in train mode."""
+    (`OptimizerConfig.settings()`; None: that section's defaults); `roles`: per-role multipliers
+    (`param_groups`). Schedule-Free AdamW comes in train mode."""
     settings = settings if settings is not None else SETTINGS[name]() if name in SETTINGS else None
     adjust = settings.adjust_lr_fn if name == "muon" else "match_rms_adamw"
     groups = param_groups(model, lr, weight_decay, optimizer=name, wd_mode=wd_mode, decay_embeddings=decay_embeddings,
-                          eps=eps, adjust_lr_fn=adjust)
+                          eps=eps, adjust_lr_fn=adjust, roles=roles)
     if name == "adamw":
         return _adamw(groups, lr, betas, eps)
     if name == "sgd":
@@ -91,6 +107,15 @@ def build_optimizer(model: nn.Module, *, name: str = "adamw", lr: float, weight_
                                 nesterov=settings.nesterov, ns_steps=settings.ns_steps, adjust_lr_fn=adjust)
         return MuonWithAdamW(muon, _adamw([g for g in groups if g["owner"] == "adamw"], lr, betas, eps))
     raise ValueError(f"optimizer.name: {name!r} is not one of adamw, sgd, muon, lion, schedulefree_adamw, adam_atan2")
+
+
+def check_roles(roles: dict[str, tuple[float, float]], present: set[str]) -> None:
+    """A role given multipliers must be one the model has: `optimizer.roles.tied` on an untied model (or a role
+    the model lacks) would change nothing, and is a ValueError naming it."""
+    for role in roles:
+        if role not in present:
+            raise ValueError(f"optimizer.roles.{role}: the model has no {role} parameter "
+                             f"(its roles: {', '.join(sorted(present))})")
 
 
 @contextmanager

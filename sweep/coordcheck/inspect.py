@@ -1,26 +1,67 @@
 """`sweep inspect`: the μP table of a model, one row per parameter (with depth transfer, its depth factors:
-"depth LR ×" is already in "Adam LR ×"; see proxies.parametrization)."""
+"depth LR ×" is already in "Adam LR ×"; see proxies.parametrization).
+
+With per-role settings (`--set optimizer.roles.<role>.lr_mult=…`, `.weight_decay_mult=…`, `model.init.<role>=…`,
+checked as a RunConfig checks them) the table shows their effect: "Adam LR ×" is the μP multiplier × the role's
+lr_mult, "init std" is measured after the init multiplier, and columns name each role multiplier."""
 from __future__ import annotations
 
 from rich.table import Table
 
-from proxies.parametrization import param_rules
+from proxies.parametrization import param_rules, scale_init
 from proxies.registry import build_model
 from sweep.coordcheck.args import parse_options
+from sweep.errors import InputError
+from sweep.study.space import set_path
+from trainer import yaml_io
+from trainer.config import ConfigError, RunConfig
+
+ROLE_PATHS = ("optimizer.roles.", "model.init.")
 
 
-def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None) -> Table:
+def role_settings(pairs: list[str] | None) -> RunConfig:
+    """`["optimizer.roles.embedding.lr_mult=4", "model.init.readout=0.5", …]` → a RunConfig holding them
+    (every other field at its default); a bad path or value is an InputError naming it."""
+    tree: dict = {"steps": 1}
+    for pair in pairs or []:
+        path, sep, value = pair.partition("=")
+        if not sep or not path.startswith(ROLE_PATHS):
+            raise InputError(f"--set: {pair!r} is not PATH=VALUE with PATH under {' or '.join(ROLE_PATHS)}")
+        tree = set_path(tree, path, yaml_io.load(value))
+    try:
+        return RunConfig.parse(tree)
+    except ConfigError as err:
+        raise InputError(f"--set: {err}") from None
+
+
+def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None,
+                  settings: list[str] | None = None) -> Table:
+    cfg = role_settings(settings)
+    roles, init = cfg.optimizer.roles.given(), cfg.model.init.given()
     net = build_model(model, width, depth, parametrization, **parse_options(opt))
+    present = {r.role for r in param_rules(net)}
+    for where, given in (("optimizer.roles", roles), ("model.init", init)):
+        for role in given.keys() - present:
+            raise InputError(f"--set: {where}.{role}: the model has no {role} parameter "
+                             f"(its roles: {', '.join(sorted(present))})")
+    try:
+        scale_init(net, init)
+    except ValueError as err:
+        raise InputError(f"--set: {err}") from None
     rules = param_rules(net)
-    # depth transfer away from the base depth
-    depth_columns = any(r.depth_lr_mult != 1 or r.eps_mult != 1 for r in rules)
+    depth_columns = any(r.depth_lr_mult != 1 or r.eps_mult != 1 for r in rules)  # depth transfer off the base depth
+    role_columns = bool(roles or init)
     table = Table(title=f"{model} width {width} (base {net.base_width}), depth {depth}, {parametrization}")
     columns = ["parameter", "shape", "inf dims", "role", "init std", "Adam LR ×", "weight decay", "forward ×"]
+    columns += ["role LR ×", "role WD ×", "init ×"] if role_columns else []
     for column in columns + (["depth LR ×", "AdamW ε ×"] if depth_columns else []):
         table.add_column(column, justify="left" if column in ("parameter", "role") else "right")
     for r in rules:
+        lr_mult, wd_mult = roles.get(r.role, (1.0, 1.0))
         row = [r.name, "×".join(map(str, r.shape)), ",".join(map(str, r.inf_dims)) or "-", r.role,
-               f"{r.init_std:.4g}", f"{r.adam_lr_mult:.4g}", "yes" if r.decays else "no", f"{r.forward_mult:.4g}"]
+               f"{r.init_std:.4g}", f"{r.adam_lr_mult * lr_mult:.4g}", "yes" if r.decays else "no",
+               f"{r.forward_mult:.4g}"]
+        row += [f"{lr_mult:.4g}", f"{wd_mult:.4g}", f"{init.get(r.role, 1.0):.4g}"] if role_columns else []
         table.add_row(*row, *([f"{r.depth_lr_mult:.4g}", f"{r.eps_mult:.4g}"] if depth_columns else []))
     if depth_columns:
         branch = sorted({m.branch_mult for m in net.modules() if hasattr(m, "branch_mult")})
