@@ -1,0 +1,211 @@
+"""Per-role settings: `optimizer.roles.<role>.lr_mult` / `.weight_decay_mult` and `model.init.<role>`.
+
+Each test names the bug it catches: multipliers of 1 that move the groups or the curve, a multiplier that leaks
+into another role or misses an optimizer (Muon's hidden part), an init multiplier applied to the wrong parameters,
+a role the model does not have silently ignored, and multipliers that break μP's width scaling."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+import yaml
+
+from proxies import parametrization
+from proxies.data import open_data
+from proxies.optimizers import OPTIMIZERS
+from proxies.registry import build_model
+from sweep.coordcheck import check as cc
+from trainer import config as run_config
+from trainer.build import build_net
+from trainer.checkpoint import list_checkpoints
+from trainer.config import ROLES, ConfigError, RunConfig
+from trainer.curves import read_curves
+from trainer.loop import train
+from trainer.optim import build_optimizer, param_groups
+from trainer.schedule import Schedule, make_scheduler
+
+ALL_ONES = {role: {"lr_mult": 1.0, "weight_decay_mult": 1.0} for role in ROLES}
+
+
+def config(tmp_path, **overrides) -> RunConfig:
+    base = {"model": {"name": "gpt", "width": 128, "depth": 1},
+            "data": {"kind": "synthetic-tokens", "seq_len": 32, "options": {"n_tokens": 20000}},
+            "optimizer": {"lr": 0.01, "weight_decay": 0.1, "wd_mode": "independent"},
+            "schedule": {"kind": "cosine", "warmup_steps": 2},
+            "batch_size": 8, "steps": 5, "log_every": 1, "eval": {"every": 5, "batches": 2, "noise_scale_batches": 0},
+            "output": {"root": str(tmp_path), "study": "t"}}
+    for key, value in overrides.items():
+        base[key] = {**base[key], **value} if isinstance(value, dict) and key in base else value
+    return RunConfig.parse(base)
+
+
+def groups_of(model, name: str, roles=None, wd_mode: str = "coupled") -> list[dict]:
+    return [{k: v for k, v in g.items() if k != "params"}
+            for g in param_groups(model, 0.01, 0.1, optimizer=name, wd_mode=wd_mode, roles=roles)]
+
+
+def test_the_role_names_are_the_tables():
+    """trainer.config keeps its own copy of the roles (it imports no torch): a role added to the μP table but not
+    to the config would be refused as unknown."""
+    assert run_config.ROLES == parametrization.ROLES
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+@pytest.mark.parametrize("wd_mode", ["coupled", "independent"])
+def test_multipliers_of_one_give_the_same_groups_in_the_same_order(name, wd_mode):
+    """Every role at 1 (lr and decay): the groups, their order, LRs, decays and ε are today's, for every optimizer.
+    Catches a role key that splits groups or reorders them (a checkpoint's optimizer state would no longer load)."""
+    model = build_model("gpt", 128, 1, "mup", vocab_size=64, tie_embeddings=name == "sgd")
+    roles = {role: (1.0, 1.0) for role in {r.role for r in parametrization.param_rules(model)}}
+    assert groups_of(model, name, roles, wd_mode) == groups_of(model, name, None, wd_mode)
+
+
+def test_multipliers_of_one_reproduce_the_curve_bit_for_bit(tmp_path):
+    """A config with every role set to 1 explicitly trains like a textbook loop on today's μP groups (no roles),
+    bit for bit on CPU, and keeps the run id of the config without them."""
+    plain = config(tmp_path)
+    ones = config(tmp_path, optimizer={"roles": ALL_ONES}, model={"init": {role: 1.0 for role in ROLES}})
+    assert ones.run_id() == plain.run_id() and "roles" not in ones.to_yaml() and "init" not in ones.to_yaml()
+    train(ones)
+
+    data = open_data("synthetic-tokens", seq_len=32, n_tokens=20000, seed=0)
+    torch.manual_seed(0)
+    model = build_model("gpt", 128, 1, "mup", **data.model_options())
+    opt = build_optimizer(model, lr=0.01, weight_decay=0.1, betas=(0.9, 0.95), wd_mode="independent")
+    sched = make_scheduler(opt, Schedule("cosine", 5, 2))
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        x, y = data.batch("train", 8, gen)
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+    weights = torch.load(list_checkpoints(ones.run_dir() / "checkpoints")[-1], weights_only=True)["model"]
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, weights[name]), name
+
+
+def lr_and_wd(groups: list[dict]) -> dict[str, tuple[float, float]]:
+    return {n: (g["lr"], g["weight_decay"]) for g in groups for n in g["names"]}
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+@pytest.mark.parametrize("role", ["embedding", "hidden", "readout", "norm"])
+def test_a_role_multiplier_changes_exactly_that_roles_lr_and_decay(name, role):
+    """lr_mult 4 and weight_decay_mult 3 on one role: that role's LR × 4 (Muon's hidden matrices too) and its
+    decay × 3 (coupled); every other parameter as before. Catches a multiplier applied by group instead of by role,
+    or one that misses an optimizer."""
+    model = build_model("gpt", 128, 1, "mup", vocab_size=64)
+    roles_of = {r.name: r.role for r in parametrization.param_rules(model)}
+    before = lr_and_wd(groups_of(model, name))
+    after = lr_and_wd(groups_of(model, name, {role: (4.0, 3.0)}))
+    assert any(r == role for r in roles_of.values())
+    for param, (lr, wd) in after.items():
+        if roles_of[param] == role:
+            assert math.isclose(lr, 4 * before[param][0]) and math.isclose(wd, 3 * before[param][1]), param
+        else:
+            assert (lr, wd) == before[param], param
+
+
+def test_independent_decay_keeps_the_roles_decay_timescale_when_its_lr_moves():
+    """Independent decay: lr_group · wd_group is lr · wd · weight_decay_mult whatever the role's lr_mult (only
+    weight_decay_mult moves the decay's timescale), at 2× the base width too."""
+    model = build_model("gpt", 128, 1, "mup", vocab_size=64)
+    hidden = {r.name for r in parametrization.param_rules(model) if r.role == "hidden"}
+    for lr_mult, wd_mult in [(4.0, 1.0), (0.25, 2.0)]:
+        groups = groups_of(model, "adamw", {"hidden": (lr_mult, wd_mult)}, wd_mode="independent")
+        for name, (lr, wd) in lr_and_wd(groups).items():
+            if name in hidden:
+                assert math.isclose(lr * wd, 0.01 * 0.1 * wd_mult), name
+
+
+def test_init_multipliers_scale_exactly_that_roles_weights():
+    """model.init.readout 0.5 and .embedding 3: those weights are exactly the default draw × the multiplier (same
+    seed), the others untouched; 1 leaves the draw as it is."""
+    def net(init):
+        torch.manual_seed(0)
+        return build_net(run_config.ModelConfig(name="gpt", width=128, depth=1, init=init), {"vocab_size": 64})
+
+    plain, scaled = net({}), net({"readout": 0.5, "embedding": 3.0})
+    roles_of = {r.name: r.role for r in parametrization.param_rules(plain)}
+    plain_weights, scaled_weights = dict(plain.named_parameters()), dict(scaled.named_parameters())
+    for name, role in roles_of.items():
+        factor = {"readout": 0.5, "embedding": 3.0}.get(role, 1.0)
+        assert torch.equal(scaled_weights[name], plain_weights[name] * factor), name
+    assert all(torch.equal(p, q) for p, q in zip(net({"hidden": 1.0}).parameters(), plain.parameters(), strict=True))
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"optimizer": {"roles": {"embeding": {"lr_mult": 2}}}}, "optimizer.roles.embeding: unknown key"),
+    ({"optimizer": {"roles": {"hidden": {"lr_mult": 0}}}}, "optimizer.roles.hidden.lr_mult: Input should be greater"),
+    ({"optimizer": {"roles": {"hidden": {"weight_decay_mult": -1}}}}, "optimizer.roles.hidden.weight_decay_mult"),
+    ({"optimizer": {"roles": {"hidden": {"lr_mult": float("inf")}}}}, "optimizer.roles.hidden.lr_mult: Input should"
+                                                                       " be a finite number"),
+    ({"optimizer": {"roles": {"hidden": {"lr_mult": float("nan")}}}}, "optimizer.roles.hidden.lr_mult"),
+    ({"model": {"init": {"readout": 0}}}, "model.init.readout: Input should be greater than 0"),
+    ({"model": {"init": {"head": 2}}}, "model.init.head: unknown key (allowed: hidden, input, embedding"),
+])
+def test_unknown_roles_and_non_positive_multipliers_are_one_line(settings, message):
+    with pytest.raises(ConfigError) as err:
+        RunConfig.parse({"steps": 1, **settings})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"optimizer": {"roles": {"tied": {"lr_mult": 2}}}}, "optimizer.roles.tied: the model has no tied parameter"),
+    ({"model": {"init": {"input": 2}}}, "model.init.input: the model has no input parameter"),
+    ({"model": {"init": {"readout": 2}, "options": {"zero_readout": True}}}, "model.init.readout: every readout"),
+    ({"model": {"init": {"head": 2}}}, "model.init.head: unknown key"),
+    ({"optimizer": {"roles": {"hidden": {"lr_mult": -2}}}}, "optimizer.roles.hidden.lr_mult"),
+])
+def test_train_refuses_a_role_the_model_lacks_in_one_line_exit_2(run_cli, tmp_path, settings, message):
+    """A role the model does not have (tied on an untied GPT, input on a GPT) would change nothing: refused
+    before anything is written, like a bad key."""
+    raw = {"model": {"name": "gpt", "width": 64, "depth": 1}, "steps": 2, "output": {"root": str(tmp_path / "out")}}
+    for key, value in settings.items():
+        raw[key] = {**raw.get(key, {}), **value}
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    code, _, err = run_cli("train", path)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_inspect_shows_the_effective_multipliers(run_cli):
+    code, out, _ = run_cli("inspect", "gpt", "--width", "256", "--set", "optimizer.roles.hidden.lr_mult=3",
+                           "--set", "model.init.readout=0.5")
+    assert code == 0
+    fc = next(line for line in out.splitlines() if "mlp.fc.weight" in line)
+    assert "0.75" in fc.split("│")[6]  # Adam LR × = 1/m (m = 4) × 3
+    code, _, err = run_cli("inspect", "gpt", "--width", "64", "--set", "optimizer.roles.tied.lr_mult=2")
+    assert code == 2 and "optimizer.roles.tied: the model has no tied parameter" in err
+
+
+def test_roles_are_the_architectures_under_sp_too():
+    """A matrix that grows along both dims is "hidden" under SP as under μP, so one spec's roles name the same
+    parameters under both (SP's multipliers stay 1)."""
+    for name in ("gpt", "mlp", "resnet", "llama"):
+        mup_roles = {r.name: r.role for r in parametrization.param_rules(build_model(name, 128, 2, "mup"))}
+        sp_rules = parametrization.param_rules(build_model(name, 128, 2, "sp"))
+        assert {r.name: r.role for r in sp_rules} == mup_roles, name
+        assert all(r.adam_lr_mult == 1 for r in sp_rules)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+def test_coordinate_check_stays_green_for_any_multipliers(optimizer):
+    """Width-free multipliers keep μP's scaling: per-role LR × (8 on embeddings, ¼ on hidden matrices, 4 on the
+    readout) and init × (2 hidden, 3 readout) pass the coordinate check at widths 64→256."""
+    roles = {"embedding": (8.0, 1.0), "hidden": (0.25, 2.0), "readout": (4.0, 1.0)}
+    data = open_data("stdlib", seq_len=32, seed=0)
+
+    def make_model(width):
+        return build_net(run_config.ModelConfig(name="gpt", width=width, depth=2, init={"hidden": 2.0,
+                                                                                        "readout": 3.0}),
+                         data.model_options())
+
+    _, _, verdict = cc.coord_check(make_model, lambda seed: data.batch("train", 4, torch.Generator().manual_seed(seed)),
+                                   [64, 128, 256], seeds=2, steps=4, optimizer=optimizer,
+                                   make_optimizer=lambda model, lr: build_optimizer(model, name=optimizer, lr=lr,
+                                                                                    weight_decay=0.1, roles=roles))
+    assert verdict.passed, verdict.table[~verdict.table["passed"]]
