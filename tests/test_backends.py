@@ -9,10 +9,18 @@ from sweep.study.spec import parse_spec
 from sweep.study.study import counts
 from tests.services import free_port
 from tests.sweep_helpers import file_tree, load, run_sweep, spec_dict, sweep_env, write_spec
+from trainer.config import RunConfig
+
+
+ROLE_SEARCH = {"optimizer.roles.embedding.lr_mult": {"low": 0.5, "high": 8.0, "log": True},
+               "optimizer.roles.hidden.weight_decay_mult": {"low": 0.5, "high": 2.0},
+               "model.init.readout": {"low": 0.5, "high": 2.0, "log": True}}
 
 
 def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_path, slurm_cluster):
-    spec = write_spec(tmp_path, trials=3)
+    """Also the search over per-role settings on every backend: each trial's run holds the role values it sampled."""
+    spec = write_spec(tmp_path, trials=3, search={**spec_dict()["search"], **ROLE_SEARCH},
+                      run={"optimizer": {"weight_decay": 0.1}})
     journal = f"journal:{tmp_path / 'shared' / 'tiny.log'}"
     common = ("proxy", spec, "--width", "16", "--storage", journal)
     for backend, trials in (("local", 1), ("ray", 2), ("slurm", 3)):
@@ -26,6 +34,10 @@ def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_p
     assert len({t.system_attrs["sweep:worker"]["pid"] for t in study.trials}) == 3
     for t in study.trials:
         assert pd.read_parquet(t.user_attrs["curves"])["step"].max() == 20
+        cfg = RunConfig.from_yaml(t.user_attrs["config"])
+        assert cfg.optimizer.roles.embedding.lr_mult == t.params["optimizer.roles.embedding.lr_mult"]
+        assert cfg.optimizer.roles.hidden.weight_decay_mult == t.params["optimizer.roles.hidden.weight_decay_mult"]
+        assert cfg.model.init.readout == t.params["model.init.readout"]
 
 
 @pytest.mark.parametrize("args, message", [

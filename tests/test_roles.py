@@ -209,3 +209,23 @@ def test_coordinate_check_stays_green_for_any_multipliers(optimizer):
                                    make_optimizer=lambda model, lr: build_optimizer(model, name=optimizer, lr=lr,
                                                                                     weight_decay=0.1, roles=roles))
     assert verdict.passed, verdict.table[~verdict.table["passed"]]
+
+
+@pytest.mark.parametrize("search,message", [
+    ({"optimizer.roles.embeding.lr_mult": {"low": 0.5, "high": 2}}, "search.optimizer.roles.embeding.lr_mult: not a "
+                                                                    "RunConfig field (at optimizer.roles: hidden"),
+    ({"optimizer.roles.embedding.lr_mult": {"low": 0.0, "high": 2}}, "search.optimizer.roles.embedding.lr_mult: 0.0 "
+                                                                     "is rejected by the RunConfig"),
+    ({"optimizer.roles.tied.lr_mult": {"low": 0.5, "high": 2}}, "optimizer.roles.tied: the model has no tied"),
+    ({"model.init.readout": {"low": 0.5, "high": 2}}, "model.init.readout: every readout parameter is zero"),
+])
+def test_a_spec_searching_a_bad_role_is_one_line_exit_2_nothing_written(run_cli, tmp_path, monkeypatch, search,
+                                                                        message):
+    from tests.sweep_helpers import file_tree, spec_dict, write_spec
+
+    spec = write_spec(tmp_path, search={**spec_dict()["search"], **search},
+                      run={"model": {"options": {"block_size": 16, "zero_readout": True}}})
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    code, _, err = run_cli("proxy", spec, "--width", "16")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert file_tree(tmp_path) == {"spec.yaml"}

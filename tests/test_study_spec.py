@@ -65,9 +65,9 @@ def test_shipped_specs_validate(tmp_path):
     from sweep.examples import names
     from trainer.config import RunConfig
 
-    assert set(names()) == {"demo", "mlp", "gpt-tokens", "gpt-proxy-run", "llama"}  # each one is validated below
+    assert set(names()) == {"demo", "mlp", "gpt-tokens", "gpt-proxy-run", "llama", "per-module"}  # validated below
     assert RunConfig.load(example("gpt-proxy-run")).model.parametrization == "mup"
-    for name in ("demo", "mlp", "llama"):
+    for name in ("demo", "mlp", "llama", "per-module"):
         spec = load_spec(example(name))
         prepare(spec, width=32, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
     # the .bin study, pointed at a small token folder

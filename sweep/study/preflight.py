@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 
 from proxies.data import open_data
+from torch import nn
+
+from proxies.parametrization import param_rules, scale_init
 from proxies.registry import ModelError, build_model, count_parameters
 from proxies.resources import BYTES_PER_PARAMETER, check_fits
 from sweep.errors import InputError
@@ -22,6 +25,7 @@ from sweep.study.study import SweepJob
 from sweep.study.trial import base_run
 from trainer.config import ConfigError, RunConfig
 from trainer.loop import resolve
+from trainer.optim import check_roles as check_model_roles
 
 # searched fields that change a run's length, so Hyperband's max_resource is read off the first trial
 LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
@@ -44,6 +48,21 @@ def check_model_points(spec: StudySpec, cfg: RunConfig, data_options: dict) -> N
             except ModelError as err:
                 raise InputError(f"search.{path}: {value!r} is rejected by the model ({err})") from None
             check_fits(count * BYTES_PER_PARAMETER, f"{value!r} gives {count:,} parameters, which", f"search.{path}")
+
+
+def check_roles(spec: StudySpec, cfg: RunConfig, model: nn.Module) -> None:
+    """Every role the run or the search gives a multiplier (`optimizer.roles.<role>.…`, `model.init.<role>`) is one
+    the model has, and an init multiplier's role is not all zeros: either would change nothing."""
+    named = {"optimizer.roles": set(cfg.optimizer.roles.given()), "model.init": set(cfg.model.init.given())}
+    for path in spec.space().params:
+        for where in named:
+            if path.startswith(where + "."):
+                named[where].add(path.removeprefix(where + ".").split(".")[0])
+    try:
+        check_model_roles(named["optimizer.roles"], {r.role for r in param_rules(model)})
+        scale_init(model, dict.fromkeys(named["model.init"], 1.0))
+    except ValueError as err:  # the message names the role's path
+        raise InputError(str(err)) from None
 
 
 def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, trials: int | None,
@@ -73,8 +92,9 @@ def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, 
     check_run(spec, base, tokens_per_step=cfg.batch_size * tokens_per_example)
     options = {path.removeprefix("model.options."): p.points()[0]
                for path, p in spec.space().params.items() if path.startswith("model.options.")}
-    build_model(cfg.model.name, width, cfg.model.depth, parametrization,
-                **{**data.model_options(), **cfg.model.options, **options})
+    model = build_model(cfg.model.name, width, cfg.model.depth, parametrization,
+                        **{**data.model_options(), **cfg.model.options, **options})
+    check_roles(spec, cfg, model)
     check_model_points(spec, cfg, data.model_options())
 
     searched = [path for path, p in spec.space().params.items() if not isinstance(p, FixedParam)]
