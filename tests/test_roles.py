@@ -3,6 +3,7 @@
 Each test names the bug it catches: multipliers of 1 that move the groups or the curve, a multiplier that leaks
 into another role or misses an optimizer (Muon's hidden part), an init multiplier applied to the wrong parameters,
 a role the model does not have silently ignored, and multipliers that break μP's width scaling."""
+import json
 import math
 
 import pytest
@@ -229,3 +230,42 @@ def test_a_spec_searching_a_bad_role_is_one_line_exit_2_nothing_written(run_cli,
     code, _, err = run_cli("proxy", spec, "--width", "16")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert file_tree(tmp_path) == {"spec.yaml"}
+
+
+def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp_path):
+    """`sweep verify --param optimizer.roles.embedding.lr_mult` runs its grid (centred on 1, the default) in its own
+    study; `sweep transfer` carries the trial's role settings, records each one's verify drift in provenance and
+    names a setting that drifted past the bound or was never verified."""
+    from tests.sweep_helpers import run_sweep, spec_dict, write_spec
+
+    search = {**spec_dict()["search"], "optimizer.roles.embedding.lr_mult": {"low": 0.5, "high": 4.0, "log": True},
+              "model.init.embedding": {"low": 0.5, "high": 2.0, "log": True}}
+    spec = write_spec(tmp_path, trials=2, search=search)
+    assert run_sweep(tmp_path, "proxy", spec, "--width", "16").returncode == 0
+    param = "optimizer.roles.embedding.lr_mult"
+    done = run_sweep(tmp_path, "verify", spec, "--param", param, "--widths", "16,32", "--values", "0.25,1,4",
+                     "--parametrizations", "mup", "--seeds", "1", "--trials-from", "spec", "--max-drift", "0.001")
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    summary = json.loads((tmp_path / "tiny-verify-embedding-lr_mult" / "summary.json").read_text())
+    assert summary["param"] == param and summary["grid"] == [0.25, 1.0, 4.0]
+    drift = summary["parametrizations"]["mup"]["drift"]
+
+    out = tmp_path / "full.yaml"
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--out", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cfg = RunConfig.load(out)
+    proxy = RunConfig.from_yaml(next(t for t in load_trials(tmp_path) if t.number == cfg.provenance.trial)
+                                .user_attrs["config"])
+    assert cfg.optimizer.roles == proxy.optimizer.roles and cfg.model.init == proxy.model.init  # carried as tuned
+    roles = cfg.provenance.verify["roles"]
+    assert roles[param]["value"] == proxy.optimizer.roles.embedding.lr_mult and roles[param]["drift"] == drift
+    assert roles["model.init.embedding"] == {"value": proxy.model.init.embedding}
+    text = " ".join(done.stdout.split())
+    assert "not verified: model.init.embedding" in text
+    assert (f"drifts: {param}" in text) == (drift > 0.001) and (f"carried {param}" in text) == (drift <= 0.001)
+
+
+def load_trials(root):
+    from tests.sweep_helpers import load
+
+    return load(root).get_trials(deepcopy=False)

@@ -18,6 +18,7 @@ from proxies.data import open_data
 from sweep.errors import InputError
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
+from sweep.rules.roles import role_lines, role_records
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
@@ -53,13 +54,14 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
         changes.append(Change("full-run", "checkpoint.every", 0, every, why))
     root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
     verify = read_summary(root, name)
+    roles = role_records(root, name, proxy)
     provenance = Provenance(
         study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
         created_by=f"sweep transfer {package_version()}",
         proxy={"width": proxy.model.width, "depth": proxy.model.depth, "parametrization": proxy.model.parametrization,
                "batch_size": proxy.batch_size, "steps": proxy.total_steps(tokens_per_example),
                "tokens": proxy.total_steps(tokens_per_example) * proxy.batch_size * tokens_per_example},
-        verify=verify_record(verify), rules=[c.record() for c in changes])
+        verify=verify_record(verify, roles), rules=[c.record() for c in changes])
     full = RunConfig.parse({**result.config.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
                             "output": {**proxy.output.model_dump(), "root": root, "study": name, "kind": "full",
                                        "run": None},
@@ -76,6 +78,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     elif verify["parametrizations"].get("mup", {}).get("passed") is False:
         drift = verify["parametrizations"]["mup"]["drift"]
         console.print(f"[red]verify failed[/]: the μP optimum drifted {drift:.2f} octaves")
+    for line in role_lines(roles):
+        console.print(line)
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     console.print(f"[yellow]note[/]: {LIMITS}")
@@ -92,10 +96,12 @@ def measured_noise_scale(trial) -> float:
                      "(eval.noise_scale_batches: 0); pick another rule or sweep with it on")
 
 
-def verify_record(summary: dict | None) -> dict:
+def verify_record(summary: dict | None, roles: dict[str, dict]) -> dict:
+    """The verify drift of optimizer.lr, and under `roles` each carried per-role setting's (`sweep.rules.roles`)."""
+    record = {"roles": roles} if roles else {}
     if not summary:
-        return {}
-    return {"param": summary["param"], "widths": summary["widths"], "seeds": summary["seeds"],
+        return record
+    return {**record, "param": summary["param"], "widths": summary["widths"], "seeds": summary["seeds"],
             "max_drift": summary["max_drift"],
             **{f"drift_{p}": v["drift"] for p, v in summary["parametrizations"].items()},
             **{f"noise_{p}": v["noise"] for p, v in summary["parametrizations"].items()}}

@@ -8,6 +8,7 @@ defaults), the one setting on a grid (Optuna's grid sampler, every point queued 
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -66,10 +67,12 @@ def base_values(spec: StudySpec, values: dict[str, Any], param: str, width: int)
     centre = values.get(param, get_path(run, param))
     if centre is None:
         try:
-            full = RunConfig.parse(set_path(run, "model.width", width)).model_dump(mode="json")
+            full = RunConfig.parse(set_path(run, "model.width", width))
         except ConfigError as err:
             raise InputError(f"run.{err}") from None
-        centre = get_path(full, param)
+        centre = get_path(full.model_dump(mode="json"), param)
+        if centre is None:  # a field absent from dumps at its default (a per-role multiplier: 1)
+            centre = functools.reduce(lambda section, key: getattr(section, key, None), param.split("."), full)
     return run, centre
 
 

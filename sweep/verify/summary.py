@@ -10,7 +10,12 @@ from trainer.atomic import atomic_path
 
 
 def verify_name(spec_name: str, param: str) -> str:
-    return f"{spec_name}-verify-{param.rsplit('.', 1)[-1]}"
+    """NAME-verify-lr for optimizer.lr; a per-role setting keeps its role (NAME-verify-embedding-lr_mult,
+    NAME-verify-init-readout), so two roles' grids never share a study."""
+    parts = param.split(".")
+    if param.startswith(("optimizer.roles.", "model.init.")) and len(parts) > 2:
+        return f"{spec_name}-verify-{'-'.join(parts[2:]) if parts[0] == 'optimizer' else 'init-' + parts[2]}"
+    return f"{spec_name}-verify-{parts[-1]}"
 
 
 def write_summary(folder: Path, summary: dict) -> None:

@@ -1,0 +1,55 @@
+"""Per-role settings through `sweep transfer`: carried as tuned, with what `sweep verify` measured for each.
+
+A role's multipliers (`optimizer.roles.<role>.lr_mult`, `.weight_decay_mult`, `model.init.<role>`) are width-free
+under μP (a role's LR is base LR × μP multiplier × lr_mult), so the full run keeps the proxy's values. Whether
+each optimum really stays put is `sweep verify --param PATH`'s question; its summary, when there is one, goes into
+the full run's provenance (`provenance.verify.roles`), and a setting whose μP optimum drifted past verify's bound,
+or that was never verified, is reported by name rather than carried in silence.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweep.verify.summary import read_summary
+from trainer.config import RunConfig
+
+
+def role_settings(cfg: RunConfig) -> dict[str, float]:
+    """{RunConfig path: value} of every per-role setting away from 1."""
+    settings = {f"model.init.{role}": v for role, v in cfg.model.init.given().items()}
+    for role, (lr_mult, wd_mult) in cfg.optimizer.roles.given().items():
+        for field, value in (("lr_mult", lr_mult), ("weight_decay_mult", wd_mult)):
+            if value != 1.0:
+                settings[f"optimizer.roles.{role}.{field}"] = value
+    return settings
+
+
+def role_records(root: str | Path, spec_name: str, cfg: RunConfig) -> dict[str, dict]:
+    """{path: {value, and when verified: widths, drift and noise (octaves), passed}} per carried role setting."""
+    records = {}
+    for path, value in role_settings(cfg).items():
+        summary = read_summary(root, spec_name, path)
+        record = {"value": value}
+        if summary:
+            mup = summary["parametrizations"].get("mup", {})
+            record.update(widths=summary["widths"], drift=mup.get("drift"), noise=mup.get("noise"),
+                          passed=mup.get("passed"))
+        records[path] = record
+    return records
+
+
+def role_lines(records: dict[str, dict]) -> list[str]:
+    """One console line per carried role setting: verified and held, drifted, or not verified."""
+    lines = []
+    for path, r in records.items():
+        if "passed" not in r:
+            lines.append(f"[yellow]not verified[/]: {path} = {r['value']:.4g} carried from the proxy; "
+                         f"`sweep verify SPEC --param {path}` checks that its optimum holds across width")
+        elif r["passed"] is False:
+            lines.append(f"[red]drifts[/]: {path} = {r['value']:.4g}: its μP optimum moved {r['drift']:.2f} octaves "
+                         f"over widths {r['widths'][0]}–{r['widths'][-1]}; carried as tuned, re-tune it nearer the "
+                         "target width")
+        else:
+            lines.append(f"carried {path} = {r['value']:.4g} (verify: drift {r['drift']:.2f} ± {r['noise']:.2f} "
+                         "octaves)")
+    return lines
