@@ -157,6 +157,8 @@ def proxy_cmd(
     backend: Backend = typer.Option(Backend.local, help="where trials run"),
     parametrization: ParametrizationOption = None,
     warm_start: int | None = typer.Option(None, help="enqueue the best trials of this (narrower) width's study first"),
+    warm_start_top: int = typer.Option(3, min=1, help="how many of its best trials --warm-start enqueues (with "
+                                       "--trials the same: a successive-halving rung across widths)"),
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
     backend_flags: dict = None,
 ):
@@ -168,7 +170,8 @@ def proxy_cmd(
     request = SweepRequest(spec, width=width, trials=trials, workers=workers, storage=storage,
                            password_env=storage_password_env, enqueue=tuple(enqueue or ()), timeout=timeout,
                            backend=backend.value, parametrization=parametrization and parametrization.value,
-                           warm_start=warm_start, backend_flags=backend_flags, detach=detach)
+                           warm_start=warm_start, warm_start_top=warm_start_top, backend_flags=backend_flags,
+                           detach=detach)
     raise typer.Exit(run_proxy(request, console))
 
 

@@ -78,3 +78,19 @@ def test_warm_start_is_seeded_without_narrowing():
 def test_a_bad_halving_rate_is_refused():
     with pytest.raises(ValueError, match="eta"):
         fidelity.halving([32, 64], COSTS, n0=4, eta=1, space=SPACE, make_sampler=tpe, evaluate=objective)
+
+
+def test_a_halving_rung_on_the_command_line_runs_the_best_of_the_narrower_width_as_they_are(tmp_path):
+    """`sweep proxy --width 32 --warm-start 16 --warm-start-top 2 --trials 2`: the width-32 study trains exactly the
+    width-16 study's best 2, with their settings, each naming where it came from."""
+    from tests.sweep_helpers import load, run_sweep, write_spec
+
+    spec = write_spec(tmp_path, trials=4)
+    assert run_sweep(tmp_path, "proxy", spec, "--width", "16").returncode == 0
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "32", "--warm-start", "16", "--warm-start-top", "2",
+                     "--trials", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    narrow = sorted(load(tmp_path, width=16).trials, key=lambda t: (t.value, t.number))[:2]
+    wide = load(tmp_path, width=32).trials
+    assert [t.params for t in wide] == [t.params for t in narrow]
+    assert [t.user_attrs["warm_start_from"] for t in wide] == [f"tiny-w16-mup#{t.number}" for t in narrow]

@@ -45,6 +45,7 @@ from proxies.data import DataSource, open_data
 from proxies.registry import build_model
 from sweep.coordcheck import check as cc
 from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
+from trainer.build import build_net
 from trainer.config import RunConfig
 from trainer.flops import flops_per_token
 from trainer.loop import resolve
@@ -102,10 +103,11 @@ class Case:
         """The config's model at its width, seeded, and the trainer's optimizer for it."""
         m, o = self.cfg.model, self.cfg.optimizer
         torch.manual_seed(self.cfg.seed)
-        model = build_model(m.name, m.width, m.depth, m.parametrization, **self.options)
+        model = build_net(m, self.options)  # with its per-role init multipliers
         return model, build_optimizer(model, name=o.name, lr=o.lr, weight_decay=o.weight_decay,
                                       betas=(o.beta1, o.beta2), eps=o.eps, momentum=o.momentum, wd_mode=o.wd_mode,
-                                      decay_embeddings=o.decay_embeddings)
+                                      decay_embeddings=o.decay_embeddings, settings=o.settings(),
+                                      roles=o.roles.given())
 
 
 def row(check: str, measured: str, expected: str, passed: bool) -> dict:

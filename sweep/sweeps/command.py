@@ -40,7 +40,7 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
     for params in enqueued:
         study.enqueue_trial(params, skip_if_exists=True)
     if warm_start is not None:
-        warm_started = enqueue_best_of(store, job, warm_start, study)
+        warm_started = enqueue_best_of(store, job, warm_start, study, top=r.warm_start_top)
         console.print(f"warm start: enqueued the best {warm_started} trial(s) of width {warm_start}")
     done, _ = progress(study)
     console.print(f"study {job.study_name} in {job.storage.redacted}: {done}/{job.n_trials} trials counted")
@@ -75,7 +75,8 @@ def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, 
 def enqueue_best_of(store, job: SweepJob, width: int, study: optuna.Study, top: int = 3) -> int:
     """μP warm start: a narrower width's best settings are the best guess at this width (they transfer).
 
-    Enqueued once, when this study has no trials yet; returns how many were enqueued.
+    Enqueued once, when this study has no trials yet; returns how many were enqueued. With `top` trials asked of
+    this study, it is a rung of successive halving across widths (`sweep.study.fidelity`).
     """
     if study.get_trials(deepcopy=False):
         return 0

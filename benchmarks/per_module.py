@@ -1,0 +1,203 @@
+"""Per-role settings and the width ladder as a fidelity, on a μP gpt (depth 2, seq 64, batch 16) on the built-in corpus.
+
+`--part search`: equal tuning compute (the same trials × steps) at the proxy width for
+  (a) global TPE over lr, weight decay, warmup, β1, β2 (β2 as a half-life), and
+  (b) the same plus per-role multipliers: LR of embedding, hidden, readout, norm gains; init of embedding,
+      hidden, readout (`optimizer.roles.<role>.lr_mult`, `model.init.<role>`),
+  each over `--seeds` TPE sampler seeds; every seed's best trial is trained at the target width (4× the proxy) at
+  the proxy's batch and steps with 2 training seeds. Prints the target's final val loss per method (mean ± the
+  spread of its seeds) and the steps (b) needs to reach (a)'s final loss, as a fraction of the run.
+`--part fidelity`: the same global search (a) reaching the target width by four routes, each charged at every
+  width's FLOPs (units: one trial at the target width): single-width TPE at the target; successive halving
+  across widths (n₀ at the narrowest, the best 1/η promoted each rung); today's warm start (a narrow study, then its
+  best 3 enqueued at the target with the whole box searched); region-seeded (the same, the box narrowed to the
+  best 3's span ± ½ octave). Each route gets the halving's compute. Also on the synthetic objective of
+  tests/test_fidelity.py (instant; 50 seeds): the compute each route needs to get within 0.02 of the optimum.
+
+Each part is sized to end in ≤ 20 min on 2 shared cores (1 torch thread, `nice -n 15`), so the proxies are small:
+
+    nice -n 15 .venv/bin/python benchmarks/per_module.py --part search      # proxy 32 → target 128, 150 steps
+    nice -n 15 .venv/bin/python benchmarks/per_module.py --part fidelity    # widths 32, 64, 128
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import optuna
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from proxies.registry import build_model  # noqa: E402
+from sweep.study import fidelity  # noqa: E402
+from sweep.study.space import Space, parse_param, set_path  # noqa: E402
+from trainer.config import RunConfig  # noqa: E402
+from trainer.curves import read_curves  # noqa: E402
+from trainer.flops import flops_per_token  # noqa: E402
+from trainer.loop import train  # noqa: E402
+
+SEQ, BATCH = 64, 16
+GLOBAL = {"optimizer.lr": {"low": 2.0e-4, "high": 0.25, "log": True},
+          "optimizer.weight_decay": {"low": 0.0, "high": 0.3},
+          "schedule.warmup_fraction": {"low": 0.0, "high": 0.3},
+          "optimizer.beta1": {"low": 0.7, "high": 0.95},
+          "optimizer.beta2": {"type": "halflife", "low": 6.5, "high": 700}}
+ROLES = {**{f"optimizer.roles.{r}.lr_mult": {"low": 0.1, "high": 10.0, "log": True}
+            for r in ("embedding", "hidden", "readout", "norm")},
+         **{f"model.init.{r}": {"low": 0.25, "high": 4.0, "log": True} for r in ("embedding", "hidden", "readout")}}
+DIVERGED = 10.0  # the objective of a diverged run (byte-level loss at init is ln 256 ≈ 5.5)
+
+
+def base_run(width: int, steps: int, root: Path, every: int) -> dict:
+    return {"model": {"name": "gpt", "width": width, "depth": 2, "options": {"block_size": SEQ}},
+            "data": {"kind": "stdlib", "seq_len": SEQ}, "optimizer": {"wd_mode": "independent"},
+            "schedule": {"kind": "cosine", "min_lr_ratio": 0.1}, "batch_size": BATCH, "steps": steps,
+            "log_every": every, "eval": {"every": every, "batches": 4, "noise_scale_batches": 0}, "device": "cpu",
+            "output": {"root": str(root), "study": "bench"}}
+
+
+def config(values: dict, width: int, steps: int, root: Path, seed: int = 0, every: int = 50) -> RunConfig:
+    raw = base_run(width, steps, root, every)
+    for path, value in values.items():
+        raw = set_path(raw, path, value)
+    config.runs += 1  # a run folder of its own: two routes may train the same settings
+    return RunConfig.parse({**set_path(raw, "output.run", f"r{config.runs}"), "seed": seed})
+
+
+config.runs = 0
+
+
+def run(values: dict, width: int, steps: int, root: Path, seed: int = 0, every: int = 50) -> tuple[float, RunConfig]:
+    cfg = config(values, width, steps, root, seed, every)
+    result = train(cfg)
+    loss = result.val_loss if result.status == "completed" and math.isfinite(result.val_loss or math.nan) else DIVERGED
+    return loss, cfg
+
+
+def tuned(space: Space, trials: int, seed: int, width: int, steps: int, root: Path) -> dict:
+    """The best values of a TPE search (Optuna params mapped to RunConfig paths)."""
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, multivariate=True))
+    study.optimize(lambda t: run(space.values(space.suggest(t), BATCH * SEQ), width, steps, root)[0], n_trials=trials)
+    return space.values(study.best_params, BATCH * SEQ)
+
+
+def search_part(args, root: Path) -> None:
+    spaces = {"(a) global": Space({p: parse_param(v) for p, v in GLOBAL.items()}),
+              "(b) global+roles": Space({p: parse_param(v) for p, v in {**GLOBAL, **ROLES}.items()})}
+    target = 4 * args.proxy
+    finals: dict[str, list[float]] = {m: [] for m in spaces}
+    curves: dict[str, list] = {m: [] for m in spaces}
+    best_values: dict[str, list[dict]] = {m: [] for m in spaces}
+    for method, space in spaces.items():
+        for seed in range(args.seeds):
+            values = tuned(space, args.trials, seed, args.proxy, args.steps, root)
+            best_values[method].append(values)
+            for train_seed in (0, 1):
+                loss, cfg = run(values, target, args.steps, root, seed=train_seed, every=args.steps // 6)
+                finals[method].append(loss)
+                curves[method].append(read_curves(cfg.curves_root(), run=cfg.run_id()).set_index("step")["val_loss"]
+                                       .dropna())
+    a, b = finals["(a) global"], finals["(b) global+roles"]
+    goal = statistics.mean(a)
+    reach = [next((s for s, v in c.items() if v <= goal), math.inf) for c in curves["(b) global+roles"]]
+    print(f"μP gpt depth 2, proxy width {args.proxy} → target {target}, {args.steps} steps, batch {BATCH}, seq {SEQ}, "
+          f"{args.trials} trials × {args.seeds} sampler seeds, target trained with 2 seeds; built-in corpus")
+    print(f"{'method':<20}{'target val loss (mean)':>24}{'sd over runs':>15}   per run")
+    for method, losses in finals.items():
+        print(f"{method:<20}{statistics.mean(losses):>24.4f}{statistics.stdev(losses):>15.4f}   "
+              + " ".join(f"{v:.3f}" for v in losses))
+    at = statistics.median(reach) / args.steps
+    print(f"(b) − (a): {statistics.mean(b) - statistics.mean(a):+.4f} nats; (b) reaches (a)'s mean final loss at "
+          f"{'never' if math.isinf(at) else f'{at:.0%} of the steps'} (median over its runs)")
+    for method, rows in best_values.items():
+        for values in rows:
+            roles = {k.removeprefix("optimizer.roles.").removesuffix(".lr_mult"): round(v, 3)
+                     for k, v in values.items() if k.startswith(("optimizer.roles", "model.init"))}
+            print(f"  {method} best: lr {values['optimizer.lr']:.3g} {roles if roles else ''}")
+
+
+def costs(widths: list[int], steps: int) -> dict[int, float]:
+    """FLOPs of one trial at each width, in units of one trial at the widest."""
+    flops = {w: flops_per_token(build_model("gpt", w, 2, "mup", vocab_size=256, block_size=SEQ), SEQ) * steps
+             for w in widths}
+    return {w: f / flops[widths[-1]] for w, f in flops.items()}
+
+
+def routes(widths, cost, space, evaluate, seed, n0=9, eta=3.0, top=3):
+    """{route: (best value at the widest width, compute charged)} for one sampler seed, equal budgets."""
+    def sampler(_):
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True)
+
+    halved = fidelity.halving(widths, cost, n0, eta, space, sampler, evaluate)
+    budget = halved.charged()
+    narrow_n = n0
+    wide_n = max(top, int((budget - narrow_n * cost[widths[0]]) / cost[widths[-1]] + 1e-9))
+    single = fidelity.seeded(widths[-1:], cost, [max(1, int(budget + 1e-9))], top, space, sampler, evaluate)
+    out = {"single width": single, "halving": halved}
+    for name, narrow in (("warm start", False), ("region-seeded", True)):
+        out[name] = fidelity.seeded([widths[0], widths[-1]], cost, [narrow_n, wide_n], top, space, sampler, evaluate,
+                                    narrow=narrow)
+    return {name: (ladder.best().value, ladder.charged()) for name, ladder in out.items()}
+
+
+def synthetic(seeds: int) -> None:
+    from tests.test_fidelity import COSTS, SPACE, objective
+    widths = [32, 64, 128]
+    cost = {w: c / COSTS[128] for w, c in COSTS.items()}
+    optimum = objective(128, {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1,
+                              "model.options.zero_readout": False}) - 0.05
+    rows = {}
+    for seed in range(seeds):
+        for name, (value, charged) in routes(widths, cost, SPACE, objective, seed, n0=27).items():
+            rows.setdefault(name, []).append((value - optimum, charged))
+    print(f"synthetic objective (tests/test_fidelity.py), widths {widths}, n₀ 27, η 3, {seeds} sampler seeds:")
+    print(f"{'route':<16}{'median gap to optimum':>24}{'within 0.02':>13}{'compute':>9}")
+    for name, r in rows.items():
+        print(f"{name:<16}{statistics.median(g for g, _ in r):>24.4f}{sum(g <= 0.02 for g, _ in r) / len(r):>13.0%}"
+              f"{statistics.median(c for _, c in r):>9.2f}")
+
+
+def fidelity_part(args, root: Path) -> None:
+    widths = [args.proxy, 2 * args.proxy, 4 * args.proxy]
+    cost = costs(widths, args.steps)
+    space = Space({p: parse_param(v) for p, v in GLOBAL.items()})
+
+    def evaluate(width, params):
+        return run(space.values(params, BATCH * SEQ), width, args.steps, root)[0]
+
+    rows = {}
+    for seed in range(args.seeds):
+        for name, result in routes(widths, cost, space, evaluate, seed).items():
+            rows.setdefault(name, []).append(result)
+    print(f"μP gpt depth 2, widths {widths} (cost per trial {', '.join(f'{c:.3f}' for c in cost.values())} of one at "
+          f"{widths[-1]}), {args.steps} steps, {args.seeds} sampler seeds, equal compute (the halving's)")
+    print(f"{'route':<16}{'best val loss at ' + str(widths[-1]):>26}{'median':>8}{'compute':>9}")
+    for name, r in rows.items():
+        print(f"{name:<16}{' '.join(f'{v:.4f}' for v, _ in r):>26}{statistics.median(v for v, _ in r):>8.4f}"
+              f"{statistics.median(c for _, c in r):>9.2f}")
+    synthetic(50)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("search", "fidelity"), required=True)
+    parser.add_argument("--proxy", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--trials", type=int, default=16)
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        (search_part if args.part == "search" else fidelity_part)(args, Path(tmp))
+    print(f"wall {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
