@@ -269,3 +269,15 @@ def load_trials(root):
     from tests.sweep_helpers import load
 
     return load(root).get_trials(deepcopy=False)
+
+
+def test_groups_split_by_role_multipliers_have_distinct_signal_names():
+    """Two roles at the same LR whose decays a role multiplier sets apart are two groups, and the signals name
+    them apart (one column each); a decay multiplier on a role that does not decay makes no group of its own."""
+    from trainer.signals import group_name
+
+    model = build_model("gpt", 64, 1, "mup", vocab_size=64)  # at the base width hidden and readout share lr × 1
+    groups = param_groups(model, 0.01, 0.1, roles={"readout": (1.0, 3.0), "embedding": (1.0, 5.0)})
+    names = [group_name(g) for g in groups]
+    assert len(names) == len(set(names)) == len(groups_of(model, "adamw")) + 1
+    assert "lr1-decay-wd3" in names

@@ -50,7 +50,8 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
                  adjust_lr_fn: str = "match_rms_adamw", roles: dict[str, tuple[float, float]] | None = None
                  ) -> list[dict]:
     """Parameter groups keyed by (owner, LR multiplier, decays, ε multiplier, depth LR multiplier), each with
-    `lr`, `lr_mult`, `decays`, `weight_decay`, `names`, `owner`, and where the owner has an ε `eps_mult`, `eps`.
+    `lr`, `lr_mult`, `decays`, `weight_decay`, `names`, `owner`, where the owner has an ε `eps_mult`, `eps`, and
+    where a role's decay multiplier is not 1 `weight_decay_mult`.
     Under Muon, Muon's groups come first. `roles`: {role: (lr_mult, weight_decay_mult)} (`RoleMults.given`), each
     folded into the LR multiplier and the decay of that role's parameters (`role_multipliers`)."""
     if wd_mode not in WD_MODES:
@@ -62,6 +63,7 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
     for rule in rules:
         if params[rule.name].requires_grad:
             role_lr, role_wd = (roles or {}).get(rule.role, (1.0, 1.0))
+            role_wd = role_wd if rule.decays else 1.0  # no group of its own for a decay it does not have
             key = (rule.owner, rule.lr_mult * role_lr, rule.decays, rule.eps_mult, rule.depth_lr_mult, role_wd)
             grouped[key].append(rule.name)
     groups = []
@@ -71,6 +73,8 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
             weight_decay * wd_mult * depth_mult / mult)
         group = {"params": [params[n] for n in names], "names": names, "lr_mult": mult, "decays": decays,
                  "lr": lr * mult, "weight_decay": wd, "owner": owner}
+        if wd_mult != 1.0:  # names the group apart from one of the same LR (trainer.signals)
+            group["weight_decay_mult"] = wd_mult
         if owner in WITH_EPS:
             group.update(eps_mult=eps_mult, eps=eps * eps_mult)
         groups.append(group)

@@ -11,7 +11,8 @@ instabilities": attention-logit growth, output-logit divergence) and the usual p
     logit_lse_mean           mean log Z = mean logsumexp(logits), the z-loss quantity
 
 <group> names a μP parameter group by its LR multiplier and decay: `lr0.5-decay`, `lr1-nodecay`; a group
-whose AdamW ε is scaled (the residual blocks under depth transfer) adds it: `lr1-eps0.25-nodecay`.
+whose AdamW ε is scaled (the residual blocks under depth transfer) adds it: `lr1-eps0.25-nodecay`; one whose
+decay a role multiplies (`optimizer.roles.<role>.weight_decay_mult`) adds that: `lr0.5-decay-wd2`.
 Forward values are maxima (and the mean, for log Z) over the step's micro-batches, on rank 0's share
 of the batch. Hooks are registered for the measured step only and removed after it; the attention
 logits are recomputed from the layer's input beside the fast SDPA path, so measuring never changes
@@ -57,7 +58,8 @@ def group_name(group: dict) -> str:
     """A group restored from a checkpoint written before groups carried `decays` is named by its weight decay."""
     decays = group.get("decays", group["weight_decay"] > 0)
     eps = f"-eps{group['eps_mult']:.4g}" if group.get("eps_mult", 1.0) != 1.0 else ""
-    return f"lr{group['lr_mult']:.4g}{eps}-{'decay' if decays else 'nodecay'}"
+    wd = f"-wd{group['weight_decay_mult']:.4g}" if "weight_decay_mult" in group else ""  # a role's decay multiplier
+    return f"lr{group['lr_mult']:.4g}{eps}-{'decay' if decays else 'nodecay'}{wd}"
 
 
 class Signals:
