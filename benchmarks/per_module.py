@@ -7,6 +7,9 @@
   each over `--seeds` TPE sampler seeds; every seed's best trial is trained at the target width (4× the proxy) at
   the proxy's batch and steps with 2 training seeds. Prints the target's final val loss per method (mean ± the
   spread of its seeds) and the steps (b) needs to reach (a)'s final loss, as a fraction of the run.
+`--part drift`: each role's LR multiplier on an octave grid at the proxy width and the target width; the drift of
+  each fitted optimum (goal ≤ 0.5 octave).
+`--part sp`: SP tuned by its own LR grid at the target width against μP (a) and (b) there (the search part's runs).
 `--part fidelity`: the same global search (a) reaching the target width by four routes, each charged at every
   width's FLOPs (units: one trial at the target width): single-width TPE at the target; successive halving
   across widths (n₀ at the narrowest, the best 1/η promoted each rung); today's warm start (a narrow study, then its
@@ -18,10 +21,14 @@ Each part is sized to end in ≤ 20 min on 2 shared cores (1 torch thread, `nice
 
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part search      # proxy 32 → target 128, 150 steps
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part fidelity    # widths 32, 64, 128
+    nice -n 15 .venv/bin/python benchmarks/per_module.py --part drift       # each role's LR optimum, 32 vs 128
+    nice -n 15 .venv/bin/python benchmarks/per_module.py --part sp          # SP's own LR grid at 128 vs μP (b)
+`--part search` writes per_module.json (best settings and target losses), which drift and sp read.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -114,6 +121,8 @@ def search_part(args, root: Path) -> None:
     at = statistics.median(reach) / args.steps
     print(f"(b) − (a): {statistics.mean(b) - statistics.mean(a):+.4f} nats; (b) reaches (a)'s mean final loss at "
           f"{'never' if math.isinf(at) else f'{at:.0%} of the steps'} (median over its runs)")
+    Path(args.out).write_text(json.dumps({"proxy": args.proxy, "steps": args.steps, "finals": finals,
+                                          "best": best_values}, indent=1))
     for method, rows in best_values.items():
         for values in rows:
             roles = {k.removeprefix("optimizer.roles.").removesuffix(".lr_mult"): round(v, 3)
@@ -183,9 +192,66 @@ def fidelity_part(args, root: Path) -> None:
     synthetic(50)
 
 
+def vertex(points: dict[float, float]) -> float:
+    """log₂ of the optimum: the vertex of the parabola through the best grid point and its two neighbours (the best
+    point itself at an edge of the grid or without an upward parabola)."""
+    xs = sorted(points)
+    i = min(range(len(xs)), key=lambda j: points[xs[j]])
+    if 0 < i < len(xs) - 1:
+        x = [math.log2(v) for v in xs[i - 1:i + 2]]
+        y = [points[v] for v in xs[i - 1:i + 2]]
+        denom = (x[0] - x[1]) * (x[0] - x[2]) * (x[1] - x[2])
+        a = (x[2] * (y[1] - y[0]) + x[1] * (y[0] - y[2]) + x[0] * (y[2] - y[1])) / denom
+        b = (x[2] ** 2 * (y[0] - y[1]) + x[1] ** 2 * (y[2] - y[0]) + x[0] ** 2 * (y[1] - y[2])) / denom
+        if a > 0:
+            return -b / (2 * a)
+    return math.log2(xs[i])
+
+
+def drift_part(args, root: Path) -> None:
+    """Each role's LR multiplier on an octave grid at the proxy width and 4× it, the others at 1 (global settings:
+    the search part's best (a) when --out holds it, else lr 2^-6); the drift of each fitted optimum in octaves."""
+    base = {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1}
+    if Path(args.out).is_file():
+        base = json.loads(Path(args.out).read_text())["best"]["(a) global"][0]
+    grid = [2.0 ** k for k in range(-2, 4)]
+    widths = [args.proxy, 4 * args.proxy]
+    print(f"per-role LR optimum across widths {widths} (μP gpt depth 2, {args.steps} steps, grid 2^-2…2^3, 1 seed; "
+          f"global lr {base['optimizer.lr']:.3g})")
+    print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}")
+    for role in ("embedding", "hidden", "readout", "norm"):
+        optima = []
+        for width in widths:
+            points = {v: run({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root)[0] for v in grid}
+            optima.append(vertex(points))
+        print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}")
+
+
+def sp_part(args, root: Path) -> None:
+    """SP tuned by its own LR grid at the target width against μP with the search part's settings there."""
+    saved = json.loads(Path(args.out).read_text())
+    target = 4 * saved["proxy"]
+    grid = [2.0 ** k for k in range(-11, -3)]
+    sp = {}
+    for lr in grid:
+        cfg = config({"optimizer.lr": lr, "model.parametrization": "sp"}, target, saved["steps"], root)
+        result = train(cfg)
+        sp[lr] = result.val_loss if result.status == "completed" else DIVERGED
+    best_lr = min(sp, key=sp.get)
+    print(f"width {target}, {saved['steps']} steps: SP's LR grid 2^-11…2^-4 (seed 0): "
+          + ", ".join(f"{math.log2(k):.0f}: {v:.4f}" for k, v in sp.items()))
+    print(f"{'run':<34}{'val loss':>10}")
+    print(f"{'SP best (lr 2^' + str(int(math.log2(best_lr))) + ')':<34}{sp[best_lr]:>10.4f}")
+    for method, losses in saved["finals"].items():
+        print(f"{'μP ' + method + ' (best seed, seed 0)':<34}{min(losses[0::2]):>10.4f}   all: "
+              + " ".join(f"{v:.4f}" for v in losses))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("search", "fidelity"), required=True)
+    parser.add_argument("--part", choices=("search", "fidelity", "drift", "sp"), required=True)
+    parser.add_argument("--out", default="per_module.json", help="the search part's best settings and losses "
+                        "(written by --part search, read by drift and sp)")
     parser.add_argument("--proxy", type=int, default=32)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--trials", type=int, default=16)
@@ -195,9 +261,11 @@ def main() -> None:
     torch.set_num_threads(1)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        (search_part if args.part == "search" else fidelity_part)(args, Path(tmp))
+        PARTS[args.part](args, Path(tmp))
     print(f"wall {time.perf_counter() - start:.0f} s")
 
+
+PARTS = {"search": search_part, "fidelity": fidelity_part, "drift": drift_part, "sp": sp_part}
 
 if __name__ == "__main__":
     main()

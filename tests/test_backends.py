@@ -11,7 +11,6 @@ from tests.services import free_port
 from tests.sweep_helpers import file_tree, load, run_sweep, spec_dict, sweep_env, write_spec
 from trainer.config import RunConfig
 
-
 ROLE_SEARCH = {"optimizer.roles.embedding.lr_mult": {"low": 0.5, "high": 8.0, "log": True},
                "optimizer.roles.hidden.weight_decay_mult": {"low": 0.5, "high": 2.0},
                "model.init.readout": {"low": 0.5, "high": 2.0, "log": True}}

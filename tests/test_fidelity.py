@@ -41,7 +41,7 @@ def test_halving_promotes_the_best_third_unchanged_and_charges_each_width():
                               evaluate=lambda w, p: calls.append((w, p)) or objective(w, p))
     assert [len(r.trials) for r in ladder.rungs] == [9, 3, 1]
     assert [w for w, _ in calls] == [32] * 9 + [64] * 3 + [128]
-    for below, rung in zip(ladder.rungs, ladder.rungs[1:]):
+    for below, rung in zip(ladder.rungs, ladder.rungs[1:], strict=False):
         best = sorted(below.trials, key=lambda t: (t.value, t.number))[:len(rung.trials)]
         assert rung.promoted == [t.number for t in best]
         assert [t.params for t in rung.trials] == [t.params for t in best]  # trained as they were

@@ -20,7 +20,6 @@ from trainer import config as run_config
 from trainer.build import build_net
 from trainer.checkpoint import list_checkpoints
 from trainer.config import ROLES, ConfigError, RunConfig
-from trainer.curves import read_curves
 from trainer.loop import train
 from trainer.optim import build_optimizer, param_groups
 from trainer.schedule import Schedule, make_scheduler

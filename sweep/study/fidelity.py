@@ -75,7 +75,7 @@ def halving(widths: list[int], costs: dict[int, float], n0: int, eta: float, spa
         raise ValueError(f"eta: {eta} must exceed 1 and n0: {n0} be at least 1")
     rungs = [Rung(w, costs[w]) for w in widths]
     run_rung(rungs[0], space, make_sampler(space), n0, evaluate)
-    for below, rung in zip(rungs, rungs[1:]):
+    for below, rung in zip(rungs, rungs[1:], strict=False):
         keep = below.ranked()[:max(1, math.ceil(len(below.trials) / eta))]
         rung.promoted = [t.number for t in keep]
         run_rung(rung, space, make_sampler(space), len(keep), evaluate, [t.params for t in keep])
@@ -87,9 +87,11 @@ def seeded(widths: list[int], costs: dict[int, float], trials: list[int], top: i
            margin: float = 0.5, narrow: bool = True) -> Ladder:
     """`trials[k]` trials at widths[k]; each rung above the first searches the region of the rung below's best
     `top` (`narrow=False`: the whole box, today's warm start) with the best `top` enqueued first."""
+    if len(trials) != len(widths):
+        raise ValueError(f"trials: {len(trials)} counts for {len(widths)} widths; give one per width")
     rungs = [Rung(w, costs[w]) for w in widths]
     run_rung(rungs[0], space, make_sampler(space), trials[0], evaluate)
-    for below, rung, n in zip(rungs, rungs[1:], trials[1:]):
+    for below, rung, n in zip(rungs, rungs[1:], trials[1:], strict=False):
         keep = below.ranked()[:top]
         rung.promoted = [t.number for t in keep]
         region = narrowed(space, keep, margin) if narrow else space

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 
-from proxies.data import open_data
 from torch import nn
 
+from proxies.data import open_data
 from proxies.parametrization import param_rules, scale_init
 from proxies.registry import ModelError, build_model, count_parameters
 from proxies.resources import BYTES_PER_PARAMETER, check_fits
