@@ -23,7 +23,7 @@ Each part is sized to end in ≤ 20 min on 2 shared cores (1 torch thread, `nice
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part fidelity    # widths 32, 64, 128
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part drift       # each role's LR optimum, 32 vs 128
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part sp          # SP's own LR grid at 128 vs μP (b)
-`--part search` writes per_module.json (best settings and target losses), which drift and sp read.
+`--part search` writes $TMPDIR/per_module.json (`--out`: best settings and target losses); drift and sp read it.
 """
 from __future__ import annotations
 
@@ -250,7 +250,7 @@ def sp_part(args, root: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("search", "fidelity", "drift", "sp"), required=True)
-    parser.add_argument("--out", default="per_module.json", help="the search part's best settings and losses "
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "per_module.json"), help="the search part's best settings and losses "
                         "(written by --part search, read by drift and sp)")
     parser.add_argument("--proxy", type=int, default=32)
     parser.add_argument("--steps", type=int, default=150)
