@@ -6,7 +6,7 @@ import math
 import pytest
 import yaml
 
-from trainer.config import SETTINGS, ConfigError, RunConfig
+from trainer.config import ROLES, SETTINGS, ConfigError, RunConfig
 from trainer.curves import read_curves
 from trainer.loop import resolve, train
 
@@ -50,11 +50,13 @@ def one_line(text: str) -> str:
 EVERYTHING = {  # every field of every section away from its default
     "schema_version": 1,  # the only one there is so far
     "model": {"name": "gpt", "width": 96, "depth": 3, "parametrization": "sp", "base_width": 32,
-              "options": {"n_head": 4, "norm": "rmsnorm", "output_mult": 2.5, "attn_mult": 1 / 3, "tag": "007"}},
+              "options": {"n_head": 4, "norm": "rmsnorm", "output_mult": 2.5, "attn_mult": 1 / 3, "tag": "007"},
+              "init": {role: 0.5 + i / 16 for i, role in enumerate(ROLES)}},
     "data": {"kind": "tokens", "path": "/data/owt", "seq_len": 64, "dtype": "uint32", "vocab_size": 50304,
              "val_fraction": 0.05, "options": {"n_tokens": 123}},
     "optimizer": {"name": "sgd", "lr": 3e-4, "weight_decay": 0.1, "wd_mode": "independent", "decay_embeddings": True,
-                  "beta1": 0.8, "beta2": 0.99, "eps": 1e-10, "momentum": 0.5, "grad_clip": None},
+                  "beta1": 0.8, "beta2": 0.99, "eps": 1e-10, "momentum": 0.5, "grad_clip": None,
+                  "roles": {role: {"lr_mult": 2.0 + i, "weight_decay_mult": 1 / (2 + i)} for i, role in enumerate(ROLES)}},
     "schedule": {"kind": "wsd", "warmup_steps": None, "warmup_fraction": 0.05, "min_lr_ratio": 0.1 + 0.2,
                  "decay_fraction": 0.3, "decay_shape": "sqrt"},
     "batch_size": 24,
