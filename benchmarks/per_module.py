@@ -15,7 +15,7 @@
   across widths (n₀ at the narrowest, the best 1/η promoted each rung); today's warm start (a narrow study, then its
   best 3 enqueued at the target with the whole box searched); region-seeded (the same, the box narrowed to the
   best 3's span ± ½ octave). Each route gets the halving's compute. Also on the synthetic objective of
-  tests/test_fidelity.py (instant; 50 seeds): the compute each route needs to get within 0.02 of the optimum.
+  tests/test_fidelity.py (seconds; 20 seeds): the gap each route leaves to the optimum's value at that compute.
 
 Each part is sized to end in ≤ 20 min on 2 shared cores (1 torch thread, `nice -n 15`), so the proxies are small:
 
@@ -159,13 +159,13 @@ def synthetic(seeds: int) -> None:
     widths = [32, 64, 128]
     cost = {w: c / COSTS[128] for w, c in COSTS.items()}
     optimum = objective(128, {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1,
-                              "model.options.zero_readout": False}) - 0.05
+                              "model.options.zero_readout": False})  # its settings' value (the wiggle can dip below)
     rows = {}
     for seed in range(seeds):
         for name, (value, charged) in routes(widths, cost, SPACE, objective, seed, n0=27).items():
             rows.setdefault(name, []).append((value - optimum, charged))
     print(f"synthetic objective (tests/test_fidelity.py), widths {widths}, n₀ 27, η 3, {seeds} sampler seeds:")
-    print(f"{'route':<16}{'median gap to optimum':>24}{'within 0.02':>13}{'compute':>9}")
+    print(f"{'route':<16}{'median gap to optimum':>24}{'gap ≤ 0.02':>13}{'compute':>9}")
     for name, r in rows.items():
         print(f"{name:<16}{statistics.median(g for g, _ in r):>24.4f}{sum(g <= 0.02 for g, _ in r) / len(r):>13.0%}"
               f"{statistics.median(c for _, c in r):>9.2f}")
@@ -189,7 +189,7 @@ def fidelity_part(args, root: Path) -> None:
     for name, r in rows.items():
         print(f"{name:<16}{' '.join(f'{v:.4f}' for v, _ in r):>26}{statistics.median(v for v, _ in r):>8.4f}"
               f"{statistics.median(c for _, c in r):>9.2f}")
-    synthetic(50)
+    synthetic(20)
 
 
 def vertex(points: dict[float, float]) -> float:
