@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 SECRET = "pw-Fuzz7q@x/y:z#k"  # planted in $SWEEP_FUZZ_PW: never in any output or file
 SECRET_ENV = "SWEEP_FUZZ_PW"
-EXAMPLES = ("demo", "gpt-tokens", "llama", "mlp")  # the shipped study specs (gpt-proxy-run is a RunConfig)
+EXAMPLES = ("demo", "gpt-tokens", "llama", "mlp", "per-module")  # the shipped study specs (gpt-proxy-run is a RunConfig)
 
 TINY_RUN = {  # a RunConfig that trains in well under a second
     "model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
@@ -458,6 +458,8 @@ VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_
         "--depth": ["1", "3"],
         "--parametrization": ["sp", "mup", "xp"],
         "--opt": ["n_head=2", "head_dim=8", "head_dim=3", "block_size=0", "nope=1", "novalue"],
+        "--set": ["optimizer.roles.embedding.lr_mult=4", "optimizer.roles.tied.lr_mult=2", "model.init.readout=0",
+                  "model.init.nope=2", "optimizer.lr=1", "novalue"],
     },
     "coord-check": {
         "--widths": ["8,16", "16,8", "8", "8,8", "0,8", "a,b"],
@@ -480,6 +482,7 @@ VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_
         "--backend": ["local", "k8s"],
         "--parametrization": ["sp", "mup"],
         "--warm-start": ["8", "16", "-1"],
+        "--warm-start-top": ["2", "0"],
         "--detach": [None],
         "--cpus-per-trial": ["-1", "nan"],
         "--time": ["-5"],
