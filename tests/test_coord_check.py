@@ -146,7 +146,7 @@ def test_user_model_by_import_path(run_cli, tmp_path):
     (["--data", "text", "--data-path", "/nonexistent/corpus.txt"], "data.path"),
     (["--widths", "64"], "--widths"),
     (["--parametrization", "ntk"], "--parametrization"),
-    (["--optimizer", "lion"], "--optimizer"),
+    (["--optimizer", "adagrad"], "--optimizer"),
     (["--model", "nosuchmodel"], "model.name"),
     (["--opt", "norm=batchnorm"], "norm"),
     (["--steps", "zero"], "--steps"),

@@ -1,9 +1,9 @@
 """Mutation tests: every planted μP bug (tests/mutations/bugs.py, each naming the Tensor Programs V rule it
 breaks) fails the coordinate check's verdict, and the same model and optimizer unmodified pass it.
 
-Settings are the CLI's defaults (widths 1×, 2×, 4× base, 8 steps on one batch, gpt 4 × 32 tokens, AdamW
-lr 2^-7) with 2 seeds instead of 3, and 1 seed for the bugs that the calibration puts ≥ 0.5 beyond
-their bound (README table), to keep the suite quick.
+Settings are the CLI's defaults (widths 1×, 2×, 4× base, 8 steps on one batch, gpt 4 × 32 tokens, the bug's
+optimizer at its default LR: AdamW 2^-7) with 2 seeds instead of 3, and 1 seed for the bugs that the
+calibration puts ≥ 0.5 beyond their bound (README table), to keep the suite quick.
 """
 import pytest
 import torch
@@ -25,7 +25,7 @@ def check(bug: Bug, seeds: int = 2) -> cc.Verdict:
     batch = DEFAULT_BATCH.get(bug.model, 4 if bug.model == "llama" else 16)  # llama: few tokens, as the gpt
     _, _, verdict = cc.coord_check(make_model(bug, **source.model_options()),
                                    lambda seed: source.batch("train", batch, torch.Generator().manual_seed(seed)),
-                                   [base, 2 * base, 4 * base], seeds, 8, lr=DEFAULT_LR["adamw"],
+                                   [base, 2 * base, 4 * base], seeds, 8, lr=DEFAULT_LR[bug.optimizer],
                                    make_optimizer=make_optimizer(bug))
     return verdict
 
@@ -51,4 +51,4 @@ def test_optimizer_bugs_are_refused_up_front(bug):
     source = open_model_data(bug.model, None, None, 32)
     model = make_model(bug, **source.model_options())(2 * base_width_of(bug.model))
     with pytest.raises(InputError, match=r"^optimizer: \S+ \(\w+\) has lr .* μP needs"):
-        refuse_unless_mup_ready(model, make_optimizer(bug)(model, 0.01), "adamw")
+        refuse_unless_mup_ready(model, make_optimizer(bug)(model, 0.01), bug.optimizer)
