@@ -41,6 +41,7 @@ class Bug:
     mutate_groups: Callable[[list[dict], nn.Module], list[dict]] = keep_groups
     parametrization: str = "mup"
     optimizer: str = "adamw"
+    widths: tuple[int, ...] | None = None  # None: 1×, 2×, 4× the base width (Muon on CPU: narrower, see README)
 
 
 def readout_times(power: float) -> Callable[[nn.Module], None]:
@@ -107,7 +108,8 @@ BUGS = [
     Bug("hidden init not 1/√fan_in", "Table 3: hidden weights' init variance 1/fan_in", "gpt",
         mutate_model=unscaled_hidden_init),
     Bug("Muon without its shape factor", "spectral condition: ‖ΔW‖ = Θ(√(fan_out/fan_in)) needs lr/√m with "
-        "match_rms_adamw", "gpt", mutate_groups=muon_without_shape_correction, optimizer="muon"),
+        "match_rms_adamw", "gpt", mutate_groups=muon_without_shape_correction, optimizer="muon",
+        widths=(32, 64, 128)),
     Bug("Lion hidden LR not /m", "Table 3 (Adam column, sign update): hidden weights' LR 1/fan_in", "gpt",
         mutate_groups=flat_lr, optimizer="lion"),
     Bug("Adam-atan2 hidden LR not /m", "Table 3 (Adam column, bounded update): hidden weights' LR 1/fan_in", "gpt",
