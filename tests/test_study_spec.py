@@ -255,9 +255,39 @@ def trial_values(spec, values: dict) -> dict:
     return run
 
 
+def test_a_grid_over_a_conditional_space_is_each_choice_with_its_own_branch_grid():
+    # the classic bugs: the grid as the product of every choice with every other choice's branch (AdamW run at
+    # Lion's LR box, 3 × 5 × 5 × … duplicates), or a branch parameter missing from its choice's points
+    from sweep.study.samplers import grid_points, make_sampler
+    from trainer.config import RunConfig
+
+    spec = parse_spec(optimizer_choice_spec(sampler={"name": "grid", "seed": 0, "options": {"points": 3}},
+                                            search={"optimizer.weight_decay": {"choices": [0.0, 0.1]}}))
+    space = spec.space()
+    job = prepare(spec, width=32, parametrization="mup", trials=100, storage=None, password_env=None)
+    points = grid_points(spec.sampler, space)
+    # adamw: 3 LRs × 3 half-lives, lion: 3 LRs × 3 β2's, muon: 3 LRs (ns_steps fixed); each × 2 weight decays
+    assert job.n_trials == len(points) == (9 + 9 + 3) * 2
+    assert len({tuple(sorted(p.items())) for p in points}) == len(points)
+    study = optuna.create_study(sampler=make_sampler(spec.sampler, space))
+    for params in points:
+        study.enqueue_trial(params)
+    boxes = {"adamw": (1e-3, 0.1), "lion": (1e-4, 1e-2), "muon": (1e-3, 0.1)}
+    for point in points:
+        trial = study.ask()
+        params = space.suggest(trial)
+        assert params == point
+        name = params["optimizer.name"]
+        assert {n for n in params if "[" in n} == {n for n in point if n.endswith(f"[{name}]")}
+        cfg = RunConfig.parse(trial_values(spec, space.values(params, tokens_per_step=64)))
+        assert cfg.optimizer.name == name and boxes[name][0] <= cfg.optimizer.lr <= boxes[name][1]
+        study.tell(trial, 1.0)
+
+
 @pytest.mark.parametrize("change, message", [
     ({"optimizer.beta1": {"low": 0.8, "high": 0.95}},  # searched for every choice, but Lion does not read it
-     "search.optimizer.beta1: 0.8 is rejected by the RunConfig with optimizer.name lion (optimizer.beta1: lion does not"),
+     "search.optimizer.beta1: 0.8 is rejected by the RunConfig with optimizer.name lion (optimizer.beta1: lion "
+     "does not"),
     ({"optimizer.name": {"choices": ["adamw", "lion"], "when": {"lion": {"optimizer.muon.momentum": 0.9}}}},
      "search.optimizer.name.when.lion.optimizer.muon.momentum: 0.9 is rejected by the RunConfig (optimizer.muon: "
      "settings of muon, but optimizer.name is lion"),

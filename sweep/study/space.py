@@ -287,7 +287,7 @@ class Space:
     def searched(self) -> dict[str, Param]:
         """{Optuna parameter name: Param} for every parameter that is sampled (not fixed), branches included."""
         out = {p.optuna_name(path): p for path, p in self.params.items() if not isinstance(p, FixedParam)}
-        for path, cat in self.conditional().items():
+        for cat in self.conditional().values():
             for choice in cat.choices:
                 out |= {branch_name(p.optuna_name(bpath), choice): p for bpath, p in cat.branch(choice).items()
                         if not isinstance(p, FixedParam)}

@@ -31,8 +31,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sweep.errors import InputError
-from sweep.study.space import (HALFLIFE_FIELDS, CategoricalParam, FixedParam, HalflifeParam, Param, Space, parse_param,
-                               set_path)
+from sweep.study.space import (
+    HALFLIFE_FIELDS,
+    CategoricalParam,
+    FixedParam,
+    HalflifeParam,
+    Param,
+    Space,
+    parse_param,
+    set_path,
+)
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
 from trainer.config import ConfigError, Name, RunConfig, one_line
