@@ -323,3 +323,32 @@ def test_coord_check_readiness_reads_each_optimizers_table():
     with pytest.raises(InputError, match=rf"^optimizer: {first['names'][0]} \(hidden\) is updated by AdamW; μP with "
                                          r"Muon gives it to Muon"):
         refuse_unless_mup_ready(model, optimizer_of("muon", groups, lr=0.01), "muon")
+
+
+def test_verify_of_a_study_that_searched_the_optimizer_runs_the_best_trials_optimizer(tmp_path):
+    """The classic bugs: verify falling back to the default optimizer (AdamW) because the best trial's choice and
+    its branch were not carried, or reading a branch's Optuna name (`optimizer.lr[lion]`) as a RunConfig path."""
+    import optuna
+    import yaml
+
+    from tests.sweep_helpers import load, run_sweep, write_spec
+
+    spec = write_spec(tmp_path, trials=2, sampler={"name": "grid", "seed": 0, "options": {"points": 1}},
+                      run={"schedule": {"kind": "constant"}},
+                      search={"optimizer.name": {"choices": ["adamw", "lion"], "when": {
+                          "adamw": {"optimizer.lr": {"low": 1e-6, "high": 1e-5, "log": True}},  # lion wins
+                          "lion": {"optimizer.lr": {"low": 1e-3, "high": 1e-2, "log": True},
+                                   "optimizer.lion.beta2": 0.97}}}})
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "16")
+    assert done.returncode == 0, done.stderr
+    best = load(tmp_path).best_trial
+    assert best.params["optimizer.name"] == "lion"
+    done = run_sweep(tmp_path, "verify", spec, "--trials-from", "best", "--widths", "16,32", "--parametrizations",
+                     "mup", "--values", "1e-3,3e-3,1e-2", "--seeds", "1")
+    assert done.returncode in (0, 1) and f"settings from tiny-w16-mup#{best.number}" in done.stdout, done.stderr
+    configs = [yaml.safe_load(p.read_text()) for p in (tmp_path / "tiny-verify-lr" / "runs").glob("*/config.yaml")]
+    assert len(configs) == 2 * 3
+    assert {c["optimizer"]["name"] for c in configs} == {"lion"}
+    assert {c["optimizer"]["lr"] for c in configs} == {1e-3, 3e-3, 1e-2}
+    assert {c["optimizer"]["lion"]["beta2"] for c in configs} == {0.97}
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in load(tmp_path).trials)
