@@ -2,34 +2,39 @@
 
 For each optimizer, the gpt proxy of `transfer_quality.py` (depth 2, head dim 16, seq 64, batch 16, `--steps`
 steps, constant schedule with 5% warmup: Schedule-Free needs it, the others share it) on the built-in corpus,
-widths 32 → 256, a log₂ LR grid around the optimizer's own centre (Lion 3–10× below AdamW: Chen et al. 2023),
-2 seeds per point, μP and SP, through `sweep verify` (its own studies, resumable). Reported per optimizer:
-1. the drift of the fitted LR optimum across widths, μP and SP, with seed noise (goals: μP ≤ 0.5 octave,
-   SP ≥ 1);
-2. the best seed-mean val loss at the largest width (μP grid, equal steps);
-3. training throughput at the largest width against AdamW's (tokens/s of one short run each, same settings;
-   Muon's cost over AdamW is its Newton–Schulz iterations, 5 × 3 matrix products per hidden matrix, in bf16
-   as torch.optim.Muon runs them: on a CPU without bf16 units each product is far slower than in float32).
+a log₂ LR grid one octave apart around the optimizer's own centre (Lion 3–10× below AdamW: Chen et al. 2023),
+`--seeds` seeds per point, μP and SP, each width. The grid is `sweep verify`'s, and so is the analysis
+(`sweep.verify.analysis`: the optimum per width as the vertex of the parabola through the best points, the
+drift across widths, the seed noise); the runs are trained here in one pool of `--workers` processes instead
+of `sweep verify`'s studies, because each of its studies starts its own workers (a torch import each), which
+on a loaded 2-core machine costs more than the short runs themselves. Reported per optimizer:
+1. the drift of the fitted LR optimum across widths, μP and SP (goals: μP ≤ 0.5 octave, SP ≥ 1);
+2. the best seed-mean val loss at the largest width and its LR (μP grid, equal steps);
+3. training throughput at the largest width against AdamW's (median tokens/s of one short run each, same
+   settings; Muon's cost over AdamW is its Newton–Schulz iterations, 5 × 3 matrix products per hidden matrix,
+   in bf16 as torch.optim.Muon runs them: on a CPU without bf16 units each product is far slower than in
+   float32, so on CPU keep Muon's widths ≤ 128).
 
-    .venv/bin/python benchmarks/optimizers.py                      # hours on 2 CPU cores; a GPU for Muon
-    .venv/bin/python benchmarks/optimizers.py --optimizers adamw,lion --widths 32,64 --steps 60 --points 5
+    .venv/bin/python benchmarks/optimizers.py                      # widths 32-256, 2 seeds: hours on 2 CPU cores
+    .venv/bin/python benchmarks/optimizers.py --widths 32,64,128 --steps 40 --points 5 --seeds 1   # the small one
+Finished runs are kept under --root: the same command again (or with more seeds) trains only what is missing.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
+import math
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pandas as pd
-import yaml
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sweep.verify.analysis import optima, verdicts  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402
 from trainer.curves import read_curves  # noqa: E402
 from trainer.loop import train  # noqa: E402
@@ -38,38 +43,46 @@ OPTIMIZERS = ("adamw", "muon", "lion", "adam_atan2", "schedulefree_adamw", "sgd"
 CENTRE = {"adamw": -7, "muon": -7, "lion": -10, "adam_atan2": -7, "schedulefree_adamw": -7, "sgd": -3}  # log₂ lr
 
 
-def run(name: str, steps: int) -> dict:
-    return {"model": {"name": "gpt", "depth": 2, "options": {"block_size": 64, "head_dim": 16}},
-            "data": {"kind": "stdlib", "seq_len": 64},
-            "optimizer": {"name": name, "weight_decay": 0.0},
-            "schedule": {"kind": "constant", "warmup_fraction": 0.05},
-            "batch_size": 16, "steps": steps, "log_every": 10,
-            "eval": {"every": max(1, steps // 4), "batches": 8, "noise_scale_batches": 0}}
+def run(name: str, steps: int, width: int, parametrization: str = "mup", lr: float = 2 ** -7, seed: int = 0,
+        root: Path | str = ".", run_name: str = "r", log_every: int = 10, evals: int = 4) -> RunConfig:
+    """The benchmark's run (`evals` evaluations of 8 batches)."""
+    return RunConfig.parse({
+        "model": {"name": "gpt", "width": width, "depth": 2, "parametrization": parametrization,
+                  "options": {"block_size": 64, "head_dim": 16}},
+        "data": {"kind": "stdlib", "seq_len": 64}, "seed": seed,
+        "optimizer": {"name": name, "lr": lr, "weight_decay": 0.0},
+        "schedule": {"kind": "constant", "warmup_fraction": 0.05},
+        "batch_size": 16, "steps": steps, "log_every": log_every,
+        "eval": {"every": max(1, steps // evals), "batches": 8, "noise_scale_batches": 0},
+        "output": {"root": str(root), "study": f"bench-opt-{name}", "run": run_name}})
 
 
-def verify(name: str, args, root: Path) -> Path:
-    spec = {"name": f"bench-opt-{name}", "trials": 1, "run": run(name, args.steps),
-            "search": {"optimizer.lr": {"low": 1e-6, "high": 1.0, "log": True}}, "pruner": {"name": "none"}}
-    path = root / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    half = args.points // 2
-    grid = f"2^{CENTRE[name] - half},2^{CENTRE[name] + half},{args.points}"
-    command = [sys.executable, "-m", "sweep", "verify", str(path), "--trials-from", "spec", "--widths", args.widths,
-               "--range", grid, "--seeds", str(args.seeds), "--workers", str(args.workers), "--max-drift", "0.5"]
-    done = subprocess.run(command, cwd=REPO, env={**os.environ, "SWEEP_ROOT": str(root)})
-    if done.returncode not in (0, 1):
-        sys.exit(f"sweep verify of {name} failed ({done.returncode})")
-    return root / f"bench-opt-{name}-verify-lr"
+def point(name: str, steps: int, width: int, parametrization: str, x: int, seed: int, root: str) -> dict:
+    """One grid point trained (or read back when finished): its final val loss (NaN if diverged) and first
+    train loss (≈ the loss at init), as `sweep verify` collects them."""
+    torch.set_num_threads(1)
+    run_name = f"w{width}-{parametrization}-x{x}-s{seed}"
+    cfg = run(name, steps, width, parametrization, 2.0 ** x, seed, root, run_name)
+    curve = read_curves(cfg.curves_root(), run=run_name)
+    if curve.empty or curve["step"].max() < steps:
+        status = train(cfg, resume=cfg.run_dir().exists()).status
+        curve = read_curves(cfg.curves_root(), run=run_name)
+    else:
+        status = "completed"
+    curve = curve.sort_values("step")
+    val = curve["val_loss"].dropna()
+    loss = float(val.iloc[-1]) if status == "completed" and len(val) and math.isfinite(val.iloc[-1]) else math.nan
+    return {"optimizer": name, "parametrization": parametrization, "width": width, "value": 2.0 ** x, "x": float(x),
+            "seed": seed, "loss": loss, "loss_init": float(curve["train_loss"].dropna().iloc[0])}
 
 
 def throughput(name: str, width: int, steps: int, root: Path) -> float:
     """Median tokens/s over the logged steps of one run at `width` (its first logged step, with the warm-up of
     the first calls, left out)."""
-    cfg = RunConfig.parse({**run(name, steps), "model": {**run(name, steps)["model"], "width": width},
-                           "eval": {"every": steps, "batches": 1, "noise_scale_batches": 0},
-                           "output": {"root": str(root), "study": "bench-opt-speed", "kind": "full", "run": name}})
-    train(cfg, resume=True)
-    curve = read_curves(cfg.curves_root(), run=name).sort_values("step")
+    torch.set_num_threads(1)
+    cfg = run(name, steps, width, root=root, run_name=f"speed-w{width}", log_every=2, evals=1)
+    train(cfg, resume=cfg.run_dir().exists())
+    curve = read_curves(cfg.curves_root(), run=f"speed-w{width}").sort_values("step")
     return float(curve["tokens_per_s"].iloc[1:].median())
 
 
@@ -81,29 +94,32 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=7, help="LR grid points, one octave apart")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--speed-steps", type=int, default=20)
+    parser.add_argument("--speed-steps", type=int, default=12)
     parser.add_argument("--root", default=str(Path(tempfile.gettempdir()) / "sweep-bench-optimizers"))
     args = parser.parse_args()
-    root = Path(args.root)
-    root.mkdir(parents=True, exist_ok=True)
-    names = args.optimizers.split(",")
-    largest = max(int(w) for w in args.widths.split(","))
+    names, widths = args.optimizers.split(","), sorted(int(w) for w in args.widths.split(","))
+    largest, half = widths[-1], args.points // 2
+    jobs = [(n, args.steps, w, p, x, s, args.root) for n in names for p in ("mup", "sp") for w in widths
+            for x in range(CENTRE[n] - half, CENTRE[n] - half + args.points) for s in range(args.seeds)]
+    with ProcessPoolExecutor(args.workers) as pool:
+        points = pd.DataFrame(pool.map(point, *zip(*jobs, strict=True)))
+        speed = dict(zip(names, pool.map(throughput, names, [largest] * len(names), [args.speed_steps] * len(names),
+                                         [Path(args.root) / "speed"] * len(names)), strict=True))
+    points.to_parquet(Path(args.root) / "points.parquet")
     rows = []
-    for name in names:
-        out = verify(name, args, root)
-        summary = json.loads((out / "summary.json").read_text())["parametrizations"]
-        points = pd.read_parquet(out / "points.parquet")
-        at_largest = points[(points["parametrization"] == "mup") & (points["width"] == largest)]
-        best = at_largest.groupby("value")["loss"].apply(lambda s: s.mean(skipna=False)).dropna()
-        rows.append({"optimizer": name, "mup drift": summary["mup"]["drift"], "mup noise": summary["mup"]["noise"],
-                     "sp drift": summary.get("sp", {}).get("drift"), "best loss": best.min(),
-                     "at lr": best.idxmin(), "tokens/s": throughput(name, largest, args.speed_steps, root / "speed")})
+    for name, group in points.groupby("optimizer", sort=False):
+        judged = {v.parametrization: v for v in verdicts(optima(group), max_drift=0.5)}
+        top = group[(group["parametrization"] == "mup") & (group["width"] == largest)]
+        best = top.groupby("x")["loss"].apply(lambda s: s.mean(skipna=False)).dropna()
+        rows.append({"optimizer": name, "μP drift": judged["mup"].drift, "μP noise": judged["mup"].noise,
+                     "SP drift": judged["sp"].drift, "best loss": best.min(), "at log2 lr": best.idxmin(),
+                     "tokens/s": speed[name]})
     table = pd.DataFrame(rows)
     if "adamw" in names:
-        table["vs adamw"] = table["tokens/s"] / float(table.loc[table["optimizer"] == "adamw", "tokens/s"].iloc[0])
-    print(f"\nwidths {args.widths}, {args.steps} steps, {args.seeds} seeds, {args.points}-point octave LR grid; "
-          f"best loss and throughput at width {largest}")
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        table["vs adamw"] = table["tokens/s"] / speed["adamw"]
+    print(f"\nwidths {args.widths}, {args.steps} steps, {args.seeds} seed(s), {args.points}-point octave LR grid, "
+          f"drift in octaves; best loss (μP) and throughput ({args.speed_steps} steps) at width {largest}")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
 
 if __name__ == "__main__":
