@@ -16,7 +16,8 @@ on a loaded 2-core machine costs more than the short runs themselves. Reported p
    float32, so on CPU keep Muon's widths ≤ 128).
 
     .venv/bin/python benchmarks/optimizers.py                      # widths 32-256, 2 seeds: hours on 2 CPU cores
-    .venv/bin/python benchmarks/optimizers.py --widths 32,64,128 --steps 40 --points 5 --seeds 1   # the small one
+    .venv/bin/python benchmarks/optimizers.py --optimizers adamw,muon,lion,adam_atan2,schedulefree_adamw \
+        --widths 32,64,128 --steps 30 --batch-size 8 --evals 1 --points 5 --seeds 1   # the small one (README)
 Finished runs are kept under --root: the same command again (or with more seeds) trains only what is missing.
 """
 from __future__ import annotations
@@ -44,25 +45,27 @@ CENTRE = {"adamw": -7, "muon": -7, "lion": -10, "adam_atan2": -7, "schedulefree_
 
 
 def run(name: str, steps: int, width: int, parametrization: str = "mup", lr: float = 2 ** -7, seed: int = 0,
-        root: Path | str = ".", run_name: str = "r", log_every: int = 10, evals: int = 4) -> RunConfig:
-    """The benchmark's run (`evals` evaluations of 8 batches)."""
+        root: Path | str = ".", run_name: str = "r", log_every: int = 10, evals: int = 4,
+        batch_size: int = 16) -> RunConfig:
+    """The benchmark's run (`evals` evaluations of 8 batches; the objective is the last)."""
     return RunConfig.parse({
         "model": {"name": "gpt", "width": width, "depth": 2, "parametrization": parametrization,
                   "options": {"block_size": 64, "head_dim": 16}},
         "data": {"kind": "stdlib", "seq_len": 64}, "seed": seed,
         "optimizer": {"name": name, "lr": lr, "weight_decay": 0.0},
         "schedule": {"kind": "constant", "warmup_fraction": 0.05},
-        "batch_size": 16, "steps": steps, "log_every": log_every,
+        "batch_size": batch_size, "steps": steps, "log_every": log_every,
         "eval": {"every": max(1, steps // evals), "batches": 8, "noise_scale_batches": 0},
         "output": {"root": str(root), "study": f"bench-opt-{name}", "run": run_name}})
 
 
-def point(name: str, steps: int, width: int, parametrization: str, x: int, seed: int, root: str) -> dict:
+def point(name: str, steps: int, width: int, parametrization: str, x: int, seed: int, root: str, evals: int,
+          batch_size: int) -> dict:
     """One grid point trained (or read back when finished): its final val loss (NaN if diverged) and first
     train loss (≈ the loss at init), as `sweep verify` collects them."""
     torch.set_num_threads(1)
     run_name = f"w{width}-{parametrization}-x{x}-s{seed}"
-    cfg = run(name, steps, width, parametrization, 2.0 ** x, seed, root, run_name)
+    cfg = run(name, steps, width, parametrization, 2.0 ** x, seed, root, run_name, evals=evals, batch_size=batch_size)
     curve = read_curves(cfg.curves_root(), run=run_name)
     if curve.empty or curve["step"].max() < steps:
         status = train(cfg, resume=cfg.run_dir().exists()).status
@@ -76,11 +79,12 @@ def point(name: str, steps: int, width: int, parametrization: str, x: int, seed:
             "seed": seed, "loss": loss, "loss_init": float(curve["train_loss"].dropna().iloc[0])}
 
 
-def throughput(name: str, width: int, steps: int, root: Path) -> float:
+def throughput(name: str, width: int, steps: int, root: Path, batch_size: int) -> float:
     """Median tokens/s over the logged steps of one run at `width` (its first logged step, with the warm-up of
     the first calls, left out)."""
     torch.set_num_threads(1)
-    cfg = run(name, steps, width, root=root, run_name=f"speed-w{width}", log_every=2, evals=1)
+    cfg = run(name, steps, width, root=root, run_name=f"speed-w{width}", log_every=2, evals=1,
+              batch_size=batch_size)
     train(cfg, resume=cfg.run_dir().exists())
     curve = read_curves(cfg.curves_root(), run=f"speed-w{width}").sort_values("step")
     return float(curve["tokens_per_s"].iloc[1:].median())
@@ -93,18 +97,21 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--points", type=int, default=7, help="LR grid points, one octave apart")
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=16, help="sequences of 64 tokens per step")
+    parser.add_argument("--evals", type=int, default=4, help="evaluations per run (8 batches each; the last counts)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--speed-steps", type=int, default=12)
     parser.add_argument("--root", default=str(Path(tempfile.gettempdir()) / "sweep-bench-optimizers"))
     args = parser.parse_args()
     names, widths = args.optimizers.split(","), sorted(int(w) for w in args.widths.split(","))
     largest, half = widths[-1], args.points // 2
-    jobs = [(n, args.steps, w, p, x, s, args.root) for n in names for p in ("mup", "sp") for w in widths
-            for x in range(CENTRE[n] - half, CENTRE[n] - half + args.points) for s in range(args.seeds)]
+    jobs = [(n, args.steps, w, p, x, s, args.root, args.evals, args.batch_size) for n in names for p in ("mup", "sp")
+            for w in widths for x in range(CENTRE[n] - half, CENTRE[n] - half + args.points) for s in range(args.seeds)]
     with ProcessPoolExecutor(args.workers) as pool:
         points = pd.DataFrame(pool.map(point, *zip(*jobs, strict=True)))
         speed = dict(zip(names, pool.map(throughput, names, [largest] * len(names), [args.speed_steps] * len(names),
-                                         [Path(args.root) / "speed"] * len(names)), strict=True))
+                                         [Path(args.root) / "speed"] * len(names), [args.batch_size] * len(names)),
+                         strict=True))
     points.to_parquet(Path(args.root) / "points.parquet")
     rows = []
     for name, group in points.groupby("optimizer", sort=False):
@@ -117,8 +124,9 @@ def main() -> None:
     table = pd.DataFrame(rows)
     if "adamw" in names:
         table["vs adamw"] = table["tokens/s"] / speed["adamw"]
-    print(f"\nwidths {args.widths}, {args.steps} steps, {args.seeds} seed(s), {args.points}-point octave LR grid, "
-          f"drift in octaves; best loss (μP) and throughput ({args.speed_steps} steps) at width {largest}")
+    print(f"\nwidths {args.widths}, {args.steps} steps of {args.batch_size} × 64 tokens, {args.seeds} seed(s), "
+          f"{args.points}-point octave LR grid, drift in octaves; best loss (μP) and throughput ({args.speed_steps} "
+          f"steps) at width {largest}")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
 
