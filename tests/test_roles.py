@@ -177,7 +177,7 @@ def test_inspect_shows_the_effective_multipliers(run_cli):
                            "--set", "model.init.readout=0.5")
     assert code == 0
     fc = next(line for line in out.splitlines() if "mlp.fc.weight" in line)
-    assert "0.75" in fc.split("│")[6]  # Adam LR × = 1/m (m = 4) × 3
+    assert "0.75" in fc.split("│")[7]  # LR × = 1/m (m = 4) × 3
     code, _, err = run_cli("inspect", "gpt", "--width", "64", "--set", "optimizer.roles.tied.lr_mult=2")
     assert code == 2 and "optimizer.roles.tied: the model has no tied parameter" in err
 

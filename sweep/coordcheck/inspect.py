@@ -1,13 +1,16 @@
-"""`sweep inspect`: the μP table of a model, one row per parameter (with depth transfer, its depth factors:
-"depth LR ×" is already in "Adam LR ×"; see proxies.parametrization).
+"""`sweep inspect`: the μP table of a model under one optimizer, one row per parameter: which optimizer updates it
+(under Muon: Muon or AdamW) and its LR multiplier from that optimizer's table (`proxies.optimizers`). With depth
+transfer, its depth factors: "depth LR ×" is already in "LR ×"; see proxies.parametrization.
 
 With per-role settings (`--set optimizer.roles.<role>.lr_mult=…`, `.weight_decay_mult=…`, `model.init.<role>=…`,
-checked as a RunConfig checks them) the table shows their effect: "Adam LR ×" is the μP multiplier × the role's
+checked as a RunConfig checks them) the table shows their effect: "LR ×" is the optimizer's multiplier × the role's
 lr_mult, "init std" is measured after the init multiplier, and columns name each role multiplier."""
 from __future__ import annotations
 
 from rich.table import Table
+from torch import nn
 
+from proxies.optimizers import optimizer_rules
 from proxies.parametrization import param_rules, scale_init
 from proxies.registry import build_model
 from sweep.coordcheck.args import parse_options
@@ -34,33 +37,39 @@ def role_settings(pairs: list[str] | None) -> RunConfig:
         raise InputError(f"--set: {err}") from None
 
 
-def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None,
-                  settings: list[str] | None = None) -> Table:
-    cfg = role_settings(settings)
-    roles, init = cfg.optimizer.roles.given(), cfg.model.init.given()
-    net = build_model(model, width, depth, parametrization, **parse_options(opt))
+def apply_roles(net: nn.Module, cfg: RunConfig) -> None:
+    """Refuse a role the model does not have; scale the init of each role `model.init` names."""
     present = {r.role for r in param_rules(net)}
-    for where, given in (("optimizer.roles", roles), ("model.init", init)):
+    for where, given in (("optimizer.roles", cfg.optimizer.roles.given()), ("model.init", cfg.model.init.given())):
         for role in given.keys() - present:
             raise InputError(f"--set: {where}.{role}: the model has no {role} parameter "
                              f"(its roles: {', '.join(sorted(present))})")
     try:
-        scale_init(net, init)
+        scale_init(net, cfg.model.init.given())
     except ValueError as err:
         raise InputError(f"--set: {err}") from None
-    rules = param_rules(net)
+
+
+def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None,
+                  optimizer: str = "adamw", settings: list[str] | None = None) -> Table:
+    cfg = role_settings(settings)
+    roles, init = cfg.optimizer.roles.given(), cfg.model.init.given()
+    net = build_model(model, width, depth, parametrization, **parse_options(opt))
+    apply_roles(net, cfg)
+    shapes = {r.name: r for r in param_rules(net)}
+    rules = optimizer_rules(net, optimizer)
     depth_columns = any(r.depth_lr_mult != 1 or r.eps_mult != 1 for r in rules)  # depth transfer off the base depth
     role_columns = bool(roles or init)
-    table = Table(title=f"{model} width {width} (base {net.base_width}), depth {depth}, {parametrization}")
-    columns = ["parameter", "shape", "inf dims", "role", "init std", "Adam LR ×", "weight decay", "forward ×"]
+    table = Table(title=f"{model} width {width} (base {net.base_width}), depth {depth}, {parametrization}, {optimizer}")
+    columns = ["parameter", "shape", "inf dims", "role", "owner", "init std", "LR ×", "weight decay", "forward ×"]
     columns += ["role LR ×", "role WD ×", "init ×"] if role_columns else []
-    for column in columns + (["depth LR ×", "AdamW ε ×"] if depth_columns else []):
-        table.add_column(column, justify="left" if column in ("parameter", "role") else "right")
+    for column in columns + (["depth LR ×", "ε ×"] if depth_columns else []):
+        table.add_column(column, justify="left" if column in ("parameter", "role", "owner") else "right")
     for r in rules:
+        s = shapes[r.name]
         lr_mult, wd_mult = roles.get(r.role, (1.0, 1.0))
-        row = [r.name, "×".join(map(str, r.shape)), ",".join(map(str, r.inf_dims)) or "-", r.role,
-               f"{r.init_std:.4g}", f"{r.adam_lr_mult * lr_mult:.4g}", "yes" if r.decays else "no",
-               f"{r.forward_mult:.4g}"]
+        row = [r.name, "×".join(map(str, s.shape)), ",".join(map(str, s.inf_dims)) or "-", r.role, r.owner,
+               f"{s.init_std:.4g}", f"{r.lr_mult * lr_mult:.4g}", "yes" if r.decays else "no", f"{r.forward_mult:.4g}"]
         row += [f"{lr_mult:.4g}", f"{wd_mult:.4g}", f"{init.get(r.role, 1.0):.4g}"] if role_columns else []
         table.add_row(*row, *([f"{r.depth_lr_mult:.4g}", f"{r.eps_mult:.4g}"] if depth_columns else []))
     if depth_columns:
