@@ -250,8 +250,8 @@ def sp_part(args, root: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("search", "fidelity", "drift", "sp"), required=True)
-    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "per_module.json"), help="the search part's best settings and losses "
-                        "(written by --part search, read by drift and sp)")
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "per_module.json"),
+                        help="the search part's best settings and losses (written by --part search, read by drift, sp)")
     parser.add_argument("--proxy", type=int, default=32)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--trials", type=int, default=16)
