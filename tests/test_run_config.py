@@ -56,7 +56,8 @@ EVERYTHING = {  # every field of every section away from its default
              "val_fraction": 0.05, "options": {"n_tokens": 123}},
     "optimizer": {"name": "sgd", "lr": 3e-4, "weight_decay": 0.1, "wd_mode": "independent", "decay_embeddings": True,
                   "beta1": 0.8, "beta2": 0.99, "eps": 1e-10, "momentum": 0.5, "grad_clip": None,
-                  "roles": {role: {"lr_mult": 2.0 + i, "weight_decay_mult": 1 / (2 + i)} for i, role in enumerate(ROLES)}},
+                  "roles": {role: {"lr_mult": 2.0 + i, "weight_decay_mult": 1 / (2 + i)}
+                            for i, role in enumerate(ROLES)}},
     "schedule": {"kind": "wsd", "warmup_steps": None, "warmup_fraction": 0.05, "min_lr_ratio": 0.1 + 0.2,
                  "decay_fraction": 0.3, "decay_shape": "sqrt"},
     "batch_size": 24,

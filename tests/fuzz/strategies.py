@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 SECRET = "pw-Fuzz7q@x/y:z#k"  # planted in $SWEEP_FUZZ_PW: never in any output or file
 SECRET_ENV = "SWEEP_FUZZ_PW"
-EXAMPLES = ("demo", "gpt-tokens", "llama", "mlp", "per-module")  # the shipped study specs (gpt-proxy-run is a RunConfig)
+# the shipped study specs (gpt-proxy-run is a RunConfig)
+EXAMPLES = ("demo", "gpt-tokens", "llama", "mlp", "per-module")
 
 TINY_RUN = {  # a RunConfig that trains in well under a second
     "model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
