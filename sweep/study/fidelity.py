@@ -112,7 +112,7 @@ def narrowed(space: Space, best: list[FrozenTrial], margin: float) -> Space:
 
 def _region(p: Param, seen: list[Any], margin: float) -> Param:
     if isinstance(p, CategoricalParam):
-        return CategoricalParam(choices=[c for c in p.choices if c in seen])
+        return p.model_copy(update={"choices": [c for c in p.choices if c in seen]})  # `when:` branches kept whole
     if getattr(p, "step", None) not in (None, 1):  # a stepped range keeps its lattice
         return p
     lo, hi = min(seen), max(seen)

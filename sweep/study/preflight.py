@@ -54,7 +54,10 @@ def check_roles(spec: StudySpec, cfg: RunConfig, model: nn.Module) -> None:
     """Every role the run or the search gives a multiplier (`optimizer.roles.<role>.…`, `model.init.<role>`) is one
     the model has, and an init multiplier's role is not all zeros: either would change nothing."""
     named = {"optimizer.roles": set(cfg.optimizer.roles.given()), "model.init": set(cfg.model.init.given())}
-    for path in spec.space().params:
+    space = spec.space()
+    paths = [*space.params, *(path for cat in space.conditional().values() for choice in cat.choices
+                              for path in cat.branch(choice))]
+    for path in paths:
         for where in named:
             if path.startswith(where + "."):
                 named[where].add(path.removeprefix(where + ".").split(".")[0])
