@@ -14,7 +14,9 @@
   width's FLOPs (units: one trial at the target width): single-width TPE at the target; successive halving
   across widths (n₀ at the narrowest, the best 1/η promoted each rung); today's warm start (a narrow study, then its
   best 3 enqueued at the target with the whole box searched); region-seeded (the same, the box narrowed to the
-  best 3's span ± ½ octave). Each route gets the halving's compute. Also on the synthetic objective of
+  best 3's span ± ½ octave). The halving's compute sets the budget: single width gets at least it (whole trials),
+  warm start and region-seeded at most it (n₀ narrow trials, then the target trials that fit, the best ≤ 3 of the
+  narrow study enqueued among them). Also on the synthetic objective of
   tests/test_fidelity.py (seconds; 20 seeds): the gap each route leaves to the optimum's value at that compute.
 
 Each part is sized to end in ≤ 20 min on 2 shared cores (1 torch thread, `nice -n 15`), so the proxies are small:
@@ -144,13 +146,13 @@ def routes(widths, cost, space, evaluate, seed, n0=9, eta=3.0, top=3):
 
     halved = fidelity.halving(widths, cost, n0, eta, space, sampler, evaluate)
     budget = halved.charged()
-    narrow_n = n0
-    wide_n = max(top, int((budget - narrow_n * cost[widths[0]]) / cost[widths[-1]] + 1e-9))
-    single = fidelity.seeded(widths[-1:], cost, [max(1, int(budget + 1e-9))], top, space, sampler, evaluate)
+    single_n = math.ceil(budget / cost[widths[-1]] - 1e-9)  # never less compute than the halving's
+    wide_n = max(1, math.floor((budget - n0 * cost[widths[0]]) / cost[widths[-1]] + 1e-9))  # never more
+    single = fidelity.seeded(widths[-1:], cost, [single_n], top, space, sampler, evaluate)
     out = {"single width": single, "halving": halved}
     for name, narrow in (("warm start", False), ("region-seeded", True)):
-        out[name] = fidelity.seeded([widths[0], widths[-1]], cost, [narrow_n, wide_n], top, space, sampler, evaluate,
-                                    narrow=narrow)
+        out[name] = fidelity.seeded([widths[0], widths[-1]], cost, [n0, wide_n], min(top, wide_n), space, sampler,
+                                    evaluate, narrow=narrow)
     return {name: (ladder.best().value, ladder.charged()) for name, ladder in out.items()}
 
 
@@ -181,7 +183,7 @@ def fidelity_part(args, root: Path) -> None:
 
     rows = {}
     for seed in range(args.seeds):
-        for name, result in routes(widths, cost, space, evaluate, seed).items():
+        for name, result in routes(widths, cost, space, evaluate, seed, n0=args.n0).items():
             rows.setdefault(name, []).append(result)
     print(f"μP gpt depth 2, widths {widths} (cost per trial {', '.join(f'{c:.3f}' for c in cost.values())} of one at "
           f"{widths[-1]}), {args.steps} steps, {args.seeds} sampler seeds, equal compute (the halving's)")
@@ -256,6 +258,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--n0", type=int, default=9, help="fidelity: trials at the narrowest width")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     torch.set_num_threads(1)
