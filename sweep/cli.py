@@ -234,16 +234,19 @@ def compare_cmd(
     run_compare(refs, x=x.value, metric=metric.value, study=study, out=out, console=console)
 
 
-@app.command("verify", short_help="Show the optimum does not move with width: drift per parametrization, Figure 1")
+@app.command("verify", short_help="Measure how the optimum moves with width, batch, tokens or depth: drift, law, "
+                                  "Figure 1")
 @with_backend_flags
 def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
-    widths: str = typer.Option("32,64,128,256", help="comma-separated widths"),
+    widths: str = typer.Option("32,64,128,256", help="comma-separated widths (the default axis)"),
+    across: str | None = typer.Option(None, help="AXIS=v1,v2,…: width, batch_size (tokens held), tokens or steps "
+                                      "(batch held), depth, or a RunConfig path [default: width=--widths]"),
     param: str = typer.Option("optimizer.lr", help="the setting on the grid (a RunConfig path with positive values)"),
     values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
     span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
-    parametrizations: str = typer.Option("mup,sp", help="mup, sp or both"),
+    parametrizations: str | None = typer.Option(None, help="mup, sp or both [default: both across width, else mup]"),
     seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
@@ -256,12 +259,13 @@ def verify_cmd(
     storage_password_env: StoragePasswordEnv = None,
     backend_flags: dict = None,
 ):
-    """A grid of the setting × width per parametrization (resumable studies): each width's optimum as a fitted
-    vertex with its seed spread, the drift, LR sensitivity; Figure-1 PNG and Parquet; exit 1 if μP drifts."""
+    """A grid of the setting × an axis per parametrization (resumable studies): each value's optimum as a fitted
+    vertex with its seed spread and residual, the drift, the law (slope with a bootstrap interval), LR sensitivity;
+    Figure-1 PNG, Parquet, summary.json; exit 1 if μP drifts with width."""
     from sweep.verify.command import run_verify
     from sweep.verify.request import VerifyRequest
 
-    request = VerifyRequest(spec, widths=widths, param=param, values=values, span=span,
+    request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, max_drift=max_drift, backend=backend.value, workers=workers,
                             storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
