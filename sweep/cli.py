@@ -280,7 +280,13 @@ def transfer_cmd(
     batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
     tokens: int | None = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
     steps: int | None = typer.Option(None, help="the full run's steps (instead of --tokens)"),
-    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt or noise"),
+    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt, noise, or fitted "
+                                   "(the law `sweep verify --across batch_size=…` measured)"),
+    horizon_rule: str = typer.Option("none", help="how the LR follows the token budget: none (kept) or fitted "
+                                     "(the law `sweep verify --across tokens=…` measured)"),
+    depth_rule: str = typer.Option("model", help="depth: the model's own rule (depth_alpha) or fitted "
+                                   "(the law `sweep verify --across depth=…` measured)"),
+    extrapolate: bool = typer.Option(False, help="apply a fitted law past 2× its measured range (flagged)"),
     warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
                                                      "fraction|tokens"),
     beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
@@ -298,7 +304,8 @@ def transfer_cmd(
     from sweep.rules.command import run_transfer
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
-                    warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule)
+                    warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
+                    depth_rule=depth_rule, extrapolate=extrapolate)
     run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
                  password_env=storage_password_env, out=out, console=console)
 
