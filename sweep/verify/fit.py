@@ -10,9 +10,11 @@ x is log₂ of the setting (octaves), y the validation loss; a diverged or missi
   resolves moves smaller than the grid's spacing, which an argmin cannot.
   When the best point is at the grid's edge or beside a diverged point, the optimum is that point, not fitted.
 - `residual`: the root mean square of the points two steps from the best about that parabola — how well
-  the local parabola predicts the valley beyond the points it went through (0 when there are none).
-  The fit is `poor` when it is not fitted, or when that residual exceeds the valley's depth, the mean rise
-  of the two neighbours above the best point: then the vertex is a guess at the grid's resolution.
+  the local parabola describes the valley beyond the points it went through (0 when there are none; large on
+  an asymmetric valley, which the three-point vertex still locates).
+  The fit is `poor` when it is not fitted, or when the valley is not one valley within `REACH` steps of the
+  best point (a point lower than one nearer the best, on the same side): the noise is then as deep as the
+  valley, and the vertex is a guess at the grid's resolution.
 - drift: max − min over widths of the optimum (in octaves).
 - `sensitivity` (Wortsman et al. 2023, "Small-scale proxies for large-scale Transformer training
   instabilities", LR sensitivity): mean over the grid of min(y, y_init) − min y, with y_init
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+REACH = 3  # grid steps each side of the best point that must rise away from it
+
 
 @dataclass(frozen=True)
 class Optimum:
@@ -31,7 +35,7 @@ class Optimum:
     loss: float  # the parabola's value there (the best point's loss when not fitted)
     fitted: bool
     residual: float = 0.0  # RMS of the points two steps out about the parabola (loss units)
-    poor: bool = False  # not fitted, or the residual exceeds the valley's depth
+    poor: bool = False  # not fitted, or not one valley within REACH steps of the best point
 
 
 def vertex(x: np.ndarray, y: np.ndarray) -> Optimum | None:
@@ -48,8 +52,14 @@ def vertex(x: np.ndarray, y: np.ndarray) -> Optimum | None:
     top = float(-coeffs[1] / (2 * coeffs[0]))  # a > 0: the middle point is the lowest of the three
     outer = [i for i in (best - 2, best + 2) if 0 <= i < len(x) and finite[i]]
     residual = float(np.sqrt(np.mean((y[outer] - np.polyval(coeffs, x[outer])) ** 2))) if outer else 0.0
-    depth = float(np.mean(y[[best - 1, best + 1]]) - y[best])
-    return Optimum(top, float(min(np.polyval(coeffs, top), y[best])), True, residual, residual > depth)
+    return Optimum(top, float(min(np.polyval(coeffs, top), y[best])), True, residual, not one_valley(y, best))
+
+
+def one_valley(y: np.ndarray, best: int) -> bool:
+    """Whether the finite points within REACH steps of `best` never fall moving away from it."""
+    left = y[max(0, best - REACH):best + 1][::-1]
+    right = y[best:best + REACH + 1]
+    return all(np.all(np.diff(side[np.isfinite(side)]) >= 0) for side in (left, right))
 
 
 def sensitivity(y: np.ndarray, loss_init: float) -> float:
