@@ -109,8 +109,9 @@ def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result:
     proxies = []
     for axis in ("width", "batch_size", "steps"):
         summary = read_summary(root, name, axis=axis)
-        law = summary["laws"].get("mup", {})
-        console.print(f"law across {axis}: LR* ∝ {axis}^{law['slope']:.2f} [{law['low']:.2f}, {law['high']:.2f}]")
+        law = summary["laws"].get("mup")
+        if law:
+            console.print(f"law across {axis}: LR* ∝ {axis}^{law['slope']:.2f} [{law['low']:.2f}, {law['high']:.2f}]")
         proxies += [row["loss"] for row in summary["optima"] if row["parametrization"] == "mup" and row["loss"]]
     for law in full.provenance.laws:
         console.print(f"fitted {law['param']} × ({law['axis']} ×{law['ratio']:g}): {law['before']:.4g} → "

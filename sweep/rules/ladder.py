@@ -59,7 +59,7 @@ def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[
 def predicted_loss(root: str, name: str, params: float, tokens: float) -> dict:
     """The scaling law's prediction for the full run ({} with fewer than 3 ladder points)."""
     n, d, loss = ladder_points(root, name)
-    if len(loss) < 3 or len(set(n)) < 2 and len(set(d)) < 2:
+    if len(loss) < 3 or (len(set(n)) < 2 and len(set(d)) < 2):
         return {}
     return predict(np.array(n), np.array(d), np.array(loss), params, tokens)
 
