@@ -92,6 +92,14 @@ def test_a_target_past_the_measured_range_is_refused_unless_asked_and_then_flagg
         transfer_run(PROXY, Target(width=64, steps=80, horizon="fitted"), 1, laws=(LR_BATCH,))
 
 
+def test_a_fitted_depth_law_moves_the_lr_with_depth_even_without_a_depth_rule_in_the_model():
+    depth = Law("optimizer.lr", "depth", -0.5, -0.7, -0.3, (2.0, 8.0), "v-verify-lr-across-depth")
+    result = transfer_run(PROXY, Target(width=64, depth=4, depth_rule="fitted"), 1, laws=(depth,))
+    assert (result.config.model.depth, result.config.optimizer.lr) == (4, pytest.approx(0.01 * 2 ** -0.5))
+    with pytest.raises(InputError, match="--depth: μP transfers across width, not depth"):
+        transfer_run(PROXY, Target(width=64, depth=4), 1, laws=(depth,))  # the model's own rule: it has none
+
+
 def test_a_weight_decay_law_replaces_the_textbook_timescale_rule():
     wd = Law("optimizer.weight_decay", "batch_size", -1.0, -1.2, -0.8, (16.0, 64.0), "v-verify-weight_decay-…")
     result = transfer_run(PROXY, Target(width=64, batch_size=64, batch_rule="fitted"), 1, laws=(LR_BATCH, wd))
