@@ -1,7 +1,6 @@
 """Issue 20's ladder: the vertex fit, the law along an axis with its interval, fitted transfer, the predicted loss
 and the run held to it, on synthetic data and on real (tiny) runs."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -63,6 +62,12 @@ def test_a_known_exponent_is_recovered_within_its_interval_at_the_stated_coverag
 def test_a_noiseless_ladder_has_the_exact_slope_and_no_width():
     law = fit_law(ladder(-0.3, np.random.default_rng(0), seeds=1, jitter=0, noise=0), "batch_size", resamples=50)
     assert law["slope"] == pytest.approx(-0.3, abs=1e-9) and law["high"] - law["low"] == pytest.approx(0, abs=1e-9)
+
+
+def test_one_seed_on_too_few_points_gives_no_interval_rather_than_a_false_one():
+    points = ladder(0.5, np.random.default_rng(0), seeds=1)
+    law = fit_law(points[points["x"].between(-9, -6)], "batch_size", resamples=50)  # 4 points per value
+    assert np.isfinite(law["slope"]) and np.isnan(law["low"]) and np.isnan(law["high"])
 
 
 PROXY = RunConfig.parse({"model": {"name": "mlp", "width": 32, "depth": 2},

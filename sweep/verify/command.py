@@ -182,8 +182,10 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
         console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} "
                       f"(seed noise ±{v.noise:.2f}){verdict}{bound}")
     for p, law in laws.items():
-        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} "
-                      f"[{law['low']:.3f}, {law['high']:.3f}] ({law['level']:.0%} bootstrap); {law['certificate']}")
+        interval = f"[{law['low']:.3f}, {law['high']:.3f}] ({law['level']:.0%} bootstrap)" if np.isfinite(law["low"]) \
+            else "(no interval: one seed and fewer than 5 finite points at some value)"
+        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} {interval}; "
+                      f"{law['certificate']}")
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
                       f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range")

@@ -9,8 +9,10 @@ al. 2022); across tokens at a fixed batch s is the horizon exponent (Bjorck et a
 The interval is a percentile bootstrap over the two noises the optimum carries: seeds (each resample draws
 the training seeds at every axis value with replacement and averages their curves) and grid noise (each
 point of the averaged curve moves by a normal draw with the standard deviation of the points about a
-least-squares parabola through the best five, which is 0 when the valley is an exact parabola). Each
-resample's curves go through the same vertex fit as the point estimate.
+least-squares parabola through five around the best, which is 0 when the valley is an exact parabola). Each
+resample's curves go through the same vertex fit as the point estimate. With one seed and fewer than five
+finite points at some axis value neither noise is seen: the interval is NaN (not measured), and `sweep
+transfer` does not apply such a law.
 """
 from __future__ import annotations
 
@@ -30,14 +32,13 @@ def slope(at: np.ndarray, optimum_x: np.ndarray) -> float:
 
 
 def grid_noise(mean: pd.Series) -> float:
-    """Standard deviation of the best five finite points about their least-squares parabola (2 dof)."""
+    """Standard deviation of five neighbouring finite points around the best (shifted inside the grid at an edge)
+    about their least-squares parabola (2 dof); NaN with fewer than five finite points."""
     finite = mean.dropna()
-    if len(finite) < 6:
-        return 0.0
-    best = int(np.argmin(finite.to_numpy()))
-    window = finite.iloc[max(0, best - 2):best + 3]
-    if len(window) < 5:
-        return 0.0
+    if len(finite) < 5:
+        return float("nan")
+    start = int(np.clip(int(np.argmin(finite.to_numpy())) - 2, 0, len(finite) - 5))
+    window = finite.iloc[start:start + 5]
     x, y = window.index.to_numpy(float), window.to_numpy(float)
     residuals = y - np.polyval(np.polyfit(x, y, 2), x)
     return float(np.sqrt(np.sum(residuals ** 2) / (len(x) - 3)))
@@ -55,11 +56,14 @@ def fit_law(points: pd.DataFrame, axis: str, resamples: int = RESAMPLES, seed: i
     if len(values) < 2 or any(v is None for v in found):
         return None
     estimate = slope(values, [v.x for v in found])
+    if any(len(y) < 2 and not np.isfinite(sigma) for _, y, sigma in curves):
+        resamples = 0  # one seed and too few points to see the grid's noise: no interval, rather than a false one
     rng, draws = np.random.default_rng(seed), []
     for _ in range(resamples):
         tops = []
         for x, y, sigma in curves:
-            mean = y[rng.integers(0, len(y), len(y))].mean(axis=0) + rng.normal(0.0, sigma, len(x))
+            noise = rng.normal(0.0, sigma, len(x)) if np.isfinite(sigma) else 0.0
+            mean = y[rng.integers(0, len(y), len(y))].mean(axis=0) + noise
             top = vertex(x, mean)
             tops.append(top.x if top else np.nan)
         if np.isfinite(tops).all():
