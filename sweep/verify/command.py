@@ -39,7 +39,7 @@ from sweep.study.study import SweepJob, open_study, progress
 from sweep.study.trial import base_run
 from sweep.sweeps.command import run_workers
 from sweep.verify.analysis import optima, verdicts
-from sweep.verify.axis import Axis, label, parse_axis
+from sweep.verify.axis import INTEGER, Axis, label, parse_axis
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
@@ -82,7 +82,9 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     executor = get_backend(r.backend, jobs[0][1].spec, r.workers, r.backend_flags)
     for _, job in jobs:
         executor.check(job)
-    shapes = {at: shape(job) for at, job in jobs}
+    shapes = {}
+    for at, job in jobs:
+        shapes[at] = shapes.get(at) or shape(job)
     console.print(f"verify {r.param} over {len(grid)} values × {axis.name} {', '.join(map(label, axis.values))} × "
                   f"{', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -94,8 +96,9 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
             return code
     points = collect(jobs, stores, r.param, axis.name)
     out = Path(jobs[0][1].root) / axis_folder(spec.name, r.param, axis.name)
-    summary = {"param": r.param, "axis": axis.name, "values": list(axis.values),
-               "widths": list(axis.values) if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
+    values = [int(v) if axis.name in INTEGER else v for v in axis.values]
+    summary = {"param": r.param, "axis": axis.name, "values": values,
+               "widths": values if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
                "source": source, "max_drift": r.max_drift,
                "shapes": [{"at": at, **s} for at, s in shapes.items()]}
     return report(out, points, axis, summary, console)
