@@ -32,7 +32,7 @@ def choice(name: str, *values: str) -> type[Enum]:
 
 Backend = choice("Backend", "local", "ray", "slurm")
 Parametrization = choice("Parametrization", "mup", "sp")
-Optimizer = choice("Optimizer", "adamw", "sgd")
+Optimizer = choice("Optimizer", "adamw", "sgd", "muon", "lion", "schedulefree_adamw", "adam_atan2")  # as OPTIMIZERS
 ResultsFormat = choice("ResultsFormat", "table", "csv", "json")
 SqlFormat = choice("SqlFormat", "table", "csv", "parquet")
 ExportFormat = choice("ExportFormat", "csv", "parquet")
@@ -91,8 +91,10 @@ def coord_check_cmd(
     steps: int = typer.Option(8, min=2, help="steps recorded (t = 0 … steps-1), training on one batch per seed"),
     seeds: int = typer.Option(3, min=1, help="seeds averaged per width"),
     parametrization: ParametrizationOption = Parametrization.mup,
-    optimizer: Optimizer = typer.Option(Optimizer.adamw),
-    lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: 2^-7 adamw, 0.1 sgd]"),
+    optimizer: Optimizer = typer.Option(Optimizer.adamw, help="its μP table (proxies.optimizers); Muon with "
+                                        "adjust_lr_fn match_rms_adamw"),
+    lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: the optimizer's, calibrated: "
+                                    "README]"),
     depth: int = typer.Option(2, min=1),
     batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),
@@ -120,11 +122,12 @@ def inspect_cmd(
     depth: int = typer.Option(2, min=1),
     parametrization: ParametrizationOption = Parametrization.mup,
     opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
+    optimizer: Optimizer = typer.Option(Optimizer.adamw, help="whose μP table (LR multipliers, Muon's owners)"),
 ):
-    """Print each parameter's shape, infinite dims, init std, Adam LR and forward multipliers, weight decay."""
+    """Print each parameter's shape, infinite dims, role, owner, init std, LR and forward multipliers, weight decay."""
     from sweep.coordcheck.inspect import inspect_table
 
-    console.print(inspect_table(model, width, depth, parametrization.value, opt))
+    console.print(inspect_table(model, width, depth, parametrization.value, opt, optimizer.value))
 
 
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")

@@ -11,6 +11,13 @@ Order (each step reads what the steps before it set; tests/test_transfer_rules.p
 6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt keeps the same half-life to first order, a fitted
    law measured it).
 7. weight decay at a constant AdamW timescale 1/(η·λ), with the η of step 4, unless a fitted law measured it.
+
+The proxy's optimizer and its own section travel as they are (width scaling is its μP table's, applied when the
+run builds its groups). Rule 6 reads `optimizer.beta2` where it is a second-moment EMA over steps: AdamW,
+Adam-atan2, Schedule-Free AdamW and Muon's AdamW part; Lion's β's (a sign of an interpolation, and the momentum)
+and Muon's momentum are kept: no rule for them at a new batch is published. Rule 7 applies to every optimizer:
+each shrinks the weights by lr·wd per step (decoupled for all but SGD, whose torch decay is L2 with the same
+lr·wd per step), so 1/(η·λ) is the decay's timescale in steps for each.
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ HORIZON_RULES = ("none", "fitted")
 DEPTH_RULES = ("model", "fitted")
 WARMUP_RULES = ("fraction", "tokens")
 BETA2_RULES = ("halflife", "none")
+SECOND_MOMENT_BETA2 = ("adamw", "adam_atan2", "schedulefree_adamw", "muon")  # optimizer.beta2: an Adam v EMA
 WEIGHT_DECAY_RULES = ("tokens", "fraction", "none")
 
 
@@ -127,7 +135,7 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
     fitted = {r["param"] for r in records}
     lr = edit.get("optimizer.lr")
     _warmup(edit, proxy, target, proxy_steps, new_steps, tps, new_tps, lr_grew=lr > opt.lr)
-    if opt.name == "adamw" and target.beta2 == "halflife" and target.batch_rule != "sqrt" and \
+    if opt.name in SECOND_MOMENT_BETA2 and target.beta2 == "halflife" and target.batch_rule != "sqrt" and \
             "optimizer.beta2" not in fitted:
         edit.set("horizon.beta2", "optimizer.beta2", horizon.beta_constant_halflife(opt.beta2, tps, new_tps),
                  f"β2' = β2^(B'/B): half-life {horizon.halflife_tokens(opt.beta2, tps):.4g} tokens kept")
