@@ -21,9 +21,9 @@ def test_the_vertex_loss_never_sits_above_the_best_run_point_on_an_asymmetric_va
     """The bug: a least-squares parabola through five points of a valley steep on one side put its vertex loss
     0.039 above every point run; the three-point parabola cannot."""
     x = np.arange(-10.0, -3.0)
-    y = np.where(x < -7, 2.0 + 0.02 * (x + 7) ** 2, 2.0 + 0.5 * (x + 7) ** 2)  # gentle left, steep right
-    best = vertex(x, y)
-    assert best.fitted and best.loss <= y.min() + 1e-12 and -8 <= best.x <= -6
+    y = np.where(x < -7, 2.0 + 0.1 * np.abs(x + 7), 2.0 + 0.4 * np.abs(x + 7))  # a sharp valley, steep right
+    best = vertex(x, y)  # the five-point least-squares vertex: 2.033 at −7.7, above the run point 2.0 at −7
+    assert best.fitted and best.loss <= y.min() and -8 <= best.x <= -6
     assert best.residual > 0  # the parabola through −8, −7, −6 mispredicts −9 and −5
     exact = vertex(x, 0.1 * (x + 6.6) ** 2 + 2.0)
     assert exact.residual == pytest.approx(0.0, abs=1e-12) and not exact.poor
