@@ -40,7 +40,8 @@ def measured_laws(root: str, name: str) -> tuple[Law, ...]:
 
 
 def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[float]]:
-    """(N, D, loss at the optimum) of every μP axis value verify measured the LR across width, tokens or steps."""
+    """(N, D, loss) of every μP axis value verify measured the LR across width, tokens or steps; the loss is the
+    best grid point's (a run, not the vertex's value, which a coarse grid's parabola can put below any run)."""
     n, d, loss = [], [], []
     for axis in ("width", "tokens", "steps"):
         summary = read_summary(root, name, "optimizer.lr", axis)
@@ -49,10 +50,10 @@ def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[
         shapes = {s["at"]: s for s in summary["shapes"]}
         for row in summary["optima"]:
             at = row[axis]
-            if row["parametrization"] == "mup" and row["loss"] is not None and at in shapes:
+            if row["parametrization"] == "mup" and row.get("best_loss") is not None and at in shapes:
                 n.append(shapes[at]["params"])
                 d.append(shapes[at]["tokens"])
-                loss.append(row["loss"])
+                loss.append(row["best_loss"])
     return n, d, loss
 
 

@@ -31,8 +31,8 @@ def seed_mean(group: pd.DataFrame) -> pd.Series:
 
 
 def optima(points: pd.DataFrame, axis: str = "width") -> pd.DataFrame:
-    """One row per (parametrization, axis value): optimum x, its value 2^x, seed spread, loss there, the fit's
-    residual and whether it is poor, sensitivity."""
+    """One row per (parametrization, axis value): optimum x, its value 2^x, seed spread, loss there (the vertex's)
+    and at the best point run (seed mean), the fit's residual and whether it is poor, sensitivity."""
     rows = []
     for (param, at), group in points.groupby(["parametrization", axis], sort=True):
         mean = seed_mean(group)
@@ -43,7 +43,7 @@ def optima(points: pd.DataFrame, axis: str = "width") -> pd.DataFrame:
                      "optimum_x": best.x if best else np.nan, "optimum": 2.0 ** best.x if best else np.nan,
                      "fitted": bool(best and best.fitted),
                      "seed_spread": float(np.std(seeds)) if len(seeds) > 1 else 0.0,
-                     "loss": best.loss if best else np.nan,
+                     "loss": best.loss if best else np.nan, "best_loss": float(mean.min()) if best else np.nan,
                      "residual": best.residual if best else np.nan, "poor_fit": bool(best is None or best.poor),
                      "sensitivity": sensitivity(mean.to_numpy(), float(group["loss_init"].median())),
                      "diverged": int(group["loss"].isna().sum())})

@@ -41,7 +41,8 @@ def figure_one(points: pd.DataFrame, table: pd.DataFrame, verdicts: list[Verdict
         slope = f"\nslope {law['slope']:.2f} [{law['low']:.2f}, {law['high']:.2f}] per octave of {axis}" if law else ""
         ax.set_title(f"{NAMES.get(p, p)}: drift {v.drift:.2f} octaves (seed noise ±{v.noise:.2f}){slope}", fontsize=10)
         ax.set_xlabel(f"log₂ {param}")
-        ax.set_ylim(bottom=float(finite.min()) - 0.03 if len(finite) else None, top=top)
+        lowest = min(float(finite.min()), float(table["loss"].min())) if len(finite) else None
+        ax.set_ylim(bottom=lowest - 0.03 if lowest is not None else None, top=top)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("validation loss")
     axes[0][-1].legend(fontsize=8)
