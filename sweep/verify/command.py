@@ -261,6 +261,6 @@ def optima_table(table: pd.DataFrame, param: str, axis: str = "width") -> Table:
                     f"{r['seed_spread']:.2f}", f"{r['loss']:.4f}", f"{r['residual']:.4f}" + (" poor" * r["poor_fit"]),
                     f"{r['sensitivity']:.3f}" if np.isfinite(r["sensitivity"]) else "-", str(r["diverged"]))
     out.caption = ("* the best grid point (at the grid's edge or beside a diverged point); residual: RMS of the "
-                   "points two steps out about the parabola, poor when above the valley's depth; "
-                   "sensitivity: Wortsman et al. 2023")
+                   "points two steps out about the parabola; poor: the curve does not rise away from the best point "
+                   "within 3 steps (noise as deep as the valley); sensitivity: Wortsman et al. 2023")
     return out
