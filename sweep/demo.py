@@ -85,9 +85,9 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     result = read_result(RunConfig.load(config).run_dir()) or {"status": "unfinished", "step": 0, "val_loss": None}
     header(6)
     report = run_report(str(spec), storage=None, password_env=None, out=None, console=console)
-    held = conclude(root, name, coord_passed, RunConfig.load(config), result, console)
+    conclude(root, name, coord_passed, RunConfig.load(config), result, console)
     console.print(f"report: {report}")
-    return 0 if coord_passed and verify_code == 0 and launched == 0 and held else 1
+    return 0 if coord_passed and verify_code == 0 and launched == 0 else 1
 
 
 def load_best(spec: Path) -> float:
@@ -99,8 +99,9 @@ def load_best(spec: Path) -> float:
     return float(best.user_attrs.get("values", best.params)["optimizer.lr"])
 
 
-def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result: dict, console: Console) -> bool:
-    """Print what the demo found; whether the full run ended below every proxy's loss and inside its prediction."""
+def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result: dict, console: Console) -> None:
+    """Print what the demo found, last whether the full run ended below every proxy's loss and inside its
+    prediction (printed, not the exit code: one seed per ladder point leaves the interval itself noisy)."""
     console.print(Rule("demo: what it found"))
     console.print(f"coordinate check: {'PASS' if coord_passed else 'FAIL'} (the zoo's gpt behaves as μP predicts)")
     for p, v in read_summary(root, name)["parametrizations"].items():
@@ -125,4 +126,3 @@ def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result:
     console.print(f"full run (width {full.model.width}, batch {full.batch_size}): {result['status']} at step "
                   f"{result['step']}, val loss {shown} — below every proxy's ({min(proxies):.4f}): "
                   f"{'yes' if below else 'NO'}; inside the prediction: {'yes' if inside else 'NO'}")
-    return below and inside
