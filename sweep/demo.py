@@ -4,8 +4,8 @@ coordinate check → a proxy sweep (the packaged example `demo`, width 32) → v
 (μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300,
 600 steps (batch held), 5 LRs each → transfer to width 256 at twice the batch and twice the tokens with the
 fitted laws, and the loss predicted from the ladder → `sweep launch` of that config on the local backend → the
-HTML report. The full run is held to two checks: it ends below every proxy's loss, and inside its predicted
-interval. Every step is the command of its own name, run in this process; each
+HTML report. It prints two checks of the full run: does it end below every proxy's loss, inside its predicted
+interval? Every step is the command of its own name, run in this process; each
 resumes, so a second `sweep demo` only re-reads what the first one wrote.
 """
 from __future__ import annotations
