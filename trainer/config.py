@@ -241,6 +241,47 @@ class ParallelConfig(Strict):
     reshard_after_forward: bool = True
 
 
+# a password or token inside a URL: the user info `scheme://user:secret@`, or a query key naming one
+URL_SECRET = re.compile(r"://[^/?#@]*:[^/?#@]*@|[?&;](?:pass\w*|pwd|secret\w*|token\w*|\w*key)=", re.IGNORECASE)
+
+
+class MlflowConfig(Strict):
+    """An MLflow tracking server (or a local `file:`/`sqlite:` store). Credentials come only from MLflow's own
+    environment variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_TOKEN)."""
+
+    tracking_uri: str = Field(min_length=1, max_length=2000)
+    experiment: Name | None = None  # default: output.study
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _no_secret(cls, value: str) -> str:
+        if URL_SECRET.search(value):  # the message never shows the URI
+            raise ValueError("holds a password or token, which a config would write to disk; give the URI without "
+                             "it and set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) "
+                             "in the environment")
+        return value
+
+
+class WandbConfig(Strict):
+    """Weights & Biases; `online` reads its key from the environment (WANDB_API_KEY), never from a config."""
+
+    mode: Literal["offline", "online"] = "offline"
+    project: Name | None = None  # default: output.study
+    dir: str | None = None  # where its run files go; default: the run's folder
+
+
+class LoggingConfig(Strict):
+    """Trackers that mirror the curve (Parquet stays the source of truth): each logged row, the guard's events and
+    the RunConfig as parameters. Each needs its optional dependency (`pip install 'mup-sweep[tensorboard]'`, …)."""
+
+    tensorboard: str | None = Field(None, min_length=1)  # a folder: events go to DIR/STUDY/RUN
+    mlflow: MlflowConfig | None = None
+    wandb: WandbConfig | None = None
+
+    def asked(self) -> list[str]:
+        return [name for name in ("tensorboard", "mlflow", "wandb") if getattr(self, name) is not None]
+
+
 class OutputConfig(Strict):
     root: str = "studies"
     study: Name = "default"
@@ -284,6 +325,7 @@ class RunConfig(Strict):
     parallel: ParallelConfig | None = Field(None, exclude_if=lambda v: v is None)  # unset: ddp
     activation_checkpointing: bool = Field(False, exclude_if=lambda v: not v)  # recompute each block in the backward
     signals: SignalsConfig = SignalsConfig()
+    logging: LoggingConfig | None = Field(None, exclude_if=lambda v: v is None)  # trackers mirroring the curve
     eval: EvalConfig = EvalConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
     output: OutputConfig = OutputConfig()
@@ -340,7 +382,8 @@ class RunConfig(Strict):
 
     def run_id(self) -> str:
         """`output.run`, or a name derived from everything that shapes the run's curve
-        (not where it is written, how often it is logged, checkpointed or its signals measured, its provenance,
+        (not where it is written, how often it is logged, checkpointed or its signals measured, which trackers
+        mirror it, its provenance,
         the schema version it was written in, nor how it is laid out over processes and memory: `parallel`,
         `activation_checkpointing`).
 
@@ -352,6 +395,7 @@ class RunConfig(Strict):
             return self.output.run
         content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": True, "provenance": True,
                                                         "checkpoint": True, "log_every": True, "signals": True,
+                                                        "logging": True,
                                                         "schema_version": True, "parallel": True,
                                                         "activation_checkpointing": True})
         if not self.z_loss:

@@ -54,6 +54,7 @@ from trainer.parallel import ShardedModel, ShardedOptimizer, full
 from trainer.preemption import Preemption
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
+from trainer.tracking import Trackers, check_installed
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
 
@@ -122,6 +123,7 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
     """Train `cfg` to its end (or to a divergence, or until `on_eval` says stop); `resume` continues the run from
     its newest checkpoint. `extra_state`: parts of the caller's, checkpointed and resumed with the run's own."""
     cfg = resolve(cfg)
+    check_installed(cfg)
     run = rt.start(cfg.device, cfg.precision, group=cfg.sharded())
     try:
         check_start(cfg, run, resume)
@@ -167,11 +169,16 @@ class Trainer:
         if self.guard is not None:
             self.state.register("guard", self.guard)
         self.writer: CurveWriter | None = None  # rank 0 writes; the others train
+        self.trackers: Trackers | None = None  # rank 0 mirrors the curve to them
         self.train_loss = self.val_loss = None  # the last logged
 
     def fit(self, resume: bool) -> RunResult:
         with Preemption() as preemption:  # from the start: a signal during setup stops the run after one step
-            return self.fit_steps(resume, preemption)
+            try:
+                return self.fit_steps(resume, preemption)
+            finally:
+                if self.trackers is not None:
+                    self.trackers.close()  # an unfinished run (preempted, failed): left open for its resume
 
     def fit_steps(self, resume: bool, preemption: Preemption) -> RunResult:
         if resume:
@@ -268,6 +275,8 @@ class Trainer:
         self.static = {"trial": cfg.provenance.trial, "model": cfg.model.name,
                        "parametrization": cfg.model.parametrization, "width": cfg.model.width,
                        "depth": cfg.model.depth, "batch_size": cfg.batch_size}
+        if self.writer is not None:  # opened only for a run with steps to go
+            self.trackers = Trackers(cfg, self.run_dir)
         self.clock.start()  # wall time accumulates across resumes, setup not counted
         self.throughput = Throughput(self.state.tokens)
 
@@ -336,6 +345,8 @@ class Trainer:
         if spike is None:
             return "train"
         action, target = self.guard.respond(spike)
+        if self.trackers is not None:
+            self.trackers.event(self.guard.events[-1])
         if action == "stop":
             self.state.step += 1
             raise Stop("diverged", loss, None, self.guard.stop_reason())
@@ -372,16 +383,20 @@ class Trainer:
             row.update(self.signals.after_step())
         reason = self.divergence.check(self.state.step, train_loss, step.skipped)
         if reason is not None:
-            if self.writer is not None:
-                self.writer.log(row)
+            self.record(row)
             raise Stop("diverged", train_loss, None, reason)
         keep_going = self.evaluate(row) if self.eval_due() else True
-        if self.writer is not None:
-            self.writer.log(row)
+        self.record(row)
         if self.on_log is not None and self.run.main:
             self.on_log(row)
         if not keep_going:
             raise Stop("pruned", train_loss, self.val_loss, f"stopped by on_eval at step {self.state.step}")
+
+    def record(self, row: dict) -> None:
+        """Rank 0: the row into the curve, and its mirror to the trackers."""
+        if self.writer is not None:
+            self.writer.log(row)
+            self.trackers.log(row)
 
     def evaluate(self, row: dict) -> bool:
         """Val loss (and the noise scale) into `row`; whether to keep going, as rank 0's `on_eval` says."""
@@ -432,6 +447,7 @@ class Trainer:
         if status == "completed":
             self.checkpoint()
         if self.writer is not None:
+            self.trackers.close(status)
             self.writer.compact()  # the run's rows are final: one part to read
             with atomic_path(self.run_dir / "result.json") as tmp:
                 tmp.write_text(json.dumps(asdict(result), indent=2))
