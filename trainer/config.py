@@ -230,15 +230,20 @@ class SignalsConfig(Strict):
     every: int = Field(0, ge=0)
 
 
+PG_TIMEOUT_S = 3600.0  # a collective's wait before the process group gives up
+
+
 class ParallelConfig(Strict):
     """How the processes of a run share it. `ddp`: each holds the whole model, gradients are averaged
     (DistributedDataParallel). `fsdp`: parameters, gradients and optimizer state are sharded across the processes
     (FSDP2, `torch.distributed.fsdp.fully_shard` per block and at the root; sharded checkpoints), so each holds
     about 1/N of them; `reshard_after_forward` frees the gathered weights after each block's forward (less memory,
-    one more all-gather in the backward)."""
+    one more all-gather in the backward). `timeout_s`: how long a collective waits for the other processes before
+the process group gives up (NCCL's own default, 10 min, is shorter than a large checkpoint write on rank 0)."""
 
     kind: Literal["ddp", "fsdp"] = "ddp"
     reshard_after_forward: bool = True
+    timeout_s: float = Field(PG_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
 
 
 # a password or token inside a URL: the user info `scheme://user:secret@`, or a query key naming one
@@ -363,6 +368,9 @@ class RunConfig(Strict):
             raise ValueError("precision: fp16 is not supported with parallel.kind fsdp (its GradScaler does not "
                              "handle sharded gradients); use bf16 or fp32")
         return self
+
+    def pg_timeout_s(self) -> float:
+        return self.parallel.timeout_s if self.parallel is not None else PG_TIMEOUT_S
 
     def sharded(self) -> bool:
         """Whether parameters, gradients and optimizer state are sharded across processes (FSDP2)."""

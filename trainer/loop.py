@@ -34,9 +34,11 @@ from trainer.atomic import atomic_path
 from trainer.build import build
 from trainer.checkpoint import (
     CheckpointError,
+    checkpoint_path,
     delete_after,
     is_sharded,
     latest_checkpoint,
+    link_checkpoint,
     list_checkpoints,
     load_checkpoint,
     load_sharded,
@@ -124,7 +126,7 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
     its newest checkpoint. `extra_state`: parts of the caller's, checkpointed and resumed with the run's own."""
     cfg = resolve(cfg)
     check_installed(cfg)
-    run = rt.start(cfg.device, cfg.precision, group=cfg.sharded())
+    run = rt.start(cfg.device, cfg.precision, group=cfg.sharded(), timeout_s=cfg.pg_timeout_s())
     try:
         check_start(cfg, run, resume)
         trainer = Trainer(cfg, run, on_log, on_eval)
@@ -352,6 +354,7 @@ class Trainer:
             raise Stop("diverged", loss, None, self.guard.stop_reason())
         if action == "rewind":
             self.state.rewind(self.load(target))
+            rt.barrier(self.run)  # every rank has read the ring checkpoint before rank 0 rewrites it below
             train_mode(self.optimizer)
             step = self.state.step
             if self.writer is not None:  # the abandoned branch's rows and checkpoints go
@@ -421,15 +424,24 @@ class Trainer:
         step = self.state.step
         if step >= self.total_steps:
             return
-        if self.cfg.checkpoint.every and step % self.cfg.checkpoint.every == 0:
+        regular = bool(self.cfg.checkpoint.every) and step % self.cfg.checkpoint.every == 0
+        if regular:
             self.checkpoint()
         if self.guard is not None and self.guard.ring_due(step):
-            self.checkpoint(ring=True)
+            self.checkpoint(ring=True, linked=regular)
 
-    def checkpoint(self, ring: bool = False) -> None:
+    def checkpoint(self, ring: bool = False, linked: bool = False) -> None:
         """Rank 0 writes the TrainState (curves first: on disk they never lag the checkpoint); every rank waits.
-        Sharded, every rank writes its shards and rank 0 the rest.
+        Sharded, every rank writes its shards and rank 0 the rest. `linked`: the regular checkpoint of this step,
+        just written, becomes the ring's too by hard links (the state is serialised once).
         Every rank switches to the averaged weights (Schedule-Free) and back, so the ranks keep the same bits."""
+        if linked:
+            if self.writer is not None:
+                regular = checkpoint_path(self.ckpt_dir, self.state.step)  # a folder when sharded
+                link_checkpoint(regular.with_suffix("") if self.cfg.sharded() else regular, self.guard.ring_dir,
+                                self.guard.cfg.ring_size)
+            rt.barrier(self.run)
+            return
         with averaged_weights(self.optimizer):
             folder, keep = (self.guard.ring_dir, self.guard.cfg.ring_size) if ring else (self.ckpt_dir,
                                                                                           self.cfg.checkpoint.keep)
