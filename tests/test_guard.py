@@ -217,6 +217,7 @@ def test_a_sharded_checkpoint_folder_is_linked_file_by_file(tmp_path):
     for name in ("__0_0.distcp", "sub/.metadata"):
         (source / name).write_bytes(name.encode())
     target = link_checkpoint(source, tmp_path / "ring", keep=2)
-    assert target == tmp_path / "ring" / "step-000000004" and not (tmp_path / "ring" / ".step-000000004.partial").exists()
+    assert target == tmp_path / "ring" / "step-000000004"
+    assert not (tmp_path / "ring" / ".step-000000004.partial").exists()
     for name in ("__0_0.distcp", "sub/.metadata"):
         assert (target / name).stat().st_ino == (source / name).stat().st_ino
