@@ -253,7 +253,8 @@ def test_resume_never_counts_flushed_rows_twice(tmp_path):
 
 
 def test_compiled_model_trains_like_eager(tmp_path):
-    """`compile: true` runs the same step through torch.compile: same losses and grad norms as eager."""
+    """`compile: true` runs the same step through torch.compile: same losses and grad norms as eager. The first
+    step, which compiles, is in no throughput window (its tokens/s and MFU would be the compile's)."""
     eager = config(tmp_path, steps=3, output={"run": "eager"})
     compiled = config(tmp_path, steps=3, compile=True, output={"run": "compiled"})
     train(eager)
@@ -261,6 +262,21 @@ def test_compiled_model_trains_like_eager(tmp_path):
     a, b = curves(eager), curves(compiled)
     for column in ("train_loss", "grad_norm", "val_loss"):
         assert b[column].to_numpy() == pytest.approx(a[column].to_numpy(), rel=1e-4, nan_ok=True), column
+    assert b["tokens_per_s"].isna().tolist() == [True, False, False] and a["tokens_per_s"].notna().all()
+
+
+def test_a_long_lived_process_compiles_its_ninth_model_too():
+    """Classic bug: Dynamo's recompile limit (8 per code object) spans the process, so a sweep worker's ninth
+    compiled model of one class runs eager from then on, with only a line in Dynamo's log."""
+    from torch._dynamo.utils import counters
+
+    from trainer.loop import compile_for_run
+
+    before = counters["frames"]["ok"]
+    for width in range(8, 8 * 12, 8):  # 11 models of one class, each another shape
+        model = compile_for_run(nn.Sequential(nn.Linear(4, width), nn.ReLU(), nn.Linear(width, 1)), backend="eager")
+        model(torch.randn(2, 4)).sum().backward()
+    assert counters["frames"]["ok"] - before == 11  # each compiled, none fell back
 
 
 def test_a_resume_inside_a_run_of_high_losses_diverges_at_the_same_step(tmp_path):

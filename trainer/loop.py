@@ -95,7 +95,8 @@ class Step:
 
 
 class Throughput:
-    """Tokens per second of training between logged steps (the checkpoint writes between them not counted)."""
+    """Tokens per second of training between logged steps (the checkpoint writes between them not counted, nor the
+    step that compiled the model: a window without a step has no rate)."""
 
     def __init__(self, tokens: int):
         self.mark(tokens)
@@ -103,7 +104,9 @@ class Throughput:
     def mark(self, tokens: int) -> None:
         self.time, self.tokens = time.perf_counter(), tokens
 
-    def rate(self, tokens: int) -> float:
+    def rate(self, tokens: int) -> float | None:
+        if tokens == self.tokens:
+            return None
         return (tokens - self.tokens) / max(time.perf_counter() - self.time, 1e-9)
 
 
@@ -135,6 +138,15 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
         return trainer.fit(resume)
     finally:
         rt.stop(run)
+
+
+def compile_for_run(module: torch.nn.Module, **options) -> torch.nn.Module:
+    """`torch.compile` for one run of a process that may train many. Dynamo's recompile limit
+    (`torch._dynamo.config.recompile_limit`, 8) counts per code object across the whole process, so a worker's ninth
+    model of one class (trial nine of a sweep: another width, a guard failure) would run eager, said only in Dynamo's
+    log; its caches are reset first, so only this run's own graphs count against the limit."""
+    torch._dynamo.reset()
+    return torch.compile(module, **options)
 
 
 def check_start(cfg: RunConfig, run: rt.Runtime, resume: bool) -> None:
@@ -201,6 +213,9 @@ class Trainer:
                 step = self.train_step()
                 if step is None:  # rewound: the steps since the ring checkpoint are undone
                     continue
+                if self.compiling:
+                    self.compiling = False
+                    self.throughput.mark(self.state.tokens)
                 logged = self.log_due(step)
                 if logged:
                     self.log_and_eval(step)
@@ -267,7 +282,8 @@ class Trainer:
     def prepare_steps(self) -> None:
         cfg, run, model = self.cfg, self.run, self.model
         self.wrapped = DDP(model) if run.distributed and not cfg.sharded() else model  # FSDP2 shards in place
-        self.forward = torch.compile(self.wrapped) if cfg.compile else self.wrapped
+        self.forward = compile_for_run(self.wrapped) if cfg.compile else self.wrapped
+        self.compiling = cfg.compile  # this process's first step compiles: outside every throughput window
         model.train()
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.signals = Signals(model, self.optimizer, cfg.signals.every) if cfg.signals.every else None
@@ -380,7 +396,8 @@ class Trainer:
         rate = self.throughput.rate(self.state.tokens)
         row = {"step": self.state.step, "tokens": self.state.tokens, "wall_time": self.clock.elapsed(), "lr": step.lr,
                "train_loss": train_loss, "grad_norm": step.grad_norm.item() if step.grad_norm is not None else None,
-               "tokens_per_s": rate, "mfu": self.flops * rate / (self.peak * self.run.world) if self.peak else None,
+               "tokens_per_s": rate,
+               "mfu": self.flops * rate / (self.peak * self.run.world) if self.peak and rate is not None else None,
                **self.static}
         if step.measured:
             row.update(self.signals.after_step())
