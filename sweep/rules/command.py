@@ -18,6 +18,7 @@ from proxies.data import open_data
 from sweep.errors import InputError
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
+from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
@@ -30,7 +31,8 @@ LIMITS = ("Tensor Programs V proves transfer across width only: regularization a
 
 
 def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: int | None, storage: str | None,
-                 password_env: str | None, out: Path | None, console: Console) -> Path:
+                 password_env: str | None, out: Path | None, console: Console,
+                 device_memory_gb: float | None = None) -> Path:
     target.check()
     name, url = locate(str(spec_path), storage=storage, password_env=password_env)
     study, chosen = pick_trial(name, url, width=proxy_width, parametrization="mup", trial=trial)
@@ -38,13 +40,16 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     given = load_spec(spec_path) if spec_path.suffix in (".yaml", ".yml") or spec_path.is_file() else None
     check_builder_named(proxy.model.name, given, f"trial {chosen.number} of {study.study_name}")
     data = proxy.data
-    tokens_per_example = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype,
-                                   vocab_size=data.vocab_size, val_fraction=data.val_fraction, seed=proxy.seed,
-                                   **data.options).tokens_per_example
+    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
+                       val_fraction=data.val_fraction, seed=proxy.seed, **data.options)
+    tokens_per_example = source.tokens_per_example
     b_noise = measured_noise_scale(chosen) if target.batch_rule == "noise" else None
     result = transfer_run(proxy, target, tokens_per_example, b_noise)
 
     changes = list(result.changes)
+    sharding, memory_line = sharding_change(result.config, source.model_options(), device_memory(device_memory_gb))
+    if sharding is not None:
+        changes.append(sharding)
     checkpoint = result.config.checkpoint
     if checkpoint.every == 0:
         every = result.config.eval.every
@@ -60,7 +65,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
                "batch_size": proxy.batch_size, "steps": proxy.total_steps(tokens_per_example),
                "tokens": proxy.total_steps(tokens_per_example) * proxy.batch_size * tokens_per_example},
         verify=verify_record(verify), rules=[c.record() for c in changes])
-    full = RunConfig.parse({**result.config.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
+    sized = with_sharding(result.config) if sharding is not None else result.config
+    full = RunConfig.parse({**sized.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
                             "output": {**proxy.output.model_dump(), "root": root, "study": name, "kind": "full",
                                        "run": None},
                             "provenance": provenance.model_dump(mode="json")})
@@ -70,6 +76,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
 
     console.print(f"from trial {chosen.number} of {study.study_name} (objective {chosen.value:.4f})")
     console.print(changes_table(changes))
+    console.print(f"memory: {memory_line}")
     if not verify:
         console.print(f"[yellow]no verify yet[/]: `sweep verify {spec_path}` measures whether the optimum holds "
                       "across width")
