@@ -308,3 +308,21 @@ def test_gradients_are_released_right_after_the_step(tmp_path, signals):
     step = trainer.train_step()
     assert step.grad_norm > 0
     assert all(p.grad is None for p in trainer.model.parameters())
+
+
+def test_the_next_batch_is_gathered_before_the_guards_host_sync(tmp_path, monkeypatch):
+    """The spike guard reads every step's loss (a host sync: on CUDA the host waits for the device). The next
+    step's batch is gathered and its copy queued before that wait, so the host's work overlaps the device's rather
+    than following it; the resume tests check that a checkpoint saves the position before the prefetched batch."""
+    source = type(open_data("synthetic-tokens", seq_len=32, n_tokens=20000, seed=0))
+    calls, batch, mean_across = [], source.batch, rt.mean_across
+
+    def draw(self, split, *args, **kwargs):
+        calls.append("draw") if split == "train" else None
+        return batch(self, split, *args, **kwargs)
+
+    monkeypatch.setattr(source, "batch", draw)
+    monkeypatch.setattr(rt, "mean_across", lambda run, value: calls.append("sync") or mean_across(run, value))
+    cfg = config(tmp_path, steps=4, guard={"enabled": True, "action": "log"})
+    assert train(cfg).status == "completed"
+    assert calls[:8] == ["draw", "draw", "sync", "draw", "sync", "draw", "sync", "sync"]  # none drawn past the last

@@ -4,6 +4,7 @@ One optimizer step (`Trainer.train_step`), in this order (each line is a classic
     zero_grad(set_to_none=True)
     for each of grad_accum micro-batches:            (DDP: no_sync on all but the last)
         forward under autocast; loss / grad_accum; backward (through the GradScaler for fp16)
+    the next step's batch drawn, sent to the device   while this backward runs, before the guard's host sync
     unscale the gradients (fp16)                      before clipping, or the clip sees scaled norms
     clip_grad_norm_ once                              the pre-clip norm is what gets logged
     optimizer.step(); scheduler.step()                the scheduler after the optimizer
@@ -303,6 +304,8 @@ class Trainer:
         state = self.state
         measure = self.signals is not None and self.signals.due(state.step + 1)
         loss = self.forward_backward(measure)
+        if state.step + 1 < self.total_steps:  # the host gathers it while the device still works on this step
+            self.cursor.prefetch(self.draw)
         skip, loss_now = False, None
         if self.guard is not None:  # the guard needs every step's loss: one host sync per step while it is on
             loss_now = rt.mean_across(self.run, loss).item()
@@ -335,11 +338,8 @@ class Trainer:
         if measure:
             self.signals.attach()
         self.optimizer.zero_grad(set_to_none=True)
-        batch = self.data.batch("train", cfg.batch_size, self.cursor.generator)  # every process draws the whole batch
-        share = part(batch, run.rank, run.world)
         loss = torch.zeros((), device=run.device)
-        for i in range(cfg.grad_accum):
-            x, y = to_device(part(share, i, cfg.grad_accum), run)
+        for i, (x, y) in enumerate(self.cursor.next(self.draw)):
             with self.gradient_sync(i == cfg.grad_accum - 1):
                 with run.autocast():
                     micro = objective(self.forward, x, y, cfg.z_loss) / cfg.grad_accum
@@ -348,6 +348,13 @@ class Trainer:
         if measure:
             self.signals.detach()
         return loss
+
+    def draw(self, generator: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """A step's batch (every process draws the whole batch), this process's share of it in grad_accum
+        micro-batches, sent to the device (pinned, non-blocking on CUDA)."""
+        cfg, run = self.cfg, self.run
+        share = part(self.data.batch("train", cfg.batch_size, generator), run.rank, run.world)
+        return [to_device(part(share, i, cfg.grad_accum), run) for i in range(cfg.grad_accum)]
 
     def gradient_sync(self, last: bool):
         """Gradients are averaged across processes on the step's last micro-batch only (DDP's no_sync before it;
