@@ -100,14 +100,14 @@ class Mlflow:
 
         settings = cfg.logging.mlflow
         self.client = MlflowClient(settings.tracking_uri)
-        if "mlflow" not in ids:
+        self.run_id = ids.get("mlflow")
+        if self.run_id is None:  # a new run; a resumed one continues its own
             experiment = settings.experiment or cfg.output.study
             found = self.client.get_experiment_by_name(experiment)
             experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
             self.run_id = self.client.create_run(experiment_id, run_name=cfg.run_id(), tags=tags(cfg)).info.run_id
             self.log_params(flat(cfg.model_dump(mode="json")))
             ids["mlflow"] = self.run_id
-        self.run_id = ids["mlflow"]
 
     def log_params(self, params: dict[str, str]) -> None:
         from mlflow.entities import Param
@@ -173,7 +173,8 @@ class Trackers:
         self.live: list = []
         for name in cfg.logging.asked() if cfg.logging is not None else ():
             self.guarded(name, lambda name=name: self.live.append(KINDS[name](cfg, self.ids)))
-        self.save()
+        if self.live:
+            self.save()
 
     def guarded(self, name: str, call) -> None:
         """Run one tracker's call; its first failure is one line on stderr and the tracker is dropped."""
