@@ -252,3 +252,22 @@ def test_trackers_neither_rename_a_run_nor_appear_in_a_config_without_them(tmp_p
     without = RunConfig.parse({**config(tmp_path, output={"root": str(tmp_path), "study": "s"}), "logging": None})
     assert with_trackers.run_id() == without.run_id()
     assert "logging" not in without.to_yaml() and RunConfig.from_yaml(with_trackers.to_yaml()) == with_trackers
+
+
+def test_a_guard_rewind_reaches_tensorboard_as_an_event_and_no_step_twice(tmp_path):
+    """The spike guard rewinds from step 10 to 6: the trackers already have steps 7–9 of the abandoned branch (a
+    tracker cannot take a point back); the rewound run's 7–9 are not sent again, the rewind is a text event at
+    step 10, and every step reaches TensorBoard once."""
+    from tests.test_guard import HOT_STEP, REWIND
+    from tests.test_guard import config as guard_config
+
+    cfg = RunConfig.parse(guard_config(tmp_path, REWIND, logging={"tensorboard": str(tmp_path / "tb")}))
+    assert train(cfg).status == "completed"
+    folder = tmp_path / "tb" / "g" / "r"
+    assert [s for s, _ in tensorboard_scalars(folder, "train_loss")] == list(range(1, 17))
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.util.tensor_util import make_ndarray
+
+    texts = [(e.step, make_ndarray(v.tensor).item().decode()) for path in folder.glob("events.out.tfevents.*")
+             for e in EventFileLoader(str(path)).Load() for v in e.summary.value if v.tag == "guard/text_summary"]
+    assert [(step, json.loads(text)["kind"]) for step, text in texts] == [(HOT_STEP, "rewind")]
