@@ -52,11 +52,11 @@ def mlflow_server(tmp_path_factory):
     exe = Path(sys.executable).with_name("mlflow")
     if not exe.exists():
         missing("mlflow (the server)")
-    port = free_port()
+    port, log = free_port(), open(folder / "server.log", "w")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen([str(exe), "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
                              "--default-artifact-root", str(folder / "artifacts"), "--host", "127.0.0.1",
                              "--port", str(port), "--workers", "1"], cwd=folder, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=open(folder / "server.log", "w"))  # noqa: SIM115
+                            stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300  # a bound for a loaded machine, not a wait: it polls
@@ -71,8 +71,9 @@ def mlflow_server(tmp_path_factory):
             time.sleep(0.2)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)  # the server and its workers, in their own session
         proc.wait()
+        log.close()
 
 
 def rest(url: str, path: str, **query) -> dict:
