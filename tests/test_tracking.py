@@ -56,7 +56,8 @@ def mlflow_server(tmp_path_factory):
     proc = subprocess.Popen([str(exe), "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
                              "--default-artifact-root", str(folder / "artifacts"), "--host", "127.0.0.1",
                              "--port", str(port), "--workers", "1"], cwd=folder, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=log)
+                            stdout=subprocess.DEVNULL, stderr=log,
+                            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})  # no job workers
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300  # a bound for a loaded machine, not a wait: it polls

@@ -132,7 +132,8 @@ class Mlflow:
 
 class Wandb:
     """One W&B run per training run (id kept for resume; group: the study; job type: the kind); the RunConfig as
-    its config. Files go to `dir`, else the run's folder."""
+    its config. Files go to `dir`, else the run's folder. No console capture, system metrics or metadata (W&B's
+    metadata would record the command line, the host and the git remote, which may hold a token)."""
 
     name = "wandb"
 
@@ -147,7 +148,8 @@ class Wandb:
                               group=cfg.provenance.study or cfg.output.study, job_type=cfg.output.kind,
                               tags=[f"{k}:{v}" for k, v in tags(cfg).items()][:64], config=cfg.model_dump(mode="json"),
                               dir=str(folder), mode=settings.mode, resume="allow", reinit="create_new",
-                              settings=wandb.Settings(console="off", silent=True, x_disable_stats=True))
+                              settings=wandb.Settings(console="off", silent=True, x_disable_stats=True,
+                                                      x_disable_meta=True, x_disable_machine_info=True))
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         self.run.log(metrics, step=step)
