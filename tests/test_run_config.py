@@ -70,9 +70,11 @@ EVERYTHING = {  # every field of every section away from its default
     "z_loss": 1e-4,
     "guard": {"enabled": False, "action": "skip", "rule": "zscore", "factor": 2.0, "zscore": 4.0, "window": 50,
               "rewind_steps": 200, "ring_every": 100, "ring_size": 3, "max_rewinds": 2},
-    "parallel": {"kind": "fsdp", "reshard_after_forward": False},
+    "parallel": {"kind": "fsdp", "reshard_after_forward": False, "timeout_s": 7200.0},
     "activation_checkpointing": True,
     "signals": {"every": 10},
+    "logging": {"tensorboard": "/tmp/tb", "mlflow": {"tracking_uri": "http://127.0.0.1:5000", "experiment": "e"},
+                "wandb": {"mode": "online", "project": "p", "dir": "/tmp/wandb"}},
     "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2},
     "checkpoint": {"every": 100, "keep": 3},
     "output": {"root": "/tmp/studies", "study": "s1", "kind": "full", "run": "r-1"},
@@ -96,7 +98,9 @@ def leaves(model, prefix=""):
 
 def test_round_trip_fixture_sets_every_field_away_from_its_default():
     # keeps the round-trip test honest: a field added later must be added to EVERYTHING too
-    defaults = dict(leaves(RunConfig.parse({"steps": 1, "parallel": {}})))  # an unset section: its own defaults
+    # an unset section: its own defaults (the MLflow URI has none: any value stands for it)
+    defaults = dict(leaves(RunConfig.parse({"steps": 1, "parallel": {}, "logging": {
+        "tensorboard": None, "mlflow": {"tracking_uri": "file:/"}, "wandb": {}}})))
     cfg = RunConfig.parse(EVERYTHING)
     # an optimizer's own section is set only with its name (EVERYTHING uses sgd):
     # tests/test_optimizers.py round-trips each
