@@ -69,8 +69,14 @@ def cases():
                         continue
                     name = f"{model} {regime} {parametrization} {optimizer}".replace("  ", " ")
                     yield name, "—", optimizer, Bug(name, "", model, options, parametrization=parametrization)
+    for optimizer in ("muon", "lion", "schedulefree_adamw", "adam_atan2"):
+        for model, regimes in (("gpt", {"head dim fixed": {}, "heads fixed": {"n_head": 4}}), ("mlp", {"": {}})):
+            for regime, options in regimes.items():
+                for parametrization in ("mup", "sp"):
+                    name = f"{model} {regime} {parametrization} {optimizer}".replace("  ", " ")
+                    yield name, "—", optimizer, Bug(name, "", model, options, parametrization=parametrization)
     for bug in BUGS:
-        yield f"{bug.model} bug: {bug.name}", bug.rule, "adamw", bug
+        yield f"{bug.model} bug: {bug.name}", bug.rule, bug.optimizer, bug
 
 
 def run_case(optimizer: str, bug: Bug) -> tuple[float, float, bool, float]:
@@ -117,7 +123,7 @@ def main() -> None:
     print("| case | rule broken (Tensor Programs V) | growth | vanishing | verdict | s |\n"
           "| --- | --- | --- | --- | --- | --- |")
     for name, rule, optimizer, bug in cases():
-        if args.only in name:
+        if args.only.lower() in name.lower():
             growth, vanishing, passed, seconds = run_case(optimizer, bug)
             print(f"| {name} | {rule} | {growth:+.2f} | {vanishing:+.2f} | {'pass' if passed else 'FAIL'} | "
                   f"{seconds:.0f} |", flush=True)

@@ -32,7 +32,7 @@ def choice(name: str, *values: str) -> type[Enum]:
 
 Backend = choice("Backend", "local", "ray", "slurm")
 Parametrization = choice("Parametrization", "mup", "sp")
-Optimizer = choice("Optimizer", "adamw", "sgd")
+Optimizer = choice("Optimizer", "adamw", "sgd", "muon", "lion", "schedulefree_adamw", "adam_atan2")  # as OPTIMIZERS
 ResultsFormat = choice("ResultsFormat", "table", "csv", "json")
 SqlFormat = choice("SqlFormat", "table", "csv", "parquet")
 ExportFormat = choice("ExportFormat", "csv", "parquet")
@@ -91,8 +91,10 @@ def coord_check_cmd(
     steps: int = typer.Option(8, min=2, help="steps recorded (t = 0 … steps-1), training on one batch per seed"),
     seeds: int = typer.Option(3, min=1, help="seeds averaged per width"),
     parametrization: ParametrizationOption = Parametrization.mup,
-    optimizer: Optimizer = typer.Option(Optimizer.adamw),
-    lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: 2^-7 adamw, 0.1 sgd]"),
+    optimizer: Optimizer = typer.Option(Optimizer.adamw, help="its μP table (proxies.optimizers); Muon with "
+                                        "adjust_lr_fn match_rms_adamw"),
+    lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: the optimizer's, calibrated: "
+                                    "README]"),
     depth: int = typer.Option(2, min=1),
     batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),
@@ -120,11 +122,12 @@ def inspect_cmd(
     depth: int = typer.Option(2, min=1),
     parametrization: ParametrizationOption = Parametrization.mup,
     opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
+    optimizer: Optimizer = typer.Option(Optimizer.adamw, help="whose μP table (LR multipliers, Muon's owners)"),
 ):
-    """Print each parameter's shape, infinite dims, init std, Adam LR and forward multipliers, weight decay."""
+    """Print each parameter's shape, infinite dims, role, owner, init std, LR and forward multipliers, weight decay."""
     from sweep.coordcheck.inspect import inspect_table
 
-    console.print(inspect_table(model, width, depth, parametrization.value, opt))
+    console.print(inspect_table(model, width, depth, parametrization.value, opt, optimizer.value))
 
 
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")
@@ -234,16 +237,19 @@ def compare_cmd(
     run_compare(refs, x=x.value, metric=metric.value, study=study, out=out, console=console)
 
 
-@app.command("verify", short_help="Show the optimum does not move with width: drift per parametrization, Figure 1")
+@app.command("verify", short_help="Measure how the optimum moves with width, batch, tokens or depth: drift, law, "
+                                  "Figure 1")
 @with_backend_flags
 def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
-    widths: str = typer.Option("32,64,128,256", help="comma-separated widths"),
+    widths: str = typer.Option("32,64,128,256", help="comma-separated widths (the default axis)"),
+    across: str | None = typer.Option(None, help="AXIS=v1,v2,…: width, batch_size (tokens held), tokens or steps "
+                                      "(batch held), depth, or a RunConfig path [default: width=--widths]"),
     param: str = typer.Option("optimizer.lr", help="the setting on the grid (a RunConfig path with positive values)"),
     values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
     span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
-    parametrizations: str = typer.Option("mup,sp", help="mup, sp or both"),
+    parametrizations: str | None = typer.Option(None, help="mup, sp or both [default: both across width, else mup]"),
     seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
@@ -256,12 +262,13 @@ def verify_cmd(
     storage_password_env: StoragePasswordEnv = None,
     backend_flags: dict = None,
 ):
-    """A grid of the setting × width per parametrization (resumable studies): each width's optimum as a fitted
-    vertex with its seed spread, the drift, LR sensitivity; Figure-1 PNG and Parquet; exit 1 if μP drifts."""
+    """A grid of the setting × an axis per parametrization (resumable studies): each value's optimum as a fitted
+    vertex with its seed spread and residual, the drift, the law (slope with a bootstrap interval), LR sensitivity;
+    Figure-1 PNG, Parquet, summary.json; exit 1 if μP drifts with width."""
     from sweep.verify.command import run_verify
     from sweep.verify.request import VerifyRequest
 
-    request = VerifyRequest(spec, widths=widths, param=param, values=values, span=span,
+    request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, max_drift=max_drift, backend=backend.value, workers=workers,
                             storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
@@ -276,7 +283,13 @@ def transfer_cmd(
     batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
     tokens: int | None = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
     steps: int | None = typer.Option(None, help="the full run's steps (instead of --tokens)"),
-    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt or noise"),
+    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt, noise, or fitted "
+                                   "(the law `sweep verify --across batch_size=…` measured)"),
+    horizon_rule: str = typer.Option("none", help="how the LR follows the token budget: none (kept) or fitted "
+                                     "(the law `sweep verify --across tokens=…` measured)"),
+    depth_rule: str = typer.Option("model", help="depth: the model's own rule (depth_alpha) or fitted "
+                                   "(the law `sweep verify --across depth=…` measured)"),
+    extrapolate: bool = typer.Option(False, help="apply a fitted law past 2× its measured range (flagged)"),
     warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
                                                      "fraction|tokens"),
     beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
@@ -296,7 +309,8 @@ def transfer_cmd(
     from sweep.rules.command import run_transfer
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
-                    warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule)
+                    warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
+                    depth_rule=depth_rule, extrapolate=extrapolate)
     run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
                  password_env=storage_password_env, out=out, console=console, device_memory_gb=device_memory)
 

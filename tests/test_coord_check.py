@@ -32,6 +32,18 @@ def test_zoo_passes_in_mup(run_cli, tmp_path, model, optimizer):
         assert (verdict["kind"] == "attention").sum() == 2 * 2  # 2 layers × 2 regimes
 
 
+@pytest.mark.parametrize("optimizer", ["lion", "adam_atan2", "schedulefree_adamw", "muon"])
+def test_each_optimizer_passes_in_mup_and_fails_in_sp(run_cli, tmp_path, optimizer):
+    """Each optimizer's μP table at its default LR (gpt and the planted bugs: tests/mutations; Muon narrower: its
+    bf16 Newton–Schulz is slow on CPU)."""
+    widths = ["--widths", "32,64,128"] if optimizer == "muon" else []
+    args = ["coord-check", "--model", "mlp", "--optimizer", optimizer, *FAST, *widths]
+    code, out, _ = run_cli(*args, "--out", tmp_path / "mup")
+    assert code == 0 and "PASS" in out, out
+    code, out, _ = run_cli(*args, "--parametrization", "sp", "--out", tmp_path / "sp")
+    assert code == 1 and "FAIL" in out, out
+
+
 @pytest.mark.parametrize("model,extra", [("gpt", ["--opt", "head_dim=16", "--steps", "4"]), ("mlp", []),
                                          ("resnet", ["--steps", "4"])])
 def test_sp_fails_and_writes_sizes_updates_and_grid(run_cli, tmp_path, model, extra):
@@ -146,7 +158,7 @@ def test_user_model_by_import_path(run_cli, tmp_path):
     (["--data", "text", "--data-path", "/nonexistent/corpus.txt"], "data.path"),
     (["--widths", "64"], "--widths"),
     (["--parametrization", "ntk"], "--parametrization"),
-    (["--optimizer", "lion"], "--optimizer"),
+    (["--optimizer", "adagrad"], "--optimizer"),
     (["--model", "nosuchmodel"], "model.name"),
     (["--opt", "norm=batchnorm"], "norm"),
     (["--steps", "zero"], "--steps"),

@@ -284,3 +284,76 @@ def test_schedule_free_evaluates_and_checkpoints_its_average_and_trains_at_y(tmp
     at_y = loss_now()
     # x after the evaluation's eval()/train() round trip differs from x before it in the last bits only
     assert val_loss == pytest.approx(at_x, abs=1e-5) and abs(at_x - at_y) > 1e-3, (val_loss, at_x, at_y)
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_inspect_shows_the_optimizers_table_row_by_row(run_cli, name):
+    # owner, LR multiplier, init and forward multiplier of every parameter as `optimizer_rules` has them
+    from proxies.optimizers import optimizer_rules
+
+    code, out, _ = run_cli("inspect", "gpt", "--width", "128", "--depth", "1", "--optimizer", name)
+    assert code == 0
+    rows = {cells[0]: cells for line in out.splitlines()
+            if len(cells := [c.strip() for c in line.strip("│ ").split("│")]) == 9}
+    for rule in optimizer_rules(build_model("gpt", 128, 1, "mup"), name):
+        _, _, _, role, owner, init, lr, _, forward = rows[rule.name]
+        assert (role, owner) == (rule.role, rule.owner), rule.name
+        assert (float(lr), float(forward)) == pytest.approx((rule.lr_mult, rule.forward_mult), rel=1e-3), rule.name
+        assert float(init) == pytest.approx(rule.init_std, rel=0.05, abs=1e-6), rule.name  # measured on another draw
+    owners = {rows[n][4] for n in rows if n.startswith("blocks.0.attn.")}
+    assert owners == ({"muon", "adamw"} if name == "muon" else {name})  # Muon: matrices, AdamW: their biases
+
+
+def test_coord_check_readiness_reads_each_optimizers_table():
+    """The classic bug: every optimizer but AdamW checked against the SGD column (or Muon's owners not checked)."""
+    from sweep.coordcheck.ready import refuse_unless_mup_ready
+    from sweep.errors import InputError
+    from trainer.optim import optimizer_of, param_groups
+
+    model = build_model("gpt", 2 * ZOO["gpt"].base_width, 1, "mup", vocab_size=32)
+    for name in OPTIMIZERS:
+        refuse_unless_mup_ready(model, build_optimizer(model, name=name, lr=0.01), name)
+    with pytest.raises(InputError, match=r"^optimizer: blocks\.0\.attn\.query\.weight \(hidden\) has lr 0\.01; μP "
+                                         r"needs 0\.005 \(base lr × 0\.5, the lion table"):
+        flat = [{**g, "lr": 0.01} for g in param_groups(model, 0.01, 0.0, optimizer="lion")]
+        refuse_unless_mup_ready(model, optimizer_of("lion", flat, lr=0.01), "lion")
+    first, *rest = param_groups(model, 0.01, 0.0, optimizer="muon")  # Muon's groups come first
+    moved = {**first, "params": first["params"][:1], "names": first["names"][:1], "owner": "adamw"}
+    groups = [{**first, "params": first["params"][1:], "names": first["names"][1:]}, moved, *rest]
+    with pytest.raises(InputError, match=rf"^optimizer: {first['names'][0]} \(hidden\) is updated by AdamW; μP with "
+                                         r"Muon gives it to Muon"):
+        refuse_unless_mup_ready(model, optimizer_of("muon", groups, lr=0.01), "muon")
+
+
+def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best_trials_optimizer(tmp_path):
+    """The classic bugs: verify or transfer falling back to the default optimizer (AdamW) because the best trial's
+    choice and its branch were not carried, or reading a branch's Optuna name (`optimizer.lr[lion]`) as a path."""
+    import optuna
+    import yaml
+
+    from tests.sweep_helpers import load, run_sweep, write_spec
+
+    spec = write_spec(tmp_path, trials=2, sampler={"name": "grid", "seed": 0, "options": {"points": 1}},
+                      run={"schedule": {"kind": "constant"}},
+                      search={"optimizer.name": {"choices": ["adamw", "lion"], "when": {
+                          "adamw": {"optimizer.lr": {"low": 1e-6, "high": 1e-5, "log": True}},  # lion wins
+                          "lion": {"optimizer.lr": {"low": 1e-3, "high": 1e-2, "log": True},
+                                   "optimizer.lion.beta2": 0.97}}}})
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "16")
+    assert done.returncode == 0, done.stderr
+    best = load(tmp_path).best_trial
+    assert best.params["optimizer.name"] == "lion"
+    done = run_sweep(tmp_path, "verify", spec, "--trials-from", "best", "--widths", "16,32", "--parametrizations",
+                     "mup", "--values", "1e-3,3e-3,1e-2", "--seeds", "1")
+    assert done.returncode in (0, 1) and f"settings from tiny-w16-mup#{best.number}" in done.stdout, done.stderr
+    configs = [yaml.safe_load(p.read_text()) for p in (tmp_path / "tiny-verify-lr" / "runs").glob("*/config.yaml")]
+    assert len(configs) == 2 * 3
+    assert {c["optimizer"]["name"] for c in configs} == {"lion"}
+    assert {c["optimizer"]["lr"] for c in configs} == {1e-3, 3e-3, 1e-2}
+    assert {c["optimizer"]["lion"]["beta2"] for c in configs} == {0.97}
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in load(tmp_path).trials)
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "64")  # and the full run is Lion's, width-scaled
+    assert done.returncode == 0, done.stderr
+    [full] = (tmp_path / "tiny" / "transfer").glob("w64-*.yaml")
+    optimizer = yaml.safe_load(full.read_text())["optimizer"]
+    assert (optimizer["name"], optimizer["lion"]["beta2"]) == ("lion", 0.97)

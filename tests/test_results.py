@@ -80,3 +80,27 @@ def test_bad_results_input_is_one_line_exit_2(swept, args, message):
     root, _ = swept
     shown = run_sweep(root, "results", *args)
     assert shown.returncode == 2 and message in shown.stderr and shown.stderr.count("\n") == 1, shown.stderr
+
+
+def test_optimizers_are_ranked_by_their_best_trial():
+    # the classic bug: optimizers ranked by their mean (one bad Lion trial burying the best one) or by trial count
+    import optuna
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+    from sweep.results.table import optimizer_ranking, trials_frame
+
+    study = optuna.create_study()
+    names = CategoricalDistribution(["adamw", "lion", "muon"])
+    for name, lr, value in [("adamw", 0.01, 3.1), ("lion", 0.001, 9.0), ("lion", 0.002, 2.9), ("adamw", 0.02, 3.0),
+                            ("muon", 0.01, None)]:
+        study.add_trial(optuna.trial.create_trial(
+            params={"optimizer.name": name, f"optimizer.lr[{name}]": lr},
+            distributions={"optimizer.name": names, f"optimizer.lr[{name}]": FloatDistribution(1e-4, 0.1, log=True)},
+            value=value, state=optuna.trial.TrialState.COMPLETE if value else optuna.trial.TrialState.FAIL))
+    ranking = optimizer_ranking(trials_frame(study))
+    assert ranking[["rank", "optimizer", "best", "trial", "completed"]].values.tolist() == [
+        [1, "lion", 2.9, 2, 2], [2, "adamw", 3.0, 3, 2]]  # muon: no completed trial, not ranked
+    plain = optuna.create_study()
+    plain.add_trial(optuna.trial.create_trial(params={"optimizer.lr": 0.01}, value=1.0,
+                                              distributions={"optimizer.lr": FloatDistribution(1e-4, 0.1)}))
+    assert optimizer_ranking(trials_frame(plain)).empty  # no optimizer searched: no ranking

@@ -65,9 +65,9 @@ def test_shipped_specs_validate(tmp_path):
     from sweep.examples import names
     from trainer.config import RunConfig
 
-    assert set(names()) == {"demo", "mlp", "gpt-tokens", "gpt-proxy-run", "llama"}  # each one is validated below
+    assert set(names()) == {"demo", "mlp", "gpt-tokens", "gpt-proxy-run", "llama", "optimizers"}  # validated below
     assert RunConfig.load(example("gpt-proxy-run")).model.parametrization == "mup"
-    for name in ("demo", "mlp", "llama"):
+    for name in ("demo", "mlp", "llama", "optimizers"):
         spec = load_spec(example(name))
         prepare(spec, width=32, parametrization=None, trials=None, storage=None, password_env=None, root=str(tmp_path))
     # the .bin study, pointed at a small token folder
@@ -206,3 +206,102 @@ def test_sampler_and_pruner_options_are_checked_in_one_line(tmp_path, run_cli, m
     code, _, err = run_cli("proxy", path, "--width", "16")
     assert code == 2 and "pruner.options" in err
     assert not (tmp_path / "results").exists()
+
+
+def optimizer_choice_spec(search: dict | None = None, **changes) -> dict:
+    return spec_dict(**changes, search={"optimizer.name": {"choices": ["adamw", "lion", "muon"], "when": {
+        "adamw": {"optimizer.lr": {"low": 1e-3, "high": 0.1, "log": True},
+                  "optimizer.beta2": {"type": "halflife", "low": 6.5, "high": 700}},
+        "lion": {"optimizer.lr": {"low": 1e-4, "high": 1e-2, "log": True},
+                 "optimizer.lion.beta2": {"low": 0.95, "high": 0.995}},
+        "muon": {"optimizer.lr": {"low": 1e-3, "high": 0.1, "log": True}, "optimizer.muon.ns_steps": 3}}},
+        "optimizer.weight_decay": {"low": 0.0, "high": 0.3}, **(search or {})})
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random", "gp"])
+def test_a_conditional_space_samples_only_valid_combinations(sampler):
+    # the classic bugs: Lion's box used for AdamW (one distribution for every choice), a setting of another
+    # optimizer in the config (optimizer.lion under muon: the RunConfig refuses it), a branch never set
+    from sweep.study.samplers import make_sampler
+    from trainer.config import RunConfig
+
+    spec = parse_spec(optimizer_choice_spec(sampler={"name": sampler, "seed": 0}))
+    space = spec.space()
+    prepare(spec, width=32, parametrization="mup", trials=None, storage=None, password_env=None)  # checks pass
+    boxes = {"adamw": (1e-3, 0.1), "lion": (1e-4, 1e-2), "muon": (1e-3, 0.1)}
+    study = optuna.create_study(sampler=make_sampler(spec.sampler, space))
+    seen = set()
+    for _ in range(24):
+        trial = study.ask()
+        params = space.suggest(trial)
+        name = params["optimizer.name"]
+        own = {"adamw": {"optimizer.lr[adamw]", "optimizer.beta2.halflife_steps[adamw]"},
+               "lion": {"optimizer.lr[lion]", "optimizer.lion.beta2[lion]"}, "muon": {"optimizer.lr[muon]"}}[name]
+        assert set(params) == {"optimizer.name", "optimizer.weight_decay", *own}
+        values = space.values(params, tokens_per_step=64)
+        cfg = RunConfig.parse(trial_values(spec, values))
+        assert cfg.optimizer.name == name and boxes[name][0] <= cfg.optimizer.lr <= boxes[name][1]
+        if name == "muon":
+            assert cfg.optimizer.muon.ns_steps == 3
+        study.tell(trial, cfg.optimizer.lr * (10 if name == "adamw" else 1))
+        seen.add(name)
+    assert seen == set(boxes)
+
+
+def trial_values(spec, values: dict) -> dict:
+    run = spec.run
+    for path, value in values.items():
+        run = set_path(run, path, value)
+    return run
+
+
+def test_a_grid_over_a_conditional_space_is_each_choice_with_its_own_branch_grid():
+    # the classic bugs: the grid as the product of every choice with every other choice's branch (AdamW run at
+    # Lion's LR box, 3 × 5 × 5 × … duplicates), or a branch parameter missing from its choice's points
+    from sweep.study.samplers import grid_points, make_sampler
+    from trainer.config import RunConfig
+
+    spec = parse_spec(optimizer_choice_spec(sampler={"name": "grid", "seed": 0, "options": {"points": 3}},
+                                            search={"optimizer.weight_decay": {"choices": [0.0, 0.1]}}))
+    space = spec.space()
+    job = prepare(spec, width=32, parametrization="mup", trials=100, storage=None, password_env=None)
+    points = grid_points(spec.sampler, space)
+    # adamw: 3 LRs × 3 half-lives, lion: 3 LRs × 3 β2's, muon: 3 LRs (ns_steps fixed); each × 2 weight decays
+    assert job.n_trials == len(points) == (9 + 9 + 3) * 2
+    assert len({tuple(sorted(p.items())) for p in points}) == len(points)
+    study = optuna.create_study(sampler=make_sampler(spec.sampler, space))
+    for params in points:
+        study.enqueue_trial(params)
+    boxes = {"adamw": (1e-3, 0.1), "lion": (1e-4, 1e-2), "muon": (1e-3, 0.1)}
+    for point in points:
+        trial = study.ask()
+        params = space.suggest(trial)
+        assert params == point
+        name = params["optimizer.name"]
+        assert {n for n in params if "[" in n} == {n for n in point if n.endswith(f"[{name}]")}
+        cfg = RunConfig.parse(trial_values(spec, space.values(params, tokens_per_step=64)))
+        assert cfg.optimizer.name == name and boxes[name][0] <= cfg.optimizer.lr <= boxes[name][1]
+        study.tell(trial, 1.0)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"optimizer.beta1": {"low": 0.8, "high": 0.95}},  # searched for every choice, but Lion does not read it
+     "search.optimizer.beta1: 0.8 is rejected by the RunConfig with optimizer.name lion (optimizer.beta1: lion "
+     "does not"),
+    ({"optimizer.name": {"choices": ["adamw", "lion"], "when": {"lion": {"optimizer.muon.momentum": 0.9}}}},
+     "search.optimizer.name.when.lion.optimizer.muon.momentum: 0.9 is rejected by the RunConfig (optimizer.muon: "
+     "settings of muon, but optimizer.name is lion"),
+    ({"optimizer.name": {"choices": ["adamw"], "when": {"lion": {"optimizer.lr": 0.001}}}},
+     "search.optimizer.name.when.lion: not one of the choices (adamw)"),
+    ({"optimizer.name": {"choices": ["adamw", "schedulefree_adamw"]}},
+     "search.optimizer.name: 'schedulefree_adamw' is rejected by the RunConfig (schedule.kind: cosine"),
+    ({"optimizer.name": {"choices": ["adamw", "lion"], "when": {"lion": {"optimizer.weight_decay": 0.5}}}},
+     "search.optimizer.name.when.lion.optimizer.weight_decay: also searched at the top level"),
+    ({"optimizer.name": {"choices": ["adamw", "lion"], "when": {"lion": {"optimizer.nope": 0.5}}}},
+     "search.optimizer.name.when.lion.optimizer.nope: not a RunConfig field"),
+])
+def test_a_conditional_space_that_could_sample_an_invalid_run_is_refused_in_one_line(change, message):
+    with pytest.raises(InputError) as err:
+        prepare(parse_spec(optimizer_choice_spec(change)), width=32, parametrization="mup", trials=None,
+                storage=None, password_env=None)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value), str(err.value)

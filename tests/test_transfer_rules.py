@@ -155,3 +155,22 @@ def test_depth_changes_under_the_proxys_completep_rule_and_the_model_applies_it(
     assert changed(result) == {"model.width": 128, "model.depth": 8}
     model = build_model("gpt", 128, 8, "mup", **result.config.model.options)
     assert all(block.branch_mult == pytest.approx(2 / 8) for block in model.blocks)
+
+
+@pytest.mark.parametrize("name", ["lion", "muon", "adam_atan2", "schedulefree_adamw"])
+def test_the_chosen_optimizer_and_its_section_travel_and_beta2_follows_only_where_it_is_adams(name):
+    # the classic bugs: the full run falling back to AdamW (the section dropped), or Lion's β's rewritten by
+    # the Adam half-life rule (Lion refuses optimizer.beta2 altogether)
+    section = {"lion": {"beta1": 0.95, "beta2": 0.98}, "muon": {"momentum": 0.9, "ns_steps": 4},
+               "schedulefree_adamw": {"warmup_steps": 10, "r": 0.0, "weight_lr_power": 2.0}}.get(name)
+    flat = {"lr": 1e-3, "weight_decay": 0.1} if name == "lion" else {"lr": 1e-3, "weight_decay": 0.1, "beta2": 0.95}
+    optimizer = {"name": name, **flat, **({name: section} if section else {})}
+    run = {"model": {"name": "gpt", "width": 64, "depth": 2}, "data": {"kind": "synthetic-tokens", "seq_len": SEQ},
+           "optimizer": optimizer, "schedule": {"kind": "constant"}, "batch_size": 16, "steps": 1000}
+    result = transfer_run(RunConfig.parse(run), Target(width=1024, batch_size=64), SEQ)
+    opt = result.config.optimizer
+    assert opt.name == name and result.config.model.width == 1024
+    if section:
+        assert getattr(opt, name).model_dump() == {**getattr(opt, name).model_dump(), **section}
+    assert ("optimizer.beta2" in changed(result)) == (name != "lion")
+    assert changed(result)["optimizer.weight_decay"] != 0.1  # the decay timescale rule applies to every optimizer

@@ -305,6 +305,9 @@ class Provenance(Strict):
     proxy: dict[str, Any] = {}  # the proxy's width, depth, batch, tokens, parametrization (a transferred run)
     verify: dict[str, Any] = {}  # the drift `sweep verify` measured, when it was run
     rules: list[dict[str, Any]] = []  # transfer rules applied: rule, field, before, after, formula
+    laws: list[dict[str, Any]] = []  # fitted laws applied: slope, interval, measured range, textbook values
+    prediction: dict[str, Any] = {}  # the predicted final loss: form, source, value, interval, fitted points
+    tuning: dict[str, Any] = {}  # the tuning compute (proxy, verify runs) and its share of the full run's
 
 
 class RunConfig(Strict):

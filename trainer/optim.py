@@ -73,6 +73,14 @@ def build_optimizer(model: nn.Module, *, name: str = "adamw", lr: float, weight_
     adjust = settings.adjust_lr_fn if name == "muon" else "match_rms_adamw"
     groups = param_groups(model, lr, weight_decay, optimizer=name, wd_mode=wd_mode, decay_embeddings=decay_embeddings,
                           eps=eps, adjust_lr_fn=adjust)
+    return optimizer_of(name, groups, lr=lr, betas=betas, eps=eps, momentum=momentum, settings=settings)
+
+
+def optimizer_of(name: str, groups: list[dict], *, lr: float, betas: tuple[float, float] = (0.9, 0.95),
+                 eps: float = 1e-8, momentum: float = 0.9, settings: BaseModel | None = None) -> torch.optim.Optimizer:
+    """The optimizer `name` over groups as `param_groups` makes them (under Muon, each group's `owner` says
+    which part takes it)."""
+    settings = settings if settings is not None else SETTINGS[name]() if name in SETTINGS else None
     if name == "adamw":
         return _adamw(groups, lr, betas, eps)
     if name == "sgd":
@@ -88,7 +96,8 @@ def build_optimizer(model: nn.Module, *, name: str = "adamw", lr: float, weight_
         return optimizer
     if name == "muon":
         muon = torch.optim.Muon([g for g in groups if g["owner"] == "muon"], lr=lr, momentum=settings.momentum,
-                                nesterov=settings.nesterov, ns_steps=settings.ns_steps, adjust_lr_fn=adjust)
+                                nesterov=settings.nesterov, ns_steps=settings.ns_steps,
+                                adjust_lr_fn=settings.adjust_lr_fn)
         return MuonWithAdamW(muon, _adamw([g for g in groups if g["owner"] == "adamw"], lr, betas, eps))
     raise ValueError(f"optimizer.name: {name!r} is not one of adamw, sgd, muon, lion, schedulefree_adamw, adam_atan2")
 

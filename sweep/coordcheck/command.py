@@ -20,7 +20,9 @@ from sweep.paths import results_root
 from trainer.atomic import atomic_path
 from trainer.optim import build_optimizer
 
-DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1}
+# The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (calibration in the README).
+DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1, "muon": 2 ** -7, "lion": 2 ** -9, "schedulefree_adamw": 2 ** -6,
+              "adam_atan2": 2 ** -7}
 DEFAULT_STEPS = 8
 # Few tokens per step (4 × 32) let q and k align within the default 8 steps, so 1/√d attention shows.
 DEFAULT_BATCH = {"gpt": 4}

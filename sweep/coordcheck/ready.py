@@ -5,9 +5,11 @@ What μP needs (Tensor Programs V, Table 3; microsoft/mup's README):
   parameter knows which of its dimensions grow with width and by how much (m);
 - a readout that multiplies its output by 1/m (`mup.MuReadout`), never a plain `nn.Linear` whose
   fan-in grows with width while its fan-out stays fixed (`proxies.base_shapes.refuse_plain_readout`);
-- a width-aware optimizer: each parameter's LR is the base LR times its μP multiplier
-  (`proxies.parametrization`: Adam lr/m on hidden matrices, SGD per MuSGD), as
-  `trainer.optim.build_optimizer`, `mup.MuAdamW` or `mup.MuSGD` build it.
+- a width-aware optimizer: each parameter's LR is the base LR times its multiplier in the chosen optimizer's μP
+  table (`proxies.optimizers`: the Adam column lr/m on hidden matrices for AdamW, Lion, Adam-atan2 and
+  Schedule-Free AdamW, SGD per MuSGD, Muon's shape-factor correction), as `trainer.optim.build_optimizer`,
+  `mup.MuAdamW` or `mup.MuSGD` build it; under Muon, the matrices the table gives Muon are in Muon's groups
+  and the rest in AdamW's.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import torch
 from torch import nn
 
 from proxies.base_shapes import refuse_plain_readout
-from proxies.parametrization import param_rules
+from proxies.optimizers import optimizer_rules
 from sweep.errors import InputError
 
 
@@ -32,13 +34,21 @@ def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, 
         refuse_plain_readout(model)
     except ValueError as err:
         raise InputError(str(err)) from None
-    lr_of = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
-    rules = [(r, lr_of[id(p)]) for r, (_, p) in zip(param_rules(model), model.named_parameters(), strict=True)
-             if id(p) in lr_of]
-    mult = (lambda r: r.adam_lr_mult) if optimizer_name == "adamw" else (lambda r: r.sgd_lr_mult)
-    base = Counter(round(lr / mult(r), 12) for r, lr in rules).most_common(1)[0][0]
-    for rule, lr in rules:
-        if not math.isclose(lr, base * mult(rule), rel_tol=1e-6):
-            raise InputError(f"optimizer: {rule.name} ({rule.role}) has lr {lr:.3g}; μP needs {base * mult(rule):.3g} "
-                             f"(base lr × {mult(rule):.3g}, Tensor Programs V Table 3): build it with "
-                             "trainer.optim.build_optimizer, mup.MuAdamW or mup.MuSGD")
+    groups = {id(p): group for group in optimizer.param_groups for p in group["params"]}
+    adjust = next((g["adjust_lr_fn"] or "original" for g in optimizer.param_groups if "adjust_lr_fn" in g),
+                  "match_rms_adamw")  # torch.optim.Muon's groups say which update scale they use
+    table = optimizer_rules(model, optimizer_name, adjust_lr_fn=adjust)
+    rules = [(r, groups[id(p)]) for r, (_, p) in zip(table, model.named_parameters(), strict=True)
+             if id(p) in groups]
+    base = Counter(round(g["lr"] / r.lr_mult, 12) for r, g in rules).most_common(1)[0][0]
+    for rule, group in rules:
+        by_muon = "ns_steps" in group  # a torch.optim.Muon group
+        if optimizer_name == "muon" and (rule.owner == "muon") != by_muon:
+            raise InputError(f"optimizer: {rule.name} ({rule.role}) is updated by {'Muon' if by_muon else 'AdamW'}; "
+                             f"μP with Muon gives it to {'AdamW' if by_muon else 'Muon'} (proxies.optimizers): "
+                             "build it with trainer.optim.build_optimizer")
+        if not math.isclose(group["lr"], base * rule.lr_mult, rel_tol=1e-6):
+            raise InputError(f"optimizer: {rule.name} ({rule.role}) has lr {group['lr']:.3g}; μP needs "
+                             f"{base * rule.lr_mult:.3g} (base lr × {rule.lr_mult:.3g}, the {optimizer_name} table of "
+                             "proxies.optimizers): build it with trainer.optim.build_optimizer, mup.MuAdamW or "
+                             "mup.MuSGD")

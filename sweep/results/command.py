@@ -8,7 +8,7 @@ from rich.console import Console
 
 from sweep.errors import InputError
 from sweep.paths import results_root
-from sweep.results.table import rich_table, to_json, trials_frame
+from sweep.results.table import optimizer_ranking, rich_table, to_json, trials_frame
 from sweep.study.lookup import load_studies, locate
 
 
@@ -23,6 +23,9 @@ def run_results(spec_or_name: str, *, width: int | None, top: int, fmt: str, sto
         for study_name, frame in frames.items():
             title = f"{study_name}: top {min(top, len(frame))} of {len(frame)} trials"
             console.print(rich_table(frame.head(top), title))
+            ranking = optimizer_ranking(frame)
+            if not ranking.empty:
+                console.print(rich_table(ranking, f"{study_name}: optimizers by their best trial"))
     elif fmt == "csv":
         for i, (study_name, frame) in enumerate(frames.items()):
             frame.head(top).assign(study=study_name).to_csv(sys.stdout, index=False, header=i == 0)

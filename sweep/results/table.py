@@ -30,6 +30,19 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     return frame[[*COLUMNS, *params, "reason", "runs"]].reset_index(drop=True)
 
 
+def optimizer_ranking(frame: pd.DataFrame) -> pd.DataFrame:
+    """When the optimizer was searched: each optimizer ranked by its best completed trial (its value and number)
+    with how many of its trials completed; empty otherwise."""
+    column = "params.optimizer.name"
+    done = frame.dropna(subset=["value"]) if column in frame else frame.iloc[:0]
+    if done.empty:
+        return pd.DataFrame(columns=["rank", "optimizer", "best", "trial", "completed"])
+    best = done.sort_values(["value", "trial"], kind="stable").groupby(column, sort=False)
+    ranking = best.first().reset_index()[[column, "value", "trial"]].set_axis(["optimizer", "best", "trial"], axis=1)
+    ranking["completed"] = ranking["optimizer"].map(done[column].value_counts())
+    return ranking.assign(rank=range(1, len(ranking) + 1))[["rank", "optimizer", "best", "trial", "completed"]]
+
+
 def rich_table(frame: pd.DataFrame, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     shown = [c for c in frame.columns if c != "runs"]

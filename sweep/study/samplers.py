@@ -6,18 +6,30 @@ tpe (default): multivariate TPE (Falkner et al. 2018's joint density instead of 
 gp: Optuna's Gaussian-process sampler. cmaes: CMA-ES (floats and ints; categoricals fall back to
   random). random. qmc: scrambled Sobol points. grid: every combination of categorical choices,
   int ranges and stepped floats; an unstepped float range is cut into `options.points` (default 5)
-  points, evenly in log space for a log range. `seed` seeds each of them.
+  points, evenly in log space for a log range; a categorical with `when:` branches contributes each
+  choice with every point of its own branch (a branch parameter exists only under its choice, so the
+  grid is a union over choices, not a product with the other choices' ranges). `seed` seeds each of them.
 """
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 
 import numpy as np
 import optuna
 
 from sweep.errors import InputError
-from sweep.study.space import CategoricalParam, FloatParam, HalflifeParam, IntParam, Param, Space
+from sweep.study.space import (
+    CategoricalParam,
+    FixedParam,
+    FloatParam,
+    HalflifeParam,
+    IntParam,
+    Param,
+    Space,
+    branch_name,
+)
 from sweep.study.spec import SamplerSpec
 
 GRID_POINTS = 5
@@ -70,8 +82,33 @@ def grid_values(param: Param, points: int) -> list:
 
 
 def grid(spec: SamplerSpec, space: Space) -> dict[str, list]:
+    """{Optuna name: values} of every searched parameter, branches included (the search space Optuna's grid
+    sampler is given; the points a study visits are `grid_points`)."""
     points = spec.options.get("points", GRID_POINTS)
     return {name: grid_values(p, points) for name, p in space.searched().items()}
+
+
+def grid_axes(spec: SamplerSpec, space: Space) -> list[list[dict]]:
+    """The grid as axes of partial points: one per plain parameter ({name: value} per value), and one per
+    categorical with branches ({name: choice, branch name: value, …} per choice and point of its branch)."""
+    points = spec.options.get("points", GRID_POINTS)
+    conditional = space.conditional()
+    axes = []
+    for path, param in space.params.items():
+        if isinstance(param, FixedParam):
+            continue
+        name = param.optuna_name(path)
+        if path not in conditional:
+            axes.append([{name: value} for value in grid_values(param, points)])
+            continue
+        axis = []
+        for choice in param.choices:
+            branch = {branch_name(p.optuna_name(bpath), choice): p for bpath, p in param.branch(choice).items()
+                      if not isinstance(p, FixedParam)}
+            for values in itertools.product(*(grid_values(p, points) for p in branch.values())):
+                axis.append({name: choice, **dict(zip(branch, values, strict=True))})
+        axes.append(axis)
+    return axes
 
 
 def grid_points(spec: SamplerSpec, space: Space) -> list[dict]:
@@ -79,12 +116,11 @@ def grid_points(spec: SamplerSpec, space: Space) -> list[dict]:
     sampler draws an unvisited point per trial, and two workers drawing at once can draw the same."""
     if spec.name != "grid":
         return []
-    axes = grid(spec, space)
-    return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
+    return [{k: v for part in parts for k, v in part.items()} for parts in itertools.product(*grid_axes(spec, space))]
 
 
 def grid_size(spec: SamplerSpec, space: Space) -> int | None:
     """How many points a grid sampler visits (None for the other samplers): a grid study's trial count."""
     if spec.name != "grid":
         return None
-    return int(np.prod([len(values) for values in grid(spec, space).values()]))
+    return math.prod(len(axis) for axis in grid_axes(spec, space))

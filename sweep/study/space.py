@@ -9,6 +9,19 @@
       optimizer.eps: 1.0e-8                                       # fixed (or {value: 1.0e-8})
       optimizer.beta2: {type: halflife, unit: tokens, low: 2.0e4, high: 2.0e6}
 
+Conditional: a categorical's `when:` gives, per choice, parameters sampled only when that choice is drawn
+(Optuna's define-by-run: the choice is suggested first, then its branch), e.g. the optimizer and its own box:
+
+      optimizer.name:
+        choices: [adamw, lion, muon]
+        when:
+          adamw: {optimizer.lr: {low: 1.0e-3, high: 0.1, log: true}}
+          lion: {optimizer.lr: {low: 1.0e-4, high: 1.0e-2, log: true}, optimizer.lion.beta2: {low: 0.95, high: 0.995}}
+          muon: {optimizer.lr: {low: 1.0e-3, high: 0.1, log: true}, optimizer.muon.momentum: {low: 0.85, high: 0.98}}
+
+A branch parameter's Optuna name is `PATH[CHOICE]` (`optimizer.lr[lion]`), so each choice's range is its own
+distribution; its value goes to PATH. A branch holds plain parameters (no `when:` inside).
+
 Half-life (for a β of Adam or SGD momentum): an EMA with coefficient β gives a gradient h steps old
 the weight β^h, so its half-life is the h with β^h = 1/2, i.e. β = 2^(-1/h). Optuna samples h
 (log-uniform by default, where β's useful range lives: β2 = 0.9, 0.95, 0.99, 0.999 are h = 6.6,
@@ -109,6 +122,7 @@ class IntParam(Param):
 class CategoricalParam(Param):
     type: Literal["categorical"] = "categorical"
     choices: list[bool | int | float | str | None] = Field(min_length=1)
+    when: dict[str, dict[str, Any]] = {}  # choice → {RunConfig path: parameter}, sampled only with that choice
 
     @model_validator(mode="after")
     def _one_type(self) -> CategoricalParam:
@@ -120,6 +134,24 @@ class CategoricalParam(Param):
             mixed = ", ".join(sorted(kinds))
             raise ValueError(f"choices: mix {mixed}; give choices of one type (null allowed beside them)")
         return self
+
+    @model_validator(mode="after")
+    def _branches_of_choices(self) -> CategoricalParam:
+        for choice, branch in self.when.items():
+            if choice not in map(str, self.choices):
+                raise ValueError(f"when.{choice}: not one of the choices ({', '.join(map(str, self.choices))})")
+            for path, raw in branch.items():
+                if isinstance(raw, dict) and "when" in raw:
+                    raise ValueError(f"when.{choice}.{path}.when: a branch holds plain parameters, not another when")
+                try:
+                    parse_param(raw)
+                except ValueError as err:
+                    raise ValueError(f"when.{choice}.{path}.{err}") from None
+        return self
+
+    def branch(self, choice: Any) -> dict[str, Param]:
+        """{path: Param} sampled when `choice` is drawn."""
+        return {path: parse_param(raw) for path, raw in self.when.get(str(choice), {}).items()}
 
     def suggest(self, trial: optuna.Trial, name: str) -> Any:
         return trial.suggest_categorical(name, self.choices)
@@ -228,30 +260,63 @@ def get_path(tree: dict, path: str, default: Any = None) -> Any:
     return tree
 
 
+def value_of(p: Param, path: str, name: str, params: dict[str, Any], tokens_per_step: int) -> Any:
+    """The RunConfig value of one parameter: fixed, β from a sampled half-life, or the sampled value."""
+    if isinstance(p, FixedParam):
+        return p.value
+    if isinstance(p, HalflifeParam):
+        return p.beta(params[name], tokens_per_step)
+    return params[name]
+
+
+def branch_name(name: str, choice: Any) -> str:
+    """The Optuna name of a branch parameter: its own name, then the choice it belongs to."""
+    return f"{name}[{choice}]"
+
+
 class Space:
-    """The parsed `search:` section: {RunConfig path: Param}."""
+    """The parsed `search:` section: {RunConfig path: Param}, categoricals with their `when:` branches."""
 
     def __init__(self, params: dict[str, Param]):
         self.params = params
 
+    def conditional(self) -> dict[str, CategoricalParam]:
+        """The categoricals with branches, by path."""
+        return {path: p for path, p in self.params.items() if isinstance(p, CategoricalParam) and p.when}
+
     def searched(self) -> dict[str, Param]:
-        """{Optuna parameter name: Param} for every parameter that is sampled (not fixed)."""
-        return {p.optuna_name(path): p for path, p in self.params.items() if not isinstance(p, FixedParam)}
+        """{Optuna parameter name: Param} for every parameter that is sampled (not fixed), branches included."""
+        out = {p.optuna_name(path): p for path, p in self.params.items() if not isinstance(p, FixedParam)}
+        for cat in self.conditional().values():
+            for choice in cat.choices:
+                out |= {branch_name(p.optuna_name(bpath), choice): p for bpath, p in cat.branch(choice).items()
+                        if not isinstance(p, FixedParam)}
+        return out
 
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
-        """Sample every searched parameter; returns Optuna's params by their names."""
-        return {name: p.suggest(trial, name) for name, p in self.searched().items()}
-
-    def values(self, params: dict[str, Any], tokens_per_step: int) -> dict[str, Any]:
-        """Sampled Optuna params (plus the fixed ones) → {RunConfig path: value}."""
+        """Sample every searched parameter, and the branch of each drawn choice; Optuna's params by their names."""
         out = {}
         for path, p in self.params.items():
             if isinstance(p, FixedParam):
-                out[path] = p.value
-            elif isinstance(p, HalflifeParam):
-                out[path] = p.beta(params[p.optuna_name(path)], tokens_per_step)
-            else:
-                out[path] = params[p.optuna_name(path)]
+                continue
+            name = p.optuna_name(path)
+            out[name] = p.suggest(trial, name)
+            if isinstance(p, CategoricalParam):
+                for bpath, bp in p.branch(out[name]).items():
+                    if not isinstance(bp, FixedParam):
+                        bname = branch_name(bp.optuna_name(bpath), out[name])
+                        out[bname] = bp.suggest(trial, bname)
+        return out
+
+    def values(self, params: dict[str, Any], tokens_per_step: int) -> dict[str, Any]:
+        """Sampled Optuna params (plus the fixed ones) → {RunConfig path: value}, the drawn branches' included."""
+        out = {}
+        for path, p in self.params.items():
+            out[path] = value_of(p, path, p.optuna_name(path), params, tokens_per_step)
+            if isinstance(p, CategoricalParam):
+                for bpath, bp in p.branch(out[path]).items():
+                    out[bpath] = value_of(bp, bpath, branch_name(bp.optuna_name(bpath), out[path]), params,
+                                          tokens_per_step)
         return out
 
     def parse_assignments(self, text: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import types
 import typing
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +31,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sweep.errors import InputError
-from sweep.study.space import HALFLIFE_FIELDS, CategoricalParam, FixedParam, HalflifeParam, Space, parse_param, set_path
+from sweep.study.space import (
+    HALFLIFE_FIELDS,
+    CategoricalParam,
+    FixedParam,
+    HalflifeParam,
+    Param,
+    Space,
+    parse_param,
+    set_path,
+)
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
 from trainer.config import ConfigError, Name, RunConfig, one_line
@@ -147,9 +157,20 @@ def parse_spec(raw: dict) -> StudySpec:
             param = parse_param(raw_param)
         except ValueError as err:
             raise InputError(f"search.{path}.{err}") from None
-        if isinstance(param, HalflifeParam) and path not in HALFLIFE_FIELDS:
-            raise InputError(f"search.{path}: type halflife applies to {', '.join(HALFLIFE_FIELDS)} only")
+        check_halflife(path, param, f"search.{path}")
+        for choice in getattr(param, "when", {}):
+            for bpath, bparam in param.branch(choice).items():
+                where = f"search.{path}.when.{choice}.{bpath}"
+                if bpath in spec.search or bpath == path:
+                    raise InputError(f"{where}: also searched at the top level; give it in one place")
+                check_search_path(bpath, where)
+                check_halflife(bpath, bparam, where)
     return spec
+
+
+def check_halflife(path: str, param: Param, where: str) -> None:
+    if isinstance(param, HalflifeParam) and path not in HALFLIFE_FIELDS:
+        raise InputError(f"{where}: type halflife applies to {', '.join(HALFLIFE_FIELDS)} only")
 
 
 def with_flags(section: BaseModel, flags: dict[str, Any]) -> BaseModel:
@@ -164,31 +185,35 @@ def with_flags(section: BaseModel, flags: dict[str, Any]) -> BaseModel:
     return section.model_copy(update={name: getattr(checked, name) for name in given})
 
 
-def check_search_path(path: str) -> None:
-    """A search key must name a RunConfig field (any key below a free-form `options` dict)."""
+def check_search_path(path: str, where: str | None = None) -> None:
+    """A search key must name a RunConfig field (any key below a free-form `options` dict); `where`: the key as
+    the spec has it (a branch's path sits below its categorical's `when`)."""
+    where = where or f"search.{path}"
     for fixed in NOT_SEARCHABLE:
         if path == fixed or path.startswith(fixed + "."):
-            raise InputError(f"search.{path}: set by the sweep, not searchable ({', '.join(NOT_SEARCHABLE)})")
+            raise InputError(f"{where}: set by the sweep, not searchable ({', '.join(NOT_SEARCHABLE)})")
     owner: type[BaseModel] = RunConfig
     parts = path.split(".")
     for i, part in enumerate(parts):
         fields = owner.model_fields
         if part not in fields:
-            where = ".".join(parts[:i]) or "the top level"
-            raise InputError(f"search.{path}: not a RunConfig field (at {where}: {', '.join(fields)})")
+            at = ".".join(parts[:i]) or "the top level"
+            raise InputError(f"{where}: not a RunConfig field (at {at}: {', '.join(fields)})")
         annotation = fields[part].annotation
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # an optional section (optimizer.lion)
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
         last = i == len(parts) - 1
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             if last:
-                raise InputError(f"search.{path}: a section, not a value; "
+                raise InputError(f"{where}: a section, not a value; "
                                  f"name a field under it ({', '.join(annotation.model_fields)})")
             owner = annotation
         elif typing.get_origin(annotation) is dict:
             if last:
-                raise InputError(f"search.{path}: name a key under it, e.g. {path}.output_mult")
+                raise InputError(f"{where}: name a key under it, e.g. {path}.output_mult")
             return  # free-form options; the model or data builder checks the key at pre-flight
         elif not last:
-            raise InputError(f"search.{path}: {'.'.join(parts[:i + 1])} is a value, not a section")
+            raise InputError(f"{where}: {'.'.join(parts[:i + 1])} is a value, not a section")
 
 
 def model_name(run: dict) -> str:
@@ -218,17 +243,52 @@ def check_builder_named(name: str, spec: StudySpec | None, where: str) -> None:
 
 def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -> None:
     """Every checked point of every searched range (`Param.points`: the extremes, every point of a small int
-    range) must make a valid RunConfig (ConfigError → InputError)."""
+    range) must make a valid RunConfig (ConfigError → InputError). A choice with a branch is checked with its
+    branch set (at its first points), and every other parameter and the branch's own at their points under that
+    choice: only valid combinations can be sampled."""
     try:
         check_installed(RunConfig.parse(base))
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
-    for path, param in spec.space().params.items():
-        values = param.points()
-        if isinstance(param, HalflifeParam):
-            values = [param.beta(v, tokens_per_step or 1) for v in values]
-        for value in values:
+    space = spec.space()
+    plain = {path: p for path, p in space.params.items() if path not in space.conditional()}
+    check_points(plain, base, "search", tokens_per_step)
+    for path, cat in space.conditional().items():
+        for choice in cat.choices:
+            chosen = check_branch(path, choice, cat.branch(choice), base, tokens_per_step)
+            check_points({path: FixedParam(value=choice)}, chosen, "search", tokens_per_step)
+            check_points(plain, chosen, "search", tokens_per_step, f" with {path} {choice}")
+
+
+def check_branch(path: str, choice: Any, branch: dict[str, Param], base: dict, tokens_per_step: int | None) -> dict:
+    """Each branch parameter at its points with the choice and the branch's other parameters set (at their
+    first points); returns the base with all of them set."""
+    firsts = {bpath: points(bparam, tokens_per_step)[0] for bpath, bparam in branch.items()}
+
+    def with_values(values: dict[str, Any]) -> dict:
+        run = set_path(base, path, choice)
+        for bpath, value in values.items():
+            run = set_path(run, bpath, value)
+        return run
+
+    for bpath, bparam in branch.items():
+        others = with_values({p: v for p, v in firsts.items() if p != bpath})
+        check_points({bpath: bparam}, others, f"search.{path}.when.{choice}", tokens_per_step)
+    return with_values(firsts)
+
+
+def points(param: Param, tokens_per_step: int | None) -> list[Any]:
+    """The RunConfig values checked for one parameter (`Param.points`, a half-life's mapped to β)."""
+    if isinstance(param, HalflifeParam):
+        return [param.beta(v, tokens_per_step or 1) for v in param.points()]
+    return param.points()
+
+
+def check_points(params: dict[str, Param], base: dict, where: str, tokens_per_step: int | None,
+                 context: str = "") -> None:
+    for path, param in params.items():
+        for value in points(param, tokens_per_step):
             try:
                 RunConfig.parse(set_path(base, path, value))
             except ConfigError as err:
-                raise InputError(f"search.{path}: {value!r} is rejected by the RunConfig ({err})") from None
+                raise InputError(f"{where}.{path}: {value!r} is rejected by the RunConfig{context} ({err})") from None

@@ -61,7 +61,7 @@ def finished_run(folder: Path, name: str, *launch, steps: int = STEPS,
     final weights."""
     path = write_run(folder, name, steps, optimizer)
     command = ["launch", path, *launch] if launch else ["train", path]
-    done = run_sweep(folder, *command, timeout=300)
+    done = run_sweep(folder, *command, timeout=900)
     assert done.returncode == 0, done.stderr
     return outcome(RunConfig.load(path))
 
@@ -163,7 +163,7 @@ def kill_and_resume(tmp_path: Path, path: Path, command: str, moment: str, seed:
     assert writing is None or writing.exists(), "the kill came after the write"
     rows = checkpointed_rows(cfg)
 
-    resumed = run_sweep(tmp_path, *run, path, *resume, timeout=300)
+    resumed = run_sweep(tmp_path, *run, path, *resume, timeout=900)
     assert resumed.returncode == 0, resumed.stderr
     assert_same_run(cfg, want)
     assert kept(rows, read_curves(cfg.curves_root(), run=cfg.run_id()))  # went on from the checkpoint, not over
@@ -186,7 +186,7 @@ def test_kill_9_of_a_two_process_local_launch_stops_its_workers_and_launching_ag
             os.kill(pid, signal.SIGKILL)
     rows = checkpointed_rows(cfg)
 
-    again = run_sweep(tmp_path, "launch", path, "--nproc", "2", timeout=300)
+    again = run_sweep(tmp_path, "launch", path, "--nproc", "2", timeout=900)
     assert again.returncode == 0, again.stderr
     assert_same_run(cfg, reference_two)
     assert kept(rows, read_curves(cfg.curves_root(), run=cfg.run_id()))

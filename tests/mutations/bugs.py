@@ -4,8 +4,8 @@ benchmark (`benchmarks/coord_check_calibration.py`).
 
 A bug is a `Bug(name, rule, model, options, mutate_model, mutate_groups)`: the model is built with
 `options` (in μP unless `parametrization` says otherwise), then `mutate_model(model)` edits it in place;
-`mutate_groups(groups, model)` edits the μP optimizer groups of `trainer.optim.param_groups` before the
-optimizer is made.
+`mutate_groups(groups, model)` edits the μP groups of `optimizer` (`trainer.optim.param_groups`, the optimizer's
+table in `proxies.optimizers`) before the optimizer is made.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from torch import nn
 from proxies.gpt import CausalSelfAttention
 from proxies.llama import GroupedQueryAttention
 from proxies.registry import build_model
-from trainer.optim import param_groups
+from trainer.optim import optimizer_of, param_groups
 
 
 def keep(_model: nn.Module) -> None:
@@ -40,6 +40,8 @@ class Bug:
     mutate_model: Callable[[nn.Module], None] = keep
     mutate_groups: Callable[[list[dict], nn.Module], list[dict]] = keep_groups
     parametrization: str = "mup"
+    optimizer: str = "adamw"
+    widths: tuple[int, ...] | None = None  # None: 1×, 2×, 4× the base width (Muon on CPU: narrower, see README)
 
 
 def readout_times(power: float) -> Callable[[nn.Module], None]:
@@ -74,6 +76,11 @@ def flat_lr(groups: list[dict], _model: nn.Module) -> list[dict]:
     return [{**g, "lr": base, "lr_mult": 1.0} for g in groups]
 
 
+def muon_without_shape_correction(groups: list[dict], _model: nn.Module) -> list[dict]:
+    """Muon's matrices at the base LR: torch's 0.2·√max(A, B) left to grow the update √m per doubling."""
+    return [{**g, "lr": g["lr"] / g["lr_mult"], "lr_mult": 1.0} if g["owner"] == "muon" else g for g in groups]
+
+
 def vector_lr_like_hidden(groups: list[dict], model: nn.Module) -> list[dict]:
     """Input-like and vector-like parameters (one or no infinite dim) given the hidden 1/m LR."""
     m = model_width_mult(model)
@@ -100,6 +107,15 @@ BUGS = [
         mutate_groups=vector_lr_like_hidden),
     Bug("hidden init not 1/√fan_in", "Table 3: hidden weights' init variance 1/fan_in", "gpt",
         mutate_model=unscaled_hidden_init),
+    Bug("Muon without its shape factor", "spectral condition: ‖ΔW‖ = Θ(√(fan_out/fan_in)) needs lr/√m with "
+        "match_rms_adamw", "gpt", mutate_groups=muon_without_shape_correction, optimizer="muon",
+        widths=(32, 64, 128)),
+    Bug("Lion hidden LR not /m", "Table 3 (Adam column, sign update): hidden weights' LR 1/fan_in", "gpt",
+        mutate_groups=flat_lr, optimizer="lion"),
+    Bug("Adam-atan2 hidden LR not /m", "Table 3 (Adam column, bounded update): hidden weights' LR 1/fan_in", "gpt",
+        mutate_groups=flat_lr, optimizer="adam_atan2"),
+    Bug("Schedule-Free hidden LR not /m", "Table 3 (Adam column, averaged iterates): hidden weights' LR 1/fan_in",
+        "gpt", mutate_groups=flat_lr, optimizer="schedulefree_adamw"),
 ]
 
 
@@ -112,6 +128,8 @@ def make_model(bug: Bug, depth: int = 2, **data_options) -> Callable[[int], nn.M
 
 
 def make_optimizer(bug: Bug) -> Callable[[nn.Module, float], torch.optim.Optimizer]:
+    """The bug's optimizer over its μP groups after `mutate_groups` (betas 0.9, 0.95; other settings default)."""
     def make(model: nn.Module, lr: float) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(bug.mutate_groups(param_groups(model, lr, 0.0), model), lr=lr, betas=(0.9, 0.95))
+        groups = param_groups(model, lr, 0.0, optimizer=bug.optimizer)
+        return optimizer_of(bug.optimizer, bug.mutate_groups(groups, model), lr=lr)
     return make
