@@ -83,7 +83,9 @@ EVERYTHING = {  # every field of every section away from its default
                    "verify": {"drift_mup": 0.25},
                    "rules": [{"name": "lr", "field": "optimizer.lr", "before": 1e-8, "after": 3e-4,
                               "formula": "lr * (base / width)"},
-                             {"name": "batch", "field": "batch_size", "before": 8, "after": 24, "formula": None}]},
+                             {"name": "batch", "field": "batch_size", "before": 8, "after": 24, "formula": None}],
+                   "laws": [{"param": "optimizer.lr", "axis": "batch_size", "slope": 0.5}],
+                   "prediction": {"loss": 2.5, "low": 2.4, "high": 2.6}, "tuning": {"share": 0.07}},
 }
 
 
