@@ -301,6 +301,8 @@ def transfer_cmd(
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
     out: Path | None = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
+    device_memory: float | None = typer.Option(None, min=0.001, help="GiB of one device of the full run: above half "
+                                               "of it, the training state is sharded (FSDP2) [default: this GPU]"),
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.rules import Target
@@ -310,7 +312,7 @@ def transfer_cmd(
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
                     depth_rule=depth_rule, extrapolate=extrapolate)
     run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
-                 password_env=storage_password_env, out=out, console=console)
+                 password_env=storage_password_env, out=out, console=console, device_memory_gb=device_memory)
 
 
 @app.command("launch",

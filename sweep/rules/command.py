@@ -20,6 +20,7 @@ from sweep.errors import InputError
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
 from sweep.rules.ladder import measured_laws, predicted_loss, tuning_compute
+from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
@@ -32,7 +33,8 @@ LIMITS = ("Tensor Programs V proves transfer across width only: regularization a
 
 
 def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: int | None, storage: str | None,
-                 password_env: str | None, out: Path | None, console: Console) -> Path:
+                 password_env: str | None, out: Path | None, console: Console,
+                 device_memory_gb: float | None = None) -> Path:
     target.check()
     name, url = locate(str(spec_path), storage=storage, password_env=password_env)
     study, chosen = pick_trial(name, url, width=proxy_width, parametrization="mup", trial=trial)
@@ -48,6 +50,9 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     result = transfer_run(proxy, target, tokens_per_example, b_noise, measured_laws(root, name))
 
     changes = list(result.changes)
+    sharding, memory_line = sharding_change(result.config, source.model_options(), device_memory(device_memory_gb))
+    if sharding is not None:
+        changes.append(sharding)
     checkpoint = result.config.checkpoint
     if checkpoint.every == 0:
         every = result.config.eval.every
@@ -68,7 +73,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
                "tokens": proxy.total_steps(tokens_per_example) * proxy.batch_size * tokens_per_example},
         verify=verify_record(verify), rules=[c.record() for c in changes], laws=result.laws, prediction=prediction,
         tuning=tuning)
-    full = RunConfig.parse({**result.config.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
+    sized = with_sharding(result.config) if sharding is not None else result.config
+    full = RunConfig.parse({**sized.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
                             "output": {**proxy.output.model_dump(), "root": root, "study": name, "kind": "full",
                                        "run": None},
                             "provenance": provenance.model_dump(mode="json")})
@@ -77,6 +83,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
         tmp.write_text(full.to_yaml())
     console.print(f"from trial {chosen.number} of {study.study_name} (objective {chosen.value:.4f})")
     console.print(changes_table(changes))
+    console.print(f"memory: {memory_line}")
     explain(full.provenance, verify, result.warnings, spec_path, console)
     console.print(f"wrote {path}; train it with: sweep train {path}")
     return path
