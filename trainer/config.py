@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from trainer import yaml_io
+from trainer.secret_text import holds_secret
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 
@@ -246,10 +247,6 @@ the process group gives up (NCCL's own default, 10 min, is shorter than a large 
     timeout_s: float = Field(PG_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
 
 
-# a password or token inside a URL: the user info `scheme://user:secret@`, or a query key naming one
-URL_SECRET = re.compile(r"://[^/?#@]*:[^/?#@]*@|[?&;](?:pass\w*|pwd|secret\w*|token\w*|\w*key)=", re.IGNORECASE)
-
-
 class MlflowConfig(Strict):
     """An MLflow tracking server (or a local `file:`/`sqlite:` store). Credentials come only from MLflow's own
     environment variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_TOKEN)."""
@@ -260,7 +257,7 @@ class MlflowConfig(Strict):
     @field_validator("tracking_uri")
     @classmethod
     def _no_secret(cls, value: str) -> str:
-        if URL_SECRET.search(value):  # the message never shows the URI
+        if holds_secret(value):  # the message never shows the URI
             raise ValueError("holds a password or token, which a config would write to disk; give the URI without "
                              "it and set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) "
                              "in the environment")
