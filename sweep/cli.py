@@ -242,16 +242,19 @@ def compare_cmd(
     run_compare(refs, x=x.value, metric=metric.value, study=study, out=out, console=console)
 
 
-@app.command("verify", short_help="Show the optimum does not move with width: drift per parametrization, Figure 1")
+@app.command("verify", short_help="Measure how the optimum moves with width, batch, tokens or depth: drift, law, "
+                                  "Figure 1")
 @with_backend_flags
 def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
-    widths: str = typer.Option("32,64,128,256", help="comma-separated widths"),
+    widths: str = typer.Option("32,64,128,256", help="comma-separated widths (the default axis)"),
+    across: str | None = typer.Option(None, help="AXIS=v1,v2,…: width, batch_size (tokens held), tokens or steps "
+                                      "(batch held), depth, or a RunConfig path [default: width=--widths]"),
     param: str = typer.Option("optimizer.lr", help="the setting on the grid (a RunConfig path with positive values)"),
     values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
     span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
-    parametrizations: str = typer.Option("mup,sp", help="mup, sp or both"),
+    parametrizations: str | None = typer.Option(None, help="mup, sp or both [default: both across width, else mup]"),
     seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
@@ -264,12 +267,13 @@ def verify_cmd(
     storage_password_env: StoragePasswordEnv = None,
     backend_flags: dict = None,
 ):
-    """A grid of the setting × width per parametrization (resumable studies): each width's optimum as a fitted
-    vertex with its seed spread, the drift, LR sensitivity; Figure-1 PNG and Parquet; exit 1 if μP drifts."""
+    """A grid of the setting × an axis per parametrization (resumable studies): each value's optimum as a fitted
+    vertex with its seed spread and residual, the drift, the law (slope with a bootstrap interval), LR sensitivity;
+    Figure-1 PNG, Parquet, summary.json; exit 1 if μP drifts with width."""
     from sweep.verify.command import run_verify
     from sweep.verify.request import VerifyRequest
 
-    request = VerifyRequest(spec, widths=widths, param=param, values=values, span=span,
+    request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, max_drift=max_drift, backend=backend.value, workers=workers,
                             storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
@@ -284,7 +288,13 @@ def transfer_cmd(
     batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
     tokens: int | None = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
     steps: int | None = typer.Option(None, help="the full run's steps (instead of --tokens)"),
-    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt or noise"),
+    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt, noise, or fitted "
+                                   "(the law `sweep verify --across batch_size=…` measured)"),
+    horizon_rule: str = typer.Option("none", help="how the LR follows the token budget: none (kept) or fitted "
+                                     "(the law `sweep verify --across tokens=…` measured)"),
+    depth_rule: str = typer.Option("model", help="depth: the model's own rule (depth_alpha) or fitted "
+                                   "(the law `sweep verify --across depth=…` measured)"),
+    extrapolate: bool = typer.Option(False, help="apply a fitted law past 2× its measured range (flagged)"),
     warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
                                                      "fraction|tokens"),
     beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
@@ -296,15 +306,18 @@ def transfer_cmd(
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
     out: Path | None = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
+    device_memory: float | None = typer.Option(None, min=0.001, help="GiB of one device of the full run: above half "
+                                               "of it, the training state is sharded (FSDP2) [default: this GPU]"),
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.rules import Target
     from sweep.rules.command import run_transfer
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
-                    warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule)
+                    warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
+                    depth_rule=depth_rule, extrapolate=extrapolate)
     run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
-                 password_env=storage_password_env, out=out, console=console)
+                 password_env=storage_password_env, out=out, console=console, device_memory_gb=device_memory)
 
 
 @app.command("launch",

@@ -1,8 +1,11 @@
 """`sweep demo`: the whole path on the built-in corpus, on a laptop CPU in about ten minutes.
 
 coordinate check → a proxy sweep (the packaged example `demo`, width 32) → verify over widths 32, 64, 128
-(μP beside SP) → transfer to width 256 at twice the batch (square-root rule) → `sweep launch` of that
-config on the local backend → the HTML report. Every step is the command of its own name, run in this process; each
+(μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300,
+600 steps (batch held), 5 LRs each → transfer to width 256 at twice the batch and twice the tokens with the
+fitted laws, and the loss predicted from the ladder → `sweep launch` of that config on the local backend → the
+HTML report. It prints two checks of the full run: does it end below every proxy's loss, inside its predicted
+interval? Every step is the command of its own name, run in this process; each
 resumes, so a second `sweep demo` only re-reads what the first one wrote.
 """
 from __future__ import annotations
@@ -33,7 +36,8 @@ from trainer.config import RunConfig
 
 PROXY_WIDTH = 32
 VERIFY_WIDTHS = "32,64,128"
-TARGET = Target(width=256, batch_size=32, batch_rule="sqrt")
+LADDER = ("batch_size=16,32", "steps=150,300,600")
+TARGET = Target(width=256, batch_size=32, tokens=2 * 300 * 16 * 64, batch_rule="fitted", horizon="fitted")
 
 
 def run_demo(workers: int, console: Console) -> int:
@@ -44,7 +48,7 @@ def run_demo(workers: int, console: Console) -> int:
 def _run_demo(spec: Path, workers: int, console: Console) -> int:
     root = results_root()
     name = load_spec(spec).name
-    steps = ["coordinate check", "proxy sweep", "verify", "transfer", "full run", "report"]
+    steps = ["coordinate check", "proxy sweep", "verify", "ladder", "transfer", "full run", "report"]
 
     def header(i: int) -> None:
         console.print(Rule(f"step {i + 1}/{len(steps)}: {steps[i]}"))
@@ -67,23 +71,58 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     if verify_code not in (0, 1):
         return verify_code
     header(3)
+    best = load_best(spec)  # the grid: the best LR × 2^-2 … 2^2
+    for across in LADDER:
+        code = run_verify(VerifyRequest(spec, across=across, span=f"{best / 4},{best * 4},5", seeds=1,
+                                        workers=workers), console)
+        if code:
+            return code
+    header(4)
     config = run_transfer(spec, TARGET, trial="best", proxy_width=None, storage=None, password_env=None, out=None,
                           console=console)
-    header(4)
+    header(5)
     launched = run_launch(config, LaunchRequest(backend="local"), console)
     result = read_result(RunConfig.load(config).run_dir()) or {"status": "unfinished", "step": 0, "val_loss": None}
-    header(5)
+    header(6)
     report = run_report(str(spec), storage=None, password_env=None, out=None, console=console)
-
-    console.print(Rule("demo: what it found"))
-    drift = read_summary(root, name)["parametrizations"]
-    console.print(f"coordinate check: {'PASS' if coord_passed else 'FAIL'} (the zoo's gpt behaves as μP predicts)")
-    for p, v in drift.items():
-        verdict = "" if v["passed"] is None else " — pass" if v["passed"] else " — FAIL"
-        console.print(f"verify {p}: the optimal LR moved {v['drift']:.2f} octaves over widths {VERIFY_WIDTHS}{verdict}")
-    console.print(f"transferred to width {TARGET.width}, batch {TARGET.batch_size} ({TARGET.batch_rule} rule): "
-                  f"{config}")
-    val = f"{result['val_loss']:.4f}" if result["val_loss"] is not None else "-"
-    console.print(f"full run: {result['status']} at step {result['step']}, val loss {val} (`sweep status` lists it)")
+    conclude(root, name, coord_passed, RunConfig.load(config), result, console)
     console.print(f"report: {report}")
     return 0 if coord_passed and verify_code == 0 and launched == 0 else 1
+
+
+def load_best(spec: Path) -> float:
+    """The LR of the proxy sweep's best trial."""
+    from sweep.study.lookup import locate, pick_trial
+
+    name, url = locate(str(spec), storage=None, password_env=None)
+    _, best = pick_trial(name, url, width=PROXY_WIDTH, parametrization="mup")
+    return float(best.user_attrs.get("values", best.params)["optimizer.lr"])
+
+
+def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result: dict, console: Console) -> None:
+    """Print what the demo found, last whether the full run ended below every proxy's loss and inside its
+    prediction (printed, not the exit code: one seed per ladder point leaves the interval itself noisy)."""
+    console.print(Rule("demo: what it found"))
+    console.print(f"coordinate check: {'PASS' if coord_passed else 'FAIL'} (the zoo's gpt behaves as μP predicts)")
+    for p, v in read_summary(root, name)["parametrizations"].items():
+        verdict = "" if v["passed"] is None else " — pass" if v["passed"] else " — FAIL"
+        console.print(f"verify {p}: the optimal LR moved {v['drift']:.2f} octaves over widths {VERIFY_WIDTHS}{verdict}")
+    proxies = []
+    for axis in ("width", "batch_size", "steps"):
+        summary = read_summary(root, name, axis=axis)
+        law = summary["laws"].get("mup")
+        if law:
+            console.print(f"law across {axis}: LR* ∝ {axis}^{law['slope']:.2f} [{law['low']:.2f}, {law['high']:.2f}]")
+        proxies += [row["loss"] for row in summary["optima"] if row["parametrization"] == "mup" and row["loss"]]
+    for law in full.provenance.laws:
+        console.print(f"fitted {law['param']} × ({law['axis']} ×{law['ratio']:g}): {law['before']:.4g} → "
+                      f"{law['after']:.4g}; textbook " + ", ".join(f"{k} {v:.4g}" for k, v in law["textbook"].items()))
+    val, p = result["val_loss"], full.provenance.prediction
+    below = val is not None and val < min(proxies)
+    inside = val is not None and bool(p) and p["low"] <= val <= p["high"]
+    if p:
+        console.print(f"predicted val loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({p['form']})")
+    shown = f"{val:.4f}" if val is not None else "-"
+    console.print(f"full run (width {full.model.width}, batch {full.batch_size}): {result['status']} at step "
+                  f"{result['step']}, val loss {shown} — below every proxy's ({min(proxies):.4f}): "
+                  f"{'yes' if below else 'NO'}; inside the prediction: {'yes' if inside else 'NO'}")

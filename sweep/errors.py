@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import signal
 import sys
 import threading
@@ -20,16 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from trainer.atomic import os_error_behind
-
-# a password-bearing piece of text: `password=…` (and passwd, passfile, sslpassword, secret, token, pwd) or the
-# user info of a URL (`scheme://user:secret@`)
-EMBEDDED_SECRET = re.compile(r"(?:pass\w*|pwd|secret\w*|token\w*)\s*=|://[^/?#]*:[^/?#]*@", re.IGNORECASE)
+from trainer.secret_text import holds_secret
 
 
 def mask_secrets(text: str) -> str:
     """`text` with every whitespace-separated word that may hold a password shown as `***`: for messages that
     echo what a user typed (click's usage errors)."""
-    return " ".join("***" if EMBEDDED_SECRET.search(word) else word for word in text.split())
+    return " ".join("***" if holds_secret(word) else word for word in text.split())
 
 
 class InputError(ValueError):

@@ -194,3 +194,30 @@ def test_rules_flag_exactly_what_they_say(tmp_path):
     assert all(z.check(s, loss) is None for s, loss in enumerate([1.0, 2.0, 3.0, 2.0]))
     assert z.check(5, 3.5).threshold == pytest.approx(2 + 2 * 0.5 ** 0.5)  # mean 2, population std √½
     assert z.check(6, 3.4) is None
+
+
+def test_a_step_due_for_both_checkpoints_serialises_the_state_once(tmp_path):
+    """Classic bug: at a step where the regular and the ring checkpoint are both due, the same state is serialised
+    twice (twice the write time and I/O of a large model). The ring's is a hard link to the regular one."""
+    cfg = RunConfig.parse(config(tmp_path, {**REWIND, "ring_every": 2}, hot_step=None,
+                                 checkpoint={"every": 4, "keep": 10}))
+    assert train(cfg).status == "completed"
+    regular, ring = cfg.run_dir() / "checkpoints", cfg.run_dir() / "guard-ring"
+    assert [p.name for p in list_checkpoints(ring)] == ["step-000000010.pt", "step-000000012.pt", "step-000000014.pt"]
+    inode = {p.name: p.stat().st_ino for p in list_checkpoints(regular)}
+    assert {p.name: p.stat().st_ino == inode.get(p.name) for p in list_checkpoints(ring)} == \
+        {"step-000000010.pt": False, "step-000000012.pt": True, "step-000000014.pt": False}
+
+
+def test_a_sharded_checkpoint_folder_is_linked_file_by_file(tmp_path):
+    from trainer.checkpoint import link_checkpoint
+
+    source = tmp_path / "checkpoints" / "step-000000004"
+    (source / "sub").mkdir(parents=True)
+    for name in ("__0_0.distcp", "sub/.metadata"):
+        (source / name).write_bytes(name.encode())
+    target = link_checkpoint(source, tmp_path / "ring", keep=2)
+    assert target == tmp_path / "ring" / "step-000000004"
+    assert not (tmp_path / "ring" / ".step-000000004.partial").exists()
+    for name in ("__0_0.distcp", "sub/.metadata"):
+        assert (target / name).stat().st_ino == (source / name).stat().st_ino

@@ -73,9 +73,11 @@ EVERYTHING = {  # every field of every section away from its default
     "z_loss": 1e-4,
     "guard": {"enabled": False, "action": "skip", "rule": "zscore", "factor": 2.0, "zscore": 4.0, "window": 50,
               "rewind_steps": 200, "ring_every": 100, "ring_size": 3, "max_rewinds": 2},
-    "parallel": {"kind": "fsdp", "reshard_after_forward": False},
+    "parallel": {"kind": "fsdp", "reshard_after_forward": False, "timeout_s": 7200.0},
     "activation_checkpointing": True,
     "signals": {"every": 10},
+    "logging": {"tensorboard": "/tmp/tb", "mlflow": {"tracking_uri": "http://127.0.0.1:5000", "experiment": "e"},
+                "wandb": {"mode": "online", "project": "p", "dir": "/tmp/wandb"}},
     "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2},
     "checkpoint": {"every": 100, "keep": 3},
     "output": {"root": "/tmp/studies", "study": "s1", "kind": "full", "run": "r-1"},
@@ -84,7 +86,9 @@ EVERYTHING = {  # every field of every section away from its default
                    "verify": {"drift_mup": 0.25},
                    "rules": [{"name": "lr", "field": "optimizer.lr", "before": 1e-8, "after": 3e-4,
                               "formula": "lr * (base / width)"},
-                             {"name": "batch", "field": "batch_size", "before": 8, "after": 24, "formula": None}]},
+                             {"name": "batch", "field": "batch_size", "before": 8, "after": 24, "formula": None}],
+                   "laws": [{"param": "optimizer.lr", "axis": "batch_size", "slope": 0.5}],
+                   "prediction": {"loss": 2.5, "low": 2.4, "high": 2.6}, "tuning": {"share": 0.07}},
 }
 
 
@@ -99,7 +103,9 @@ def leaves(model, prefix=""):
 
 def test_round_trip_fixture_sets_every_field_away_from_its_default():
     # keeps the round-trip test honest: a field added later must be added to EVERYTHING too
-    defaults = dict(leaves(RunConfig.parse({"steps": 1, "parallel": {}})))  # an unset section: its own defaults
+    # an unset section: its own defaults (the MLflow URI has none: any value stands for it)
+    defaults = dict(leaves(RunConfig.parse({"steps": 1, "parallel": {}, "logging": {
+        "tensorboard": None, "mlflow": {"tracking_uri": "file:/"}, "wandb": {}}})))
     cfg = RunConfig.parse(EVERYTHING)
     # an optimizer's own section is set only with its name (EVERYTHING uses sgd):
     # tests/test_optimizers.py round-trips each

@@ -35,3 +35,22 @@ def test_single_process_takes_the_device_it_names(cuda, monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     assert runtime.start("cuda:1", "bf16").device == torch.device("cuda", 1) and chosen == [1]
+
+
+def test_the_process_group_waits_the_configured_timeout_longer_than_nccls_ten_minutes(monkeypatch):
+    """Classic bug: no timeout given, NCCL's watchdog (10 min) kills the job while rank 0 writes a large checkpoint
+    and the other ranks wait in the barrier after it."""
+    from datetime import timedelta
+
+    from trainer.config import RunConfig
+
+    default = RunConfig.parse({"steps": 1}).pg_timeout_s()
+    assert default >= 3600 and RunConfig.parse({"steps": 1, "parallel": {"timeout_s": 7200}}).pg_timeout_s() == 7200
+    for name in ("WORLD_SIZE", "RANK", "MASTER_ADDR"):
+        monkeypatch.delenv(name, raising=False)
+    run = runtime.start("cpu", "fp32", group=True, timeout_s=7200)
+    try:
+        group = runtime.dist.distributed_c10d._get_default_group()
+        assert group._get_backend(torch.device("cpu")).options._timeout == timedelta(seconds=7200)
+    finally:
+        runtime.stop(run)

@@ -253,7 +253,8 @@ def test_resume_never_counts_flushed_rows_twice(tmp_path):
 
 
 def test_compiled_model_trains_like_eager(tmp_path):
-    """`compile: true` runs the same step through torch.compile: same losses and grad norms as eager."""
+    """`compile: true` runs the same step through torch.compile: same losses and grad norms as eager. The first
+    step, which compiles, is in no throughput window (its tokens/s and MFU would be the compile's)."""
     eager = config(tmp_path, steps=3, output={"run": "eager"})
     compiled = config(tmp_path, steps=3, compile=True, output={"run": "compiled"})
     train(eager)
@@ -261,6 +262,21 @@ def test_compiled_model_trains_like_eager(tmp_path):
     a, b = curves(eager), curves(compiled)
     for column in ("train_loss", "grad_norm", "val_loss"):
         assert b[column].to_numpy() == pytest.approx(a[column].to_numpy(), rel=1e-4, nan_ok=True), column
+    assert b["tokens_per_s"].isna().tolist() == [True, False, False] and a["tokens_per_s"].notna().all()
+
+
+def test_a_long_lived_process_compiles_its_ninth_model_too():
+    """Classic bug: Dynamo's recompile limit (8 per code object) spans the process, so a sweep worker's ninth
+    compiled model of one class runs eager from then on, with only a line in Dynamo's log."""
+    from torch._dynamo.utils import counters
+
+    from trainer.loop import compile_for_run
+
+    before = counters["frames"]["ok"]
+    for width in range(8, 8 * 12, 8):  # 11 models of one class, each another shape
+        model = compile_for_run(nn.Sequential(nn.Linear(4, width), nn.ReLU(), nn.Linear(width, 1)), backend="eager")
+        model(torch.randn(2, 4)).sum().backward()
+    assert counters["frames"]["ok"] - before == 11  # each compiled, none fell back
 
 
 def test_a_resume_inside_a_run_of_high_losses_diverges_at_the_same_step(tmp_path):
@@ -292,3 +308,21 @@ def test_gradients_are_released_right_after_the_step(tmp_path, signals):
     step = trainer.train_step()
     assert step.grad_norm > 0
     assert all(p.grad is None for p in trainer.model.parameters())
+
+
+def test_the_next_batch_is_gathered_before_the_guards_host_sync(tmp_path, monkeypatch):
+    """The spike guard reads every step's loss (a host sync: on CUDA the host waits for the device). The next
+    step's batch is gathered and its copy queued before that wait, so the host's work overlaps the device's rather
+    than following it; the resume tests check that a checkpoint saves the position before the prefetched batch."""
+    source = type(open_data("synthetic-tokens", seq_len=32, n_tokens=20000, seed=0))
+    calls, batch, mean_across = [], source.batch, rt.mean_across
+
+    def draw(self, split, *args, **kwargs):
+        calls.append("draw") if split == "train" else None
+        return batch(self, split, *args, **kwargs)
+
+    monkeypatch.setattr(source, "batch", draw)
+    monkeypatch.setattr(rt, "mean_across", lambda run, value: calls.append("sync") or mean_across(run, value))
+    cfg = config(tmp_path, steps=4, guard={"enabled": True, "action": "log"})
+    assert train(cfg).status == "completed"
+    assert calls[:8] == ["draw", "draw", "sync", "draw", "sync", "draw", "sync", "sync"]  # none drawn past the last

@@ -81,3 +81,17 @@ def test_the_verify_drift_reaches_the_provenance(swept, tmp_path):
         assert RunConfig.load(out).provenance.verify["drift_mup"] == 0.25
     finally:
         (folder / "summary.json").unlink()
+
+
+@pytest.mark.parametrize("gib, sharded", [("0.001", True), ("80", False)])
+def test_a_target_whose_training_state_outgrows_half_a_device_is_sharded(swept, gib, sharded):
+    """16 B per parameter (weights, gradients, AdamW moments) above half the device's memory: FSDP2, with the
+    estimate in the output and the rule in the provenance; below it the config stays unsharded."""
+    root, spec = swept
+    out = root / f"mem-{gib}.yaml"
+    done = run_sweep(root, "transfer", spec, "--width", "64", "--device-memory", gib, "--out", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cfg = RunConfig.load(out)
+    assert cfg.sharded() is sharded
+    assert ("memory.fsdp" in [r["rule"] for r in cfg.provenance.rules]) is sharded
+    assert "parameters × 16 B" in done.stdout and ("> ½ ×" if sharded else "≤ ½ ×") in done.stdout

@@ -68,6 +68,24 @@ def save_checkpoint(folder: Path, step: int, state: dict, keep: int) -> Path:
     return path
 
 
+def link_checkpoint(source: Path, folder: Path, keep: int) -> Path:
+    """`source` (a checkpoint file or folder) as `folder`'s checkpoint of the same step, by hard links: a state
+    serialised once serves two folders (the spike guard's ring and the regular checkpoints at a shared step). Files
+    are never changed in place (a rewrite renames a new file over the name), so the two stay independent."""
+    target = folder / source.name
+    partial = folder / f".{source.name}.partial"
+    folder.mkdir(parents=True, exist_ok=True)
+    remove(partial)
+    if source.is_dir():
+        shutil.copytree(source, partial, copy_function=os.link)
+    else:
+        os.link(source, partial)
+    remove(target)
+    os.replace(partial, target)
+    prune(folder, keep)
+    return target
+
+
 def prune(folder: Path, keep: int) -> None:
     for old in list_checkpoints(folder)[:-keep]:
         remove(old)

@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from trainer import yaml_io
+from trainer.secret_text import holds_secret
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 
@@ -291,15 +292,57 @@ class SignalsConfig(Strict):
     every: int = Field(0, ge=0)
 
 
+PG_TIMEOUT_S = 3600.0  # a collective's wait before the process group gives up
+
+
 class ParallelConfig(Strict):
     """How the processes of a run share it. `ddp`: each holds the whole model, gradients are averaged
     (DistributedDataParallel). `fsdp`: parameters, gradients and optimizer state are sharded across the processes
     (FSDP2, `torch.distributed.fsdp.fully_shard` per block and at the root; sharded checkpoints), so each holds
     about 1/N of them; `reshard_after_forward` frees the gathered weights after each block's forward (less memory,
-    one more all-gather in the backward)."""
+    one more all-gather in the backward). `timeout_s`: how long a collective waits for the other processes before
+the process group gives up (NCCL's own default, 10 min, is shorter than a large checkpoint write on rank 0)."""
 
     kind: Literal["ddp", "fsdp"] = "ddp"
     reshard_after_forward: bool = True
+    timeout_s: float = Field(PG_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
+
+
+class MlflowConfig(Strict):
+    """An MLflow tracking server (or a local `file:`/`sqlite:` store). Credentials come only from MLflow's own
+    environment variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_TOKEN)."""
+
+    tracking_uri: str = Field(min_length=1, max_length=2000)
+    experiment: Name | None = None  # default: output.study
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _no_secret(cls, value: str) -> str:
+        if holds_secret(value):  # the message never shows the URI
+            raise ValueError("holds a password or token, which a config would write to disk; give the URI without "
+                             "it and set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) "
+                             "in the environment")
+        return value
+
+
+class WandbConfig(Strict):
+    """Weights & Biases; `online` reads its key from the environment (WANDB_API_KEY), never from a config."""
+
+    mode: Literal["offline", "online"] = "offline"
+    project: Name | None = None  # default: output.study
+    dir: str | None = None  # where its run files go; default: the run's folder
+
+
+class LoggingConfig(Strict):
+    """Trackers that mirror the curve (Parquet stays the source of truth): each logged row, the guard's events and
+    the RunConfig as parameters. Each needs its optional dependency (`pip install 'mup-sweep[tensorboard]'`, …)."""
+
+    tensorboard: str | None = Field(None, min_length=1)  # a folder: events go to DIR/STUDY/RUN
+    mlflow: MlflowConfig | None = None
+    wandb: WandbConfig | None = None
+
+    def asked(self) -> list[str]:
+        return [name for name in ("tensorboard", "mlflow", "wandb") if getattr(self, name) is not None]
 
 
 class OutputConfig(Strict):
@@ -320,6 +363,9 @@ class Provenance(Strict):
     proxy: dict[str, Any] = {}  # the proxy's width, depth, batch, tokens, parametrization (a transferred run)
     verify: dict[str, Any] = {}  # the drift `sweep verify` measured, when it was run
     rules: list[dict[str, Any]] = []  # transfer rules applied: rule, field, before, after, formula
+    laws: list[dict[str, Any]] = []  # fitted laws applied: slope, interval, measured range, textbook values
+    prediction: dict[str, Any] = {}  # the predicted final loss: form, source, value, interval, fitted points
+    tuning: dict[str, Any] = {}  # the tuning compute (proxy, verify runs) and its share of the full run's
 
 
 class RunConfig(Strict):
@@ -345,6 +391,7 @@ class RunConfig(Strict):
     parallel: ParallelConfig | None = Field(None, exclude_if=lambda v: v is None)  # unset: ddp
     activation_checkpointing: bool = Field(False, exclude_if=lambda v: not v)  # recompute each block in the backward
     signals: SignalsConfig = SignalsConfig()
+    logging: LoggingConfig | None = Field(None, exclude_if=lambda v: v is None)  # trackers mirroring the curve
     eval: EvalConfig = EvalConfig()
     checkpoint: CheckpointConfig = CheckpointConfig()
     output: OutputConfig = OutputConfig()
@@ -383,6 +430,9 @@ class RunConfig(Strict):
                              "handle sharded gradients); use bf16 or fp32")
         return self
 
+    def pg_timeout_s(self) -> float:
+        return self.parallel.timeout_s if self.parallel is not None else PG_TIMEOUT_S
+
     def sharded(self) -> bool:
         """Whether parameters, gradients and optimizer state are sharded across processes (FSDP2)."""
         return self.parallel is not None and self.parallel.kind == "fsdp"
@@ -401,7 +451,8 @@ class RunConfig(Strict):
 
     def run_id(self) -> str:
         """`output.run`, or a name derived from everything that shapes the run's curve
-        (not where it is written, how often it is logged, checkpointed or its signals measured, its provenance,
+        (not where it is written, how often it is logged, checkpointed or its signals measured, which trackers
+        mirror it, its provenance,
         the schema version it was written in, nor how it is laid out over processes and memory: `parallel`,
         `activation_checkpointing`).
 
@@ -413,6 +464,7 @@ class RunConfig(Strict):
             return self.output.run
         content = self.model_dump(mode="json", exclude={"model": {"base_width"}, "output": True, "provenance": True,
                                                         "checkpoint": True, "log_every": True, "signals": True,
+                                                        "logging": True,
                                                         "schema_version": True, "parallel": True,
                                                         "activation_checkpointing": True})
         if not self.z_loss:

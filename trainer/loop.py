@@ -4,6 +4,7 @@ One optimizer step (`Trainer.train_step`), in this order (each line is a classic
     zero_grad(set_to_none=True)
     for each of grad_accum micro-batches:            (DDP: no_sync on all but the last)
         forward under autocast; loss / grad_accum; backward (through the GradScaler for fp16)
+    the next step's batch drawn, sent to the device   while this backward runs, before the guard's host sync
     unscale the gradients (fp16)                      before clipping, or the clip sees scaled norms
     clip_grad_norm_ once                              the pre-clip norm is what gets logged
     optimizer.step(); scheduler.step()                the scheduler after the optimizer
@@ -34,9 +35,11 @@ from trainer.atomic import atomic_path
 from trainer.build import build
 from trainer.checkpoint import (
     CheckpointError,
+    checkpoint_path,
     delete_after,
     is_sharded,
     latest_checkpoint,
+    link_checkpoint,
     list_checkpoints,
     load_checkpoint,
     load_sharded,
@@ -54,6 +57,7 @@ from trainer.parallel import ShardedModel, ShardedOptimizer, full
 from trainer.preemption import Preemption
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
+from trainer.tracking import Trackers, check_installed
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
 
@@ -92,7 +96,8 @@ class Step:
 
 
 class Throughput:
-    """Tokens per second of training between logged steps (the checkpoint writes between them not counted)."""
+    """Tokens per second of training between logged steps (the checkpoint writes between them not counted, nor the
+    step that compiled the model: a window without a step has no rate)."""
 
     def __init__(self, tokens: int):
         self.mark(tokens)
@@ -100,7 +105,9 @@ class Throughput:
     def mark(self, tokens: int) -> None:
         self.time, self.tokens = time.perf_counter(), tokens
 
-    def rate(self, tokens: int) -> float:
+    def rate(self, tokens: int) -> float | None:
+        if tokens == self.tokens:
+            return None
         return (tokens - self.tokens) / max(time.perf_counter() - self.time, 1e-9)
 
 
@@ -122,7 +129,8 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
     """Train `cfg` to its end (or to a divergence, or until `on_eval` says stop); `resume` continues the run from
     its newest checkpoint. `extra_state`: parts of the caller's, checkpointed and resumed with the run's own."""
     cfg = resolve(cfg)
-    run = rt.start(cfg.device, cfg.precision, group=cfg.sharded())
+    check_installed(cfg)
+    run = rt.start(cfg.device, cfg.precision, group=cfg.sharded(), timeout_s=cfg.pg_timeout_s())
     try:
         check_start(cfg, run, resume)
         trainer = Trainer(cfg, run, on_log, on_eval)
@@ -131,6 +139,15 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
         return trainer.fit(resume)
     finally:
         rt.stop(run)
+
+
+def compile_for_run(module: torch.nn.Module, **options) -> torch.nn.Module:
+    """`torch.compile` for one run of a process that may train many. Dynamo's recompile limit
+    (`torch._dynamo.config.recompile_limit`, 8) counts per code object across the whole process, so a worker's ninth
+    model of one class (trial nine of a sweep: another width, a guard failure) would run eager, said only in Dynamo's
+    log; its caches are reset first, so only this run's own graphs count against the limit."""
+    torch._dynamo.reset()
+    return torch.compile(module, **options)
 
 
 def check_start(cfg: RunConfig, run: rt.Runtime, resume: bool) -> None:
@@ -167,11 +184,16 @@ class Trainer:
         if self.guard is not None:
             self.state.register("guard", self.guard)
         self.writer: CurveWriter | None = None  # rank 0 writes; the others train
+        self.trackers: Trackers | None = None  # rank 0 mirrors the curve to them
         self.train_loss = self.val_loss = None  # the last logged
 
     def fit(self, resume: bool) -> RunResult:
         with Preemption() as preemption:  # from the start: a signal during setup stops the run after one step
-            return self.fit_steps(resume, preemption)
+            try:
+                return self.fit_steps(resume, preemption)
+            finally:
+                if self.trackers is not None:
+                    self.trackers.close()  # an unfinished run (preempted, failed): left open for its resume
 
     def fit_steps(self, resume: bool, preemption: Preemption) -> RunResult:
         if resume:
@@ -192,6 +214,9 @@ class Trainer:
                 step = self.train_step()
                 if step is None:  # rewound: the steps since the ring checkpoint are undone
                     continue
+                if self.compiling:
+                    self.compiling = False
+                    self.throughput.mark(self.state.tokens)
                 logged = self.log_due(step)
                 if logged:
                     self.log_and_eval(step)
@@ -258,7 +283,8 @@ class Trainer:
     def prepare_steps(self) -> None:
         cfg, run, model = self.cfg, self.run, self.model
         self.wrapped = DDP(model) if run.distributed and not cfg.sharded() else model  # FSDP2 shards in place
-        self.forward = torch.compile(self.wrapped) if cfg.compile else self.wrapped
+        self.forward = compile_for_run(self.wrapped) if cfg.compile else self.wrapped
+        self.compiling = cfg.compile  # this process's first step compiles: outside every throughput window
         model.train()
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.signals = Signals(model, self.optimizer, cfg.signals.every) if cfg.signals.every else None
@@ -268,6 +294,8 @@ class Trainer:
         self.static = {"trial": cfg.provenance.trial, "model": cfg.model.name,
                        "parametrization": cfg.model.parametrization, "width": cfg.model.width,
                        "depth": cfg.model.depth, "batch_size": cfg.batch_size}
+        if self.writer is not None:  # opened only for a run with steps to go
+            self.trackers = Trackers(cfg, self.run_dir)
         self.clock.start()  # wall time accumulates across resumes, setup not counted
         self.throughput = Throughput(self.state.tokens)
 
@@ -276,6 +304,8 @@ class Trainer:
         state = self.state
         measure = self.signals is not None and self.signals.due(state.step + 1)
         loss = self.forward_backward(measure)
+        if state.step + 1 < self.total_steps:  # the host gathers it while the device still works on this step
+            self.cursor.prefetch(self.draw)
         skip, loss_now = False, None
         if self.guard is not None:  # the guard needs every step's loss: one host sync per step while it is on
             loss_now = rt.mean_across(self.run, loss).item()
@@ -308,11 +338,8 @@ class Trainer:
         if measure:
             self.signals.attach()
         self.optimizer.zero_grad(set_to_none=True)
-        batch = self.data.batch("train", cfg.batch_size, self.cursor.generator)  # every process draws the whole batch
-        share = part(batch, run.rank, run.world)
         loss = torch.zeros((), device=run.device)
-        for i in range(cfg.grad_accum):
-            x, y = to_device(part(share, i, cfg.grad_accum), run)
+        for i, (x, y) in enumerate(self.cursor.next(self.draw)):
             with self.gradient_sync(i == cfg.grad_accum - 1):
                 with run.autocast():
                     micro = objective(self.forward, x, y, cfg.z_loss) / cfg.grad_accum
@@ -321,6 +348,13 @@ class Trainer:
         if measure:
             self.signals.detach()
         return loss
+
+    def draw(self, generator: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """A step's batch (every process draws the whole batch), this process's share of it in grad_accum
+        micro-batches, sent to the device (pinned, non-blocking on CUDA)."""
+        cfg, run = self.cfg, self.run
+        share = part(self.data.batch("train", cfg.batch_size, generator), run.rank, run.world)
+        return [to_device(part(share, i, cfg.grad_accum), run) for i in range(cfg.grad_accum)]
 
     def gradient_sync(self, last: bool):
         """Gradients are averaged across processes on the step's last micro-batch only (DDP's no_sync before it;
@@ -336,11 +370,14 @@ class Trainer:
         if spike is None:
             return "train"
         action, target = self.guard.respond(spike)
+        if self.trackers is not None:
+            self.trackers.event(self.guard.events[-1])
         if action == "stop":
             self.state.step += 1
             raise Stop("diverged", loss, None, self.guard.stop_reason())
         if action == "rewind":
             self.state.rewind(self.load(target))
+            rt.barrier(self.run)  # every rank has read the ring checkpoint before rank 0 rewrites it below
             train_mode(self.optimizer)
             step = self.state.step
             if self.writer is not None:  # the abandoned branch's rows and checkpoints go
@@ -366,22 +403,27 @@ class Trainer:
         rate = self.throughput.rate(self.state.tokens)
         row = {"step": self.state.step, "tokens": self.state.tokens, "wall_time": self.clock.elapsed(), "lr": step.lr,
                "train_loss": train_loss, "grad_norm": step.grad_norm.item() if step.grad_norm is not None else None,
-               "tokens_per_s": rate, "mfu": self.flops * rate / (self.peak * self.run.world) if self.peak else None,
+               "tokens_per_s": rate,
+               "mfu": self.flops * rate / (self.peak * self.run.world) if self.peak and rate is not None else None,
                **self.static}
         if step.measured:
             row.update(self.signals.after_step())
         reason = self.divergence.check(self.state.step, train_loss, step.skipped)
         if reason is not None:
-            if self.writer is not None:
-                self.writer.log(row)
+            self.record(row)
             raise Stop("diverged", train_loss, None, reason)
         keep_going = self.evaluate(row) if self.eval_due() else True
-        if self.writer is not None:
-            self.writer.log(row)
+        self.record(row)
         if self.on_log is not None and self.run.main:
             self.on_log(row)
         if not keep_going:
             raise Stop("pruned", train_loss, self.val_loss, f"stopped by on_eval at step {self.state.step}")
+
+    def record(self, row: dict) -> None:
+        """Rank 0: the row into the curve, and its mirror to the trackers."""
+        if self.writer is not None:
+            self.writer.log(row)
+            self.trackers.log(row)
 
     def evaluate(self, row: dict) -> bool:
         """Val loss (and the noise scale) into `row`; whether to keep going, as rank 0's `on_eval` says."""
@@ -406,15 +448,24 @@ class Trainer:
         step = self.state.step
         if step >= self.total_steps:
             return
-        if self.cfg.checkpoint.every and step % self.cfg.checkpoint.every == 0:
+        regular = bool(self.cfg.checkpoint.every) and step % self.cfg.checkpoint.every == 0
+        if regular:
             self.checkpoint()
         if self.guard is not None and self.guard.ring_due(step):
-            self.checkpoint(ring=True)
+            self.checkpoint(ring=True, linked=regular)
 
-    def checkpoint(self, ring: bool = False) -> None:
+    def checkpoint(self, ring: bool = False, linked: bool = False) -> None:
         """Rank 0 writes the TrainState (curves first: on disk they never lag the checkpoint); every rank waits.
-        Sharded, every rank writes its shards and rank 0 the rest.
+        Sharded, every rank writes its shards and rank 0 the rest. `linked`: the regular checkpoint of this step,
+        just written, becomes the ring's too by hard links (the state is serialised once).
         Every rank switches to the averaged weights (Schedule-Free) and back, so the ranks keep the same bits."""
+        if linked:
+            if self.writer is not None:
+                regular = checkpoint_path(self.ckpt_dir, self.state.step)  # a folder when sharded
+                link_checkpoint(regular.with_suffix("") if self.cfg.sharded() else regular, self.guard.ring_dir,
+                                self.guard.cfg.ring_size)
+            rt.barrier(self.run)
+            return
         with averaged_weights(self.optimizer):
             folder, keep = (self.guard.ring_dir, self.guard.cfg.ring_size) if ring else (self.ckpt_dir,
                                                                                           self.cfg.checkpoint.keep)
@@ -432,6 +483,7 @@ class Trainer:
         if status == "completed":
             self.checkpoint()
         if self.writer is not None:
+            self.trackers.close(status)
             self.writer.compact()  # the run's rows are final: one part to read
             with atomic_path(self.run_dir / "result.json") as tmp:
                 tmp.write_text(json.dumps(asdict(result), indent=2))

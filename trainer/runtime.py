@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -33,9 +34,10 @@ class Runtime:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def start(device: str, precision: str, group: bool = False) -> Runtime:
+def start(device: str, precision: str, group: bool = False, timeout_s: float = 3600.0) -> Runtime:
     """Resolve the device and precision; join the process group when launched by torchrun, or a group of one
-    process when `group` (FSDP shards over a process group, also of one).
+    process when `group` (FSDP shards over a process group, also of one), whose collectives wait `timeout_s` for
+    the other processes before giving up.
 
     CUDA: TF32 matmuls on, NCCL between processes, bf16 autocast by default. CPU: gloo, fp32 by
     default (bf16 and fp16 autocast work there too, slowly; fp16 always runs with a GradScaler).
@@ -65,10 +67,11 @@ def start(device: str, precision: str, group: bool = False) -> Runtime:
     grouped = (world > 1 or group) and not dist.is_initialized()
     if grouped:
         backend = "nccl" if dev.type == "cuda" else "gloo"
+        timeout = timedelta(seconds=timeout_s)
         if world > 1 or "MASTER_ADDR" in os.environ:  # torchrun, whatever the number of processes
-            dist.init_process_group(backend)
+            dist.init_process_group(backend, timeout=timeout)
         else:
-            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return Runtime(device=dev, dtype=dtype, rank=rank, world=world, grouped=grouped)
 
 

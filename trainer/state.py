@@ -13,6 +13,7 @@ strings and plain containers, so it loads with `torch.load(weights_only=True)`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import torch
@@ -85,16 +86,32 @@ class Rng:
 
 class DataCursor:
     """The position in the training stream: the generator that draws each step's batch. A rewind leaves it
-    where it is, so the batches that led to a spike are skipped for good."""
+    where it is, so the batches that led to a spike are skipped for good.
+
+    The next step's batch may be drawn ahead (`prefetch`, while the device still works on this step); the position
+    saved is then the one before it, so a resume draws that batch again rather than skipping it."""
 
     def __init__(self, seed: int):
         self.generator = torch.Generator().manual_seed(seed)
+        self.ahead: tuple[torch.Tensor, object] | None = None  # (generator state before the draw, the batch)
+
+    def prefetch(self, draw: Callable[[torch.Generator], object]) -> None:
+        before = self.generator.get_state()
+        self.ahead = (before, draw(self.generator))
+
+    def next(self, draw: Callable[[torch.Generator], object]) -> object:
+        """The prefetched batch, else one drawn now."""
+        if self.ahead is None:
+            return draw(self.generator)
+        batch, self.ahead = self.ahead[1], None
+        return batch
 
     def state_dict(self) -> dict:
-        return {"generator": self.generator.get_state()}
+        return {"generator": self.ahead[0] if self.ahead is not None else self.generator.get_state()}
 
     def load_state_dict(self, state: dict) -> None:
         self.generator.set_state(state["generator"])
+        self.ahead = None
 
     def rewind(self, state: dict) -> None:
         pass

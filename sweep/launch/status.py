@@ -6,7 +6,8 @@ A run is launched when its folder holds launch.json. Its state comes from, in th
   for a local or Ray launch, its launcher process alive on this machine: running;
 - else failed (the job or process ended without a result: `sweep launch` again resumes it), or
   unknown for a process on another machine.
-The last step and losses come from the run's curve.
+The last step and losses come from the run's curve; a transferred run's predicted final loss and interval
+from its config's provenance, flagged when the run leaves it (sweep/launch/prediction.py).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from sweep.cluster.processes import process_alive
 from sweep.errors import InputError
+from sweep.launch.prediction import held_to, read_prediction
 from sweep.launch.record import RECORD, finished_state, last_logged, read_record
 from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.study.spec import load_spec
@@ -32,11 +34,13 @@ def run_status(target: str | None, fmt: str, console: Console) -> None:
         console.print(f"no launched run under {results_root()}" + (f" for {target}" if target else ""))
         return
     table = Table(title=f"launched runs under {results_root()}")
-    for column in ("run", "study", "kind", "backend", "job", "state", "step", "train loss", "val loss", "detail"):
+    for column in ("run", "study", "kind", "backend", "job", "state", "step", "train loss", "val loss", "predicted",
+                   "detail"):
         table.add_column(column)
     for row in rows:
         table.add_row(row["run"], row["study"], row["kind"], row["backend"], row["job"], row["state"],
-                      show(row["step"]), show(row["train_loss"]), show(row["val_loss"]), row["detail"])
+                      show(row["step"]), show(row["train_loss"]), show(row["val_loss"]), row["predicted"],
+                      row["detail"])
     console.print(table)
 
 
@@ -61,8 +65,12 @@ def run_state(run_dir: Path) -> dict:
         state = "failed" if detail != "on another machine" else "unknown"
         detail = detail or "ended without a result; `sweep launch` again resumes it"
     logged = last_logged(Path(record["curve"])) or {"step": None, "train_loss": None, "val_loss": None}
+    predicted, outside = held_to(read_prediction(run_dir), logged["val_loss"], state in ("done", "diverged"))
+    if outside:
+        detail = "; ".join(filter(None, [detail, "val loss outside the predicted interval"]))
     return {"run": record["run"], "study": record["study"], "kind": record["kind"], "backend": record["backend"],
-            "job": record["job"], "state": state, **logged, "detail": detail, "run_dir": str(run_dir)}
+            "job": record["job"], "state": state, **logged, "predicted": predicted, "outside": outside,
+            "detail": detail, "run_dir": str(run_dir)}
 
 
 def scheduler_state(record: dict) -> tuple[str | None, str]:

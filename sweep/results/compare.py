@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.errors import InputError
+from sweep.launch.prediction import held_to, read_prediction
 from sweep.paths import inside_root
 from sweep.results.plots import save_png
 from sweep.results.runs_table import run_rows
@@ -78,14 +79,17 @@ def total_steps(run, curve: pd.DataFrame) -> float:
 
 def compare_table(runs: pd.DataFrame, curves: dict, metric: str) -> Table:
     table = Table(title=f"{len(runs)} runs, {metric}", title_justify="left")
-    for column in ("run", "kind", "width", "batch", "steps", f"final {metric}", f"best {metric}", "trial"):
+    for column in ("run", "kind", "width", "batch", "steps", f"final {metric}", f"best {metric}", "predicted",
+                   "trial"):
         table.add_column(column, overflow="fold")
     for run in runs.itertuples():
         curve = curves[run.path]
         final, best = (curve[metric].iloc[-1], curve[metric].min()) if len(curve) else (None, None)
         trial = f"{run.provenance_study}#{int(run.provenance_trial)}" if not pd.isna(run.provenance_trial) else None
+        done = len(curve) > 0 and curve["step"].iloc[-1] >= total_steps(run, curve)
+        predicted = held_to(read_prediction(run.path), final, done)[0] if metric == "val_loss" else "-"
         table.add_row(run.run, run.kind, cell(run.width), cell(run.batch_size), cell(run.last_step),
-                      cell(final), cell(best), cell(trial))
+                      cell(final), cell(best), predicted, cell(trial))
     return table
 
 
@@ -96,10 +100,13 @@ def compare_figure(runs: pd.DataFrame, curves: dict, x: str, metric: str) -> plt
         if curve.empty:
             continue
         xs = curve["step"] / total_steps(run, curve) if x == "fraction" else curve[x]
-        ax.plot(xs, curve[metric], "--" if run.kind == "proxy" else "-", marker="." if metric == "val_loss" else None,
-                ms=4, lw=1.2, label=f"{run.run} ({run.kind}, w{run.width})")
+        line, = ax.plot(xs, curve[metric], "--" if run.kind == "proxy" else "-", ms=4, lw=1.2,
+                        marker="." if metric == "val_loss" else None, label=f"{run.run} ({run.kind}, w{run.width})")
+        predicted = read_prediction(run.path) if metric == "val_loss" else {}
+        if predicted:  # the interval the run is held to
+            ax.axhspan(predicted["low"], predicted["high"], color=line.get_color(), alpha=0.15)
     ax.set_xlabel({"fraction": "fraction of the run (step / total steps)"}.get(x, x))
     ax.set_ylabel(metric)
-    ax.set_title("proxies dashed, full runs solid")
+    ax.set_title("proxies dashed, full runs solid; bands: predicted final loss")
     ax.legend(fontsize=7)
     return figure

@@ -26,7 +26,7 @@ from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.study.lookup import load_studies, locate
-from sweep.verify.summary import read_summary, verify_name
+from sweep.verify.summary import axis_folder, read_summary, verify_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 
@@ -88,7 +88,21 @@ def verify_section(root: Path, name: str, spec: str) -> str:
     return (f"<p>optimum of {summary['param']} across widths {summary['widths']}, {summary['seeds']} seed(s); "
             f"bound {summary['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
             f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
-            + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1"))
+            + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
+            + "".join(ladder_section(root, name, axis) for axis in ("batch_size", "tokens", "steps", "depth")))
+
+
+def ladder_section(root: Path, name: str, axis: str) -> str:
+    """A `sweep verify --across AXIS` law, its certificate and its Figure 1 ("" when not measured)."""
+    summary = read_summary(root, name, axis=axis)
+    law = (summary or {}).get("laws", {}).get("mup")
+    if not law:
+        return ""
+    folder = root / axis_folder(name, "optimizer.lr", axis)
+    return (f"<h3>across {html.escape(axis)}</h3><p>optimal LR ∝ {html.escape(axis)}^s, s = {law['slope']:.3f} "
+            f"[{law['low']:.3f}, {law['high']:.3f}] ({law['level']:.0%} bootstrap); "
+            f"{html.escape(law['certificate'])}</p>"
+            + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), f"figure 1 across {axis}"))
 
 
 def transfer_section(root: Path, name: str, spec: str) -> str:

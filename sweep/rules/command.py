@@ -15,9 +15,12 @@ from rich.console import Console
 from rich.table import Table
 
 from proxies.data import open_data
+from proxies.registry import count_parameters
 from sweep.errors import InputError
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
+from sweep.rules.ladder import measured_laws, predicted_loss, tuning_compute
+from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.rules.roles import role_lines, role_records
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
@@ -31,7 +34,8 @@ LIMITS = ("Tensor Programs V proves transfer across width only: regularization a
 
 
 def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: int | None, storage: str | None,
-                 password_env: str | None, out: Path | None, console: Console) -> Path:
+                 password_env: str | None, out: Path | None, console: Console,
+                 device_memory_gb: float | None = None) -> Path:
     target.check()
     name, url = locate(str(spec_path), storage=storage, password_env=password_env)
     study, chosen = pick_trial(name, url, width=proxy_width, parametrization="mup", trial=trial)
@@ -39,52 +43,84 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     given = load_spec(spec_path) if spec_path.suffix in (".yaml", ".yml") or spec_path.is_file() else None
     check_builder_named(proxy.model.name, given, f"trial {chosen.number} of {study.study_name}")
     data = proxy.data
-    tokens_per_example = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype,
-                                   vocab_size=data.vocab_size, val_fraction=data.val_fraction, seed=proxy.seed,
-                                   **data.options).tokens_per_example
+    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
+                       val_fraction=data.val_fraction, seed=proxy.seed, **data.options)
+    tokens_per_example = source.tokens_per_example
     b_noise = measured_noise_scale(chosen) if target.batch_rule == "noise" else None
-    result = transfer_run(proxy, target, tokens_per_example, b_noise)
+    root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
+    result = transfer_run(proxy, target, tokens_per_example, b_noise, measured_laws(root, name))
 
     changes = list(result.changes)
+    sharding, memory_line = sharding_change(result.config, source.model_options(), device_memory(device_memory_gb))
+    if sharding is not None:
+        changes.append(sharding)
     checkpoint = result.config.checkpoint
     if checkpoint.every == 0:
         every = result.config.eval.every
         checkpoint = checkpoint.model_copy(update={"every": every})
         why = "a full run checkpoints at every evaluation to resume"
         changes.append(Change("full-run", "checkpoint.every", 0, every, why))
-    root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
     verify = read_summary(root, name)
     roles = role_records(root, name, proxy)
+    full_tokens = result.config.total_steps(tokens_per_example) * result.config.batch_size * tokens_per_example
+    params = [count_parameters(c.model.name, c.model.width, c.model.depth, "mup",
+                               **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
+    prediction = predicted_loss(root, name, params[1], full_tokens)
+    tuning = tuning_compute(root, study, params[0], tokens_per_example, 6 * params[1] * full_tokens, name)
     provenance = Provenance(
         study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
         created_by=f"sweep transfer {package_version()}",
         proxy={"width": proxy.model.width, "depth": proxy.model.depth, "parametrization": proxy.model.parametrization,
                "batch_size": proxy.batch_size, "steps": proxy.total_steps(tokens_per_example),
                "tokens": proxy.total_steps(tokens_per_example) * proxy.batch_size * tokens_per_example},
-        verify=verify_record(verify, roles), rules=[c.record() for c in changes])
-    full = RunConfig.parse({**result.config.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
+        verify=verify_record(verify, roles), rules=[c.record() for c in changes], laws=result.laws,
+        prediction=prediction, tuning=tuning)
+    sized = with_sharding(result.config) if sharding is not None else result.config
+    full = RunConfig.parse({**sized.model_dump(mode="json"), "checkpoint": checkpoint.model_dump(),
                             "output": {**proxy.output.model_dump(), "root": root, "study": name, "kind": "full",
                                        "run": None},
                             "provenance": provenance.model_dump(mode="json")})
     path = out or Path(root) / name / "transfer" / f"w{full.model.width}-d{full.model.depth}-b{full.batch_size}.yaml"
     with atomic_path(path) as tmp:
         tmp.write_text(full.to_yaml())
-
     console.print(f"from trial {chosen.number} of {study.study_name} (objective {chosen.value:.4f})")
     console.print(changes_table(changes))
+    console.print(f"memory: {memory_line}")
+    explain(full.provenance, verify, result.warnings, spec_path, console)
+    console.print(f"wrote {path}; train it with: sweep train {path}")
+    return path
+
+
+def explain(provenance: Provenance, verify: dict | None, warnings: list[str], spec_path: Path,
+            console: Console) -> None:
+    """The verify verdict, the fitted laws beside the textbook's values, the prediction, the tuning share, the
+    warnings and the limits."""
     if not verify:
         console.print(f"[yellow]no verify yet[/]: `sweep verify {spec_path}` measures whether the optimum holds "
                       "across width")
     elif verify["parametrizations"].get("mup", {}).get("passed") is False:
         drift = verify["parametrizations"]["mup"]["drift"]
         console.print(f"[red]verify failed[/]: the μP optimum drifted {drift:.2f} octaves")
-    for line in role_lines(roles):
+    for law in provenance.laws:
+        flag = " [red]EXTRAPOLATED[/]" if law["extrapolated"] else ""
+        console.print(f"fitted {law['param']} across {law['axis']}: {show(law['before'])} → {show(law['after'])} "
+                      f"[{show(law['interval'][0])}, {show(law['interval'][1])}] (slope {law['slope']:.3f}); textbook "
+                      + ", ".join(f"{k} {show(v)}" for k, v in law["textbook"].items()) + flag)
+    p = provenance.prediction
+    if p:
+        console.print(f"predicted final val loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({p['level']:.0%}; "
+                      f"{p['source']}, {p['form']}, {p['points']} ladder points, rms {p['rms']:.4f})")
+    else:
+        console.print("[yellow]no prediction[/]: it needs `sweep verify` across width and tokens (or steps)")
+    t = provenance.tuning
+    console.print(f"tuning compute: {t['proxy_flops'] + t['verify_flops']:.3g} FLOPs (sweep {t['proxy_flops']:.3g}, "
+                  f"verify {t['verify_flops']:.3g}) = {t['share']:.1%} of the full run's {t['full_flops']:.3g} "
+                  "(C ≈ 6·N·D, Kaplan et al. 2020; Tensor Programs V spent 7% tuning GPT-3 6.7B)")
+    for line in role_lines(provenance.verify.get("roles", {})):
         console.print(line)
-    for warning in result.warnings:
+    for warning in warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     console.print(f"[yellow]note[/]: {LIMITS}")
-    console.print(f"wrote {path}; train it with: sweep train {path}")
-    return path
 
 
 def measured_noise_scale(trial) -> float:

@@ -4,10 +4,13 @@ Order (each step reads what the steps before it set; tests/test_transfer_rules.p
 1. width: μP keeps the base settings; the multipliers follow m = width / base width.
 2. depth: only under the proxy's own depth rule (`model.options.depth_alpha`, CompleteP).
 3. budget: the target's steps or tokens (default: the proxy's tokens).
-4. batch: `none`, `linear`, `sqrt` or `noise` sets the LR (sqrt also β₁, β₂, ε).
+4. batch: `none`, `linear`, `sqrt` or `noise` sets the LR (sqrt also β₁, β₂, ε); then the fitted laws
+   (`--batch-rule fitted`, `--horizon-rule fitted`, `--depth-rule fitted`) scale every setting a law was measured
+   for, η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l (sweep/rules/fitted.py).
 5. warmup: as a fraction of the run or as tokens; never fewer steps than the proxy's when 4 raised the LR.
-6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt keeps the same half-life to first order).
-7. weight decay at a constant AdamW timescale 1/(η·λ), with the η of step 4.
+6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt keeps the same half-life to first order, a fitted
+   law measured it).
+7. weight decay at a constant AdamW timescale 1/(η·λ), with the η of step 4, unless a fitted law measured it.
 
 The proxy's optimizer and its own section travel as they are (width scaling is its μP table's, applied when the
 run builds its groups). Rule 6 reads `optimizer.beta2` where it is a second-moment EMA over steps: AdamW,
@@ -26,9 +29,12 @@ from sweep.errors import InputError
 from sweep.rules import batch as batch_rules
 from sweep.rules import horizon
 from sweep.rules.change import Change
+from sweep.rules.fitted import EXTRAPOLATION, Law
 from trainer.config import ConfigError, RunConfig
 
-BATCH_RULES = ("none", "linear", "sqrt", "noise")
+BATCH_RULES = ("none", "linear", "sqrt", "noise", "fitted")
+HORIZON_RULES = ("none", "fitted")
+DEPTH_RULES = ("model", "fitted")
 WARMUP_RULES = ("fraction", "tokens")
 BETA2_RULES = ("halflife", "none")
 SECOND_MOMENT_BETA2 = ("adamw", "adam_atan2", "schedulefree_adamw", "muon")  # optimizer.beta2: an Adam v EMA
@@ -48,9 +54,14 @@ class Target:
     warmup: str = "fraction"
     beta2: str = "halflife"
     weight_decay: str = "tokens"
+    horizon: str = "none"  # the LR across the token budget: kept, or the fitted law
+    depth_rule: str = "model"  # the model's own depth rule (depth_alpha), or the fitted law
+    extrapolate: bool = False  # apply a fitted law past EXTRAPOLATION× its measured range (flagged)
 
     def check(self) -> None:
         for flag, value, allowed in (("--batch-rule", self.batch_rule, BATCH_RULES),
+                                     ("--horizon-rule", self.horizon, HORIZON_RULES),
+                                     ("--depth-rule", self.depth_rule, DEPTH_RULES),
                                      ("--warmup-rule", self.warmup, WARMUP_RULES),
                                      ("--beta2-rule", self.beta2, BETA2_RULES),
                                      ("--wd-rule", self.weight_decay, WEIGHT_DECAY_RULES)):
@@ -69,6 +80,7 @@ class Transferred:
     config: RunConfig
     changes: list[Change] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    laws: list[dict] = field(default_factory=list)  # each fitted law applied, with its interval and the textbook's
 
 
 class _Edit:
@@ -96,7 +108,7 @@ class _Edit:
 
 
 def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
-                 b_noise: float | None = None) -> Transferred:
+                 b_noise: float | None = None, laws: tuple[Law, ...] = ()) -> Transferred:
     """Apply the rules in order (module docstring) to the proxy's RunConfig; bad targets are InputErrors."""
     target.check()
     edit, warnings = _Edit(proxy), []
@@ -116,11 +128,18 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
     new_steps = RunConfig.parse({**edit.run, "provenance": {}}).total_steps(tokens_per_example)
 
     lr = _batch(edit, proxy, target, kappa, b_noise, warnings)
+    ratios = {"batch_size": (batch, new_batch, target.batch_rule == "fitted"),
+              "tokens": (proxy_steps * tps, new_steps * new_tps, target.horizon == "fitted"),
+              "depth": (proxy.model.depth, edit.get("model.depth"), target.depth_rule == "fitted")}
+    records = _fitted(edit, target, laws, ratios)
+    fitted = {r["param"] for r in records}
+    lr = edit.get("optimizer.lr")
     _warmup(edit, proxy, target, proxy_steps, new_steps, tps, new_tps, lr_grew=lr > opt.lr)
-    if opt.name in SECOND_MOMENT_BETA2 and target.beta2 == "halflife" and target.batch_rule != "sqrt":
+    if opt.name in SECOND_MOMENT_BETA2 and target.beta2 == "halflife" and target.batch_rule != "sqrt" and \
+            "optimizer.beta2" not in fitted:
         edit.set("horizon.beta2", "optimizer.beta2", horizon.beta_constant_halflife(opt.beta2, tps, new_tps),
                  f"β2' = β2^(B'/B): half-life {horizon.halflife_tokens(opt.beta2, tps):.4g} tokens kept")
-    if opt.weight_decay > 0 and target.weight_decay != "none":
+    if opt.weight_decay > 0 and target.weight_decay != "none" and "optimizer.weight_decay" not in fitted:
         fraction = target.weight_decay == "fraction"
         wd = horizon.weight_decay_constant_timescale(opt.weight_decay, opt.lr, lr, tps, new_tps,
                                                      proxy_steps * tps if fraction else None,
@@ -133,7 +152,38 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
         config = RunConfig.parse(edit.run)
     except ConfigError as err:
         raise InputError(f"transfer: the transferred config is invalid ({err})") from None
-    return Transferred(config, edit.changes, warnings)
+    return Transferred(config, edit.changes, warnings, records)
+
+
+def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict) -> list[dict]:
+    """Step 4's fitted laws: every setting a law was measured for, scaled along each axis whose rule is `fitted`;
+    an axis asked for without a measured LR law, or a target past the measured range, is refused."""
+    flags = {"batch_size": "--batch-rule", "tokens": "--horizon-rule", "depth": "--depth-rule"}
+    records = []
+    for axis, (before, after, asked) in ratios.items():
+        if not asked or before == after:
+            continue
+        found = [law for law in laws if law.axis == axis]
+        if not any(law.param == "optimizer.lr" for law in found):
+            raise InputError(f"{flags[axis]} fitted: no law of optimizer.lr measured across {axis}; run "
+                             f"`sweep verify SPEC --across {axis}=…` first")
+        for law in found:
+            ratio, times = after / before, law.beyond(after)
+            if times > EXTRAPOLATION and not target.extrapolate:
+                raise InputError(f"{flags[axis]} fitted: {axis} {after:g} is {times:.3g}× past the range "
+                                 f"{law.measured[0]:g}–{law.measured[1]:g} the law of {law.param} was measured over "
+                                 f"(at most {EXTRAPOLATION:g}×); measure further or pass --extrapolate")
+            value = edit.get(law.param)
+            new, low, high = law.scale(value, ratio)
+            textbook = {"linear": value * ratio, "sqrt": value * ratio ** 0.5} if axis == "batch_size" else \
+                {"kept": value}
+            records.append(law.record(value, new, (low, high), ratio, times > EXTRAPOLATION, textbook))
+            flag = " EXTRAPOLATED" if times > EXTRAPOLATION else ""
+            edit.set(f"{axis}.fitted", law.param, new,
+                     f"×({after:g}/{before:g})^{law.slope:.3f} [{law.low:.3f}, {law.high:.3f}] measured over "
+                     f"{axis} {law.measured[0]:g}–{law.measured[1]:g} → [{low:.4g}, {high:.4g}]; textbook "
+                     + ", ".join(f"{k} {v:.4g}" for k, v in textbook.items()) + flag)
+    return records
 
 
 def _width(edit: _Edit, proxy: RunConfig, target: Target) -> None:
@@ -154,6 +204,10 @@ def _depth(edit: _Edit, proxy: RunConfig, target: Target) -> None:
     if target.depth is None or target.depth == model.depth:
         return
     alpha = model.options.get("depth_alpha")
+    if target.depth_rule == "fitted":
+        rule = f"under the model's own rule (depth_alpha {alpha:g})" if alpha is not None else "(no depth rule)"
+        edit.set("depth.fitted", "model.depth", target.depth, f"the measured depth law applies in step 4 {rule}")
+        return
     if alpha is None:
         raise InputError(f"--depth: μP transfers across width, not depth; the proxy has depth {model.depth} "
                          "and no depth rule (sweep the proxy with model.options.depth_alpha: 1 (CompleteP) or 0.5 "
@@ -183,6 +237,8 @@ def _batch(edit: _Edit, proxy: RunConfig, target: Target, kappa: float, b_noise:
     opt, rule = proxy.optimizer, target.batch_rule
     if kappa == 1:
         return opt.lr
+    if rule == "fitted":
+        return opt.lr  # the measured law applies after this step (_fitted)
     if rule == "none":
         warnings.append(f"batch size {proxy.batch_size} → {edit.get('batch_size')} with --batch-rule none: "
                         "the settings were tuned at the proxy's batch")

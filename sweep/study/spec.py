@@ -44,6 +44,7 @@ from sweep.study.space import (
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
 from trainer.config import ConfigError, Name, RunConfig, one_line
+from trainer.tracking import check_installed
 
 SAMPLERS = ("tpe", "gp", "cmaes", "random", "grid", "qmc")
 PRUNERS = ("hyperband", "median", "wilcoxon", "none")
@@ -118,8 +119,9 @@ class StudySpec(Strict):
         return Space({path: parse_param(raw) for path, raw in self.search.items()})
 
     def spec_hash(self) -> str:
-        """A hash of what shapes the trials' results (not how they are sampled, pruned or stored)."""
-        content = {"run": self.run, "search": self.search, "objective": self.objective.model_dump(),
+        """A hash of what shapes the trials' results (not how they are sampled, pruned, stored or mirrored)."""
+        run = {k: v for k, v in self.run.items() if k != "logging"}  # trackers may be added to a running study
+        content = {"run": run, "search": self.search, "objective": self.objective.model_dump(),
                    "seeds_per_trial": self.seeds_per_trial}
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -245,7 +247,7 @@ def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -
     branch set (at its first points), and every other parameter and the branch's own at their points under that
     choice: only valid combinations can be sampled."""
     try:
-        RunConfig.parse(base)
+        check_installed(RunConfig.parse(base))
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
     space = spec.space()

@@ -1,10 +1,11 @@
-"""From the verify grid's losses to the optimum per width, its seed spread, the drift and the verdict.
+"""From the verify grid's losses to the optimum per axis value, its seed spread, the drift, the law and the verdict.
 
-Input: one row per (parametrization, width, value, seed) with `loss` (NaN when the run diverged) and
-`loss_init` (the run's first training loss, ≈ the loss at initialization).
-The optimum of a width is the vertex fitted to the mean over seeds; its spread is the standard
+Input: one row per (parametrization, axis value, value, seed) with `loss` (NaN when the run diverged) and
+`loss_init` (the run's first training loss, ≈ the loss at initialization); the axis is a column named by it
+(`width` by default).
+The optimum at an axis value is the vertex fitted to the mean over seeds; its spread is the standard
 deviation of the vertices fitted to each seed alone; the seed noise of a parametrization is the
-mean spread over its widths. The drift is max − min of the optima across widths (octaves).
+mean spread over its axis values. The drift is max − min of the optima across the axis (octaves).
 """
 from __future__ import annotations
 
@@ -29,19 +30,21 @@ def seed_mean(group: pd.DataFrame) -> pd.Series:
     return group.groupby("x")["loss"].apply(lambda seeds: seeds.mean(skipna=False))
 
 
-def optima(points: pd.DataFrame) -> pd.DataFrame:
-    """One row per (parametrization, width): optimum x, its value 2^x, seed spread, loss there, sensitivity."""
+def optima(points: pd.DataFrame, axis: str = "width") -> pd.DataFrame:
+    """One row per (parametrization, axis value): optimum x, its value 2^x, seed spread, loss there (the vertex's)
+    and at the best point run (seed mean), the fit's residual and whether it is poor, sensitivity."""
     rows = []
-    for (param, width), group in points.groupby(["parametrization", "width"], sort=True):
+    for (param, at), group in points.groupby(["parametrization", axis], sort=True):
         mean = seed_mean(group)
         best = vertex(mean.index.to_numpy(), mean.to_numpy())
         per_seed = [vertex(g["x"].to_numpy(), g["loss"].to_numpy()) for _, g in group.groupby("seed")]
         seeds = [v.x for v in per_seed if v is not None]
-        rows.append({"parametrization": param, "width": int(width),
+        rows.append({"parametrization": param, axis: at.item() if hasattr(at, "item") else at,
                      "optimum_x": best.x if best else np.nan, "optimum": 2.0 ** best.x if best else np.nan,
                      "fitted": bool(best and best.fitted),
                      "seed_spread": float(np.std(seeds)) if len(seeds) > 1 else 0.0,
-                     "loss": best.loss if best else np.nan,
+                     "loss": best.loss if best else np.nan, "best_loss": float(mean.min()) if best else np.nan,
+                     "residual": best.residual if best else np.nan, "poor_fit": bool(best is None or best.poor),
                      "sensitivity": sensitivity(mean.to_numpy(), float(group["loss_init"].median())),
                      "diverged": int(group["loss"].isna().sum())})
     return pd.DataFrame(rows)

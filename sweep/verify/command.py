@@ -1,19 +1,22 @@
-"""`sweep verify`: run the grid of a setting × width per parametrization as its own resumable studies,
-fit each width's optimum, print the drift and write the Figure-1 plot.
+"""`sweep verify`: run the grid of a setting × an axis (width by default) per parametrization as its own resumable
+studies, fit each axis value's optimum, print the drift and the law, and write the Figure-1 plot.
 
-Results land in ROOT/NAME-verify-SETTING/ (its Optuna storage unless the spec names one, runs and
-curves, and): `points.parquet` (a row per run), `optima.parquet` (a row per width), `figure1.png`,
-`summary.json` (read by `sweep transfer` into the full run's provenance). Exit 1 when the μP drift
-exceeds `--max-drift` octaves.
+Results land in ROOT/NAME-verify-SETTING/ for width (its Optuna storage unless the spec names one, runs and
+curves) or ROOT/NAME-verify-SETTING-across-AXIS/ for another axis (whose studies, one per axis value, live in
+…-AXIS-VALUE/): `points.parquet` (a row per run), `optima.parquet` (a row per axis value), `figure1.png`,
+`summary.json` (the settings, the verdicts and the laws; read by `sweep transfer`). Exit 1 when the μP drift
+across width exceeds `--max-drift` octaves.
 
 The default bound, 1 octave: under SP the optimal LR moves about an octave per doubling of width
 (Tensor Programs V, Fig. 1), 3 over the default 8×; the μP vertex's seed noise on short CPU runs is
 ≈ 0.5 octave (a 2-layer GPT on byte-level text, widths 32→256, 3 seeds), so a correct μP model sits
 under 1 with margin and an SP one (or a μP bug that lets the optimum follow width) lands well above it.
+The law's band across width is the same bound per octave of the measured range: |s| ≤ max_drift / log₂(max/min).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,20 +26,27 @@ from optuna.trial import TrialState
 from rich.console import Console
 from rich.table import Table
 
+from proxies.data import open_data
+from proxies.registry import count_parameters
 from sweep.backends import get_backend
 from sweep.errors import InputError
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
-from sweep.study.spec import check_builder_named, load_spec, model_name
+from sweep.study.space import get_path
+from sweep.study.spec import StudySpec, check_builder_named, load_spec, model_name
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
+from sweep.study.trial import base_run
 from sweep.sweeps.command import run_workers
 from sweep.verify.analysis import optima, verdicts
+from sweep.verify.axis import INTEGER, Axis, label, parse_axis
 from sweep.verify.grid import base_values, grid_values, verify_spec
+from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import VerifyRequest
-from sweep.verify.summary import verify_name, write_summary
+from sweep.verify.summary import axis_folder, certificate, write_summary
 from trainer.atomic import atomic_path
+from trainer.config import RunConfig
 
 DEFAULT_MAX_DRIFT = 1.0
 
@@ -54,66 +64,148 @@ def parse_list(text: str, flag: str, cast=str) -> list:
 def run_verify(request: VerifyRequest, console: Console) -> int:
     r = request
     spec = load_spec(r.spec)
-    width_list = sorted(set(parse_list(r.widths, "--widths", int)))
-    if width_list[0] < 1 or len(width_list) < 2:
-        raise InputError(f"--widths: at least two positive widths, got {r.widths!r}")
-    params = parse_list(r.parametrizations, "--parametrizations")
+    axis = parse_axis(r.across) if r.across else width_axis(r.widths)
+    params = parse_list(r.parametrizations or ("mup,sp" if axis.name == "width" else "mup"), "--parametrizations")
     if any(p not in NAMES for p in params):
         raise InputError(f"--parametrizations: {r.parametrizations!r}: each one of mup, sp")
     if r.seeds < 1:
         raise InputError(f"--seeds: at least 1, got {r.seeds}")
     if not r.max_drift > 0:
         raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
+    chosen, source, width = settings(r, spec, axis)
+    run, centre = base_values(spec, chosen, r.param, width)
+    if axis.path == r.param:
+        raise InputError(f"--across {axis.name}: the axis cannot be the setting on the grid (--param {r.param})")
+    check_builder_named(model_name(run), spec, f"the settings from {source}")
+    grid = grid_values(centre, r.values, r.span)
+    jobs = plan(spec, r, axis, run, grid, params, width)  # every value is checked before anything is written
+    executor = get_backend(r.backend, jobs[0][1].spec, r.workers, r.backend_flags)
+    for _, job in jobs:
+        executor.check(job)
+    shapes = {}
+    for at, job in jobs:
+        shapes[at] = shapes.get(at) or shape(job)
+    console.print(f"verify {r.param} over {len(grid)} values × {axis.name} {', '.join(map(label, axis.values))} × "
+                  f"{', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    stores: dict[str, object] = {}
+    for _, job in jobs:
+        store = stores.setdefault(str(job.storage), open_storage(job.storage))
+        code = run_study(job, store, executor, console)
+        if code:
+            return code
+    points = collect(jobs, stores, r.param, axis.name)
+    out = Path(jobs[0][1].root) / axis_folder(spec.name, r.param, axis.name)
+    values = [int(v) if axis.name in INTEGER else v for v in axis.values]
+    summary = {"param": r.param, "axis": axis.name, "values": values,
+               "widths": values if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
+               "source": source, "max_drift": r.max_drift,
+               "shapes": [{"at": at, **s} for at, s in shapes.items()]}
+    return report(out, points, axis, summary, console)
+
+
+def width_axis(widths: str) -> Axis:
+    width_list = sorted(set(parse_list(widths, "--widths", int)))
+    if width_list[0] < 1 or len(width_list) < 2:
+        raise InputError(f"--widths: at least two positive widths, got {widths!r}")
+    return Axis("width", tuple(float(w) for w in width_list))
+
+
+def settings(r: VerifyRequest, spec: StudySpec, axis: Axis) -> tuple[dict, str, int]:
+    """(the chosen trial's values, where they came from, the width the grid runs at when the axis is not width)."""
+    width = r.proxy_width
     if r.trials_from == "best":
         name, url = locate(str(r.spec), storage=r.storage, password_env=r.password_env)
         study, best = pick_trial(name, url, width=r.proxy_width, parametrization="mup")
         chosen, source = best.user_attrs.get("values", best.params), f"{study.study_name}#{best.number}"
+        width = width or study.user_attrs.get("width")
     else:
         chosen, source = {}, "spec"
-    run, centre = base_values(spec, chosen, r.param, width_list[0])
-    check_builder_named(model_name(run), spec, f"the settings from {source}")
-    grid = grid_values(centre, r.values, r.span)
-    vspec = verify_spec(spec, verify_name(spec.name, r.param), run, r.param, grid, r.seeds)
+    width = width or get_path(spec.run, "model.width")
+    if axis.name == "width":
+        return chosen, source, int(axis.values[0])
+    if width is None:
+        raise InputError(f"--proxy-width: the width to verify across {axis.name} at (or set run.model.width)")
+    return chosen, source, int(width)
 
-    jobs = [prepare(vspec, width=w, parametrization=p, trials=None, storage=r.storage, password_env=r.password_env)
-            for p in params for w in width_list]  # every width is checked before anything is written
-    executor = get_backend(r.backend, vspec, r.workers, r.backend_flags)
-    for job in jobs:
-        executor.check(job)
-    console.print(f"verify {r.param} over {len(grid)} values × widths {', '.join(map(str, width_list))} × "
-                  f"{', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    store = open_storage(jobs[0].storage)
-    for job in jobs:
-        code = run_study(job, store, executor, console)
-        if code:
-            return code
 
-    points = collect(jobs, store, r.param)
-    table = optima(points)
-    judged = verdicts(table, r.max_drift)
-    out = Path(jobs[0].root) / vspec.name
-    write_results(out, points, table, judged, {"param": r.param, "widths": width_list, "grid": grid, "seeds": r.seeds,
-                                               "source": source, "max_drift": r.max_drift})
-    console.print(optima_table(table, r.param))
+def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[float], params: list[str],
+         width: int) -> list[tuple[float, SweepJob]]:
+    """(axis value, job) for every study: one spec over the widths, or one spec per value of another axis."""
+    def job(vspec: StudySpec, w: int, p: str) -> SweepJob:
+        return prepare(vspec, width=w, parametrization=p, trials=None, storage=r.storage, password_env=r.password_env)
+
+    folder = axis_folder(spec.name, r.param, axis.name)
+    if axis.name == "width":
+        vspec = verify_spec(spec, folder, run, r.param, grid, r.seeds)
+        return [(at, job(vspec, int(at), p)) for p in params for at in axis.values]
+    base = job(verify_spec(spec, folder, run, r.param, grid, r.seeds), width, params[0])
+    cfg = RunConfig.parse(base_run(base.spec, width, params[0]))
+    base_tokens = base.total_steps * cfg.batch_size * base.tokens_per_example
+    jobs = []
+    for at in axis.values:
+        try:
+            vspec = verify_spec(spec, f"{folder}-{label(at)}", axis.apply(run, at, base_tokens), r.param, grid,
+                                r.seeds)
+            jobs += [(at, job(vspec, width, p)) for p in params]
+        except InputError as err:
+            raise InputError(f"--across {axis.name}={label(at)}: {err}") from None
+    return jobs
+
+
+def shape(job: SweepJob) -> dict:
+    """The run's width, depth, batch, tokens and parameter count N (all parameters) at one axis value."""
+    cfg = RunConfig.parse(base_run(job.spec, job.width, job.parametrization))
+    data = cfg.data
+    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
+                       val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
+    n = count_parameters(cfg.model.name, job.width, cfg.model.depth, job.parametrization,
+                         **{**source.model_options(), **cfg.model.options})
+    return {"width": job.width, "depth": cfg.model.depth, "batch_size": cfg.batch_size, "params": n,
+            "tokens": cfg.total_steps(source.tokens_per_example) * cfg.batch_size * source.tokens_per_example}
+
+
+def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: Console) -> int:
+    """Fit the optima, the verdicts and the laws; write and print them; the exit code (1: μP drifts with width)."""
+    table = optima(points, axis.name)
+    judged = verdicts(table, summary["max_drift"])
+    if axis.name != "width":  # only width has μP's promise to judge
+        judged = [replace(v, passed=None) for v in judged]
+    laws = {}
+    for p, group in points.groupby("parametrization", sort=True):
+        law = fit_law(group, axis.name)
+        if law is not None:
+            laws[p] = {**law, **certificate(axis.name, p, law, summary["max_drift"])}
+    write_results(out, points, table, judged, {**summary, "laws": laws})
+    console.print(optima_table(table, summary["param"], axis.name))
+    span = f"{axis.name} {label(axis.values[0])}–{label(axis.values[-1])}"
     for v in judged:
         verdict = "" if v.passed is None else " — pass" if v.passed else " — FAIL"
-        bound = f" (bound {r.max_drift:g})" if v.passed is not None else ""
-        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over widths "
-                      f"{width_list[0]}–{width_list[-1]} (seed noise ±{v.noise:.2f}){verdict}{bound}")
+        bound = f" (bound {summary['max_drift']:g})" if v.passed is not None else ""
+        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} "
+                      f"(seed noise ±{v.noise:.2f}){verdict}{bound}")
+    for p, law in laws.items():
+        interval = f"[{law['low']:.3f}, {law['high']:.3f}] ({law['level']:.0%} bootstrap)" if np.isfinite(law["low"]) \
+            else "(no interval: one seed and fewer than 5 finite points at some value)"
+        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} {interval}; "
+                      f"{law['certificate']}")
+    for row in table[table["poor_fit"]].to_dict(orient="records"):
+        console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
+                      f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range")
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
 
 
-
 def write_results(out: Path, points: pd.DataFrame, table: pd.DataFrame, judged: list, summary: dict) -> None:
-    """points.parquet, optima.parquet, figure1.png and summary.json (the settings and each verdict) in `out`."""
+    """points.parquet, optima.parquet, figure1.png and summary.json (the settings, each verdict, the laws)."""
     for frame, filename in ((points, "points.parquet"), (table, "optima.parquet")):
         with atomic_path(out / filename) as tmp:
             frame.to_parquet(tmp, index=False)
-    figure_one(points, table, judged, summary["param"], out / "figure1.png")
+    figure_one(points, table, judged, summary["param"], out / "figure1.png", summary["axis"], summary["laws"])
     verdict = {v.parametrization: {"drift": v.drift, "noise": v.noise, "passed": v.passed} for v in judged}
-    write_summary(out, {**summary, "parametrizations": verdict})
+    optimum_rows = table.replace({np.nan: None}).to_dict(orient="records")
+    write_summary(out, {**summary, "parametrizations": verdict, "optima": optimum_rows})
+
 
 def run_study(job: SweepJob, store, executor, console: Console) -> int:
     study = open_study(job, store, create=True)
@@ -128,12 +220,12 @@ def run_study(job: SweepJob, store, executor, console: Console) -> int:
     return 0
 
 
-def collect(jobs: list[SweepJob], store, param: str) -> pd.DataFrame:
-    """A row per (parametrization, width, value, seed): the run's objective (NaN if it diverged or failed)
+def collect(jobs: list[tuple[float, SweepJob]], stores: dict, param: str, axis: str) -> pd.DataFrame:
+    """A row per (parametrization, axis value, value, seed): the run's objective (NaN if it diverged or failed)
     and its first training loss (≈ the loss at initialization)."""
     rows = []
-    for job in jobs:
-        study = optuna.load_study(study_name=job.study_name, storage=store)
+    for at, job in jobs:
+        study = optuna.load_study(study_name=job.study_name, storage=stores[str(job.storage)])
         for t in study.get_trials(deepcopy=False):
             if t.state not in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL) or param not in t.params:
                 continue
@@ -142,10 +234,13 @@ def collect(jobs: list[SweepJob], store, param: str) -> pd.DataFrame:
             losses = t.user_attrs.get("seed_values") if t.state == TrialState.COMPLETE else None
             losses = losses or [math.nan] * job.spec.seeds_per_trial
             for seed, loss in enumerate(losses):
-                rows.append({"parametrization": job.parametrization, "width": job.width, "value": t.params[param],
-                             "x": math.log2(t.params[param]), "seed": seed, "loss": loss,
+                rows.append({"parametrization": job.parametrization, "width": job.width, axis: at,
+                             "value": t.params[param], "x": math.log2(t.params[param]), "seed": seed, "loss": loss,
                              "loss_init": first_loss(t), "trial": t.number})
-    return pd.DataFrame(rows)
+    points = pd.DataFrame(rows)
+    if axis in ("width", "depth", "batch_size", "tokens", "steps"):
+        points[axis] = points[axis].astype(int)
+    return points
 
 
 def first_loss(trial: optuna.trial.FrozenTrial) -> float:
@@ -154,13 +249,18 @@ def first_loss(trial: optuna.trial.FrozenTrial) -> float:
     return float(losses.iloc[0]) if len(losses) else math.nan
 
 
-def optima_table(table: pd.DataFrame, param: str) -> Table:
-    out = Table(title=f"optimum of {param} per width (vertex of a parabola through the best points)")
-    for column in ("param", "width", f"log₂ {param}", "value", "± seeds", "loss there", "sensitivity", "diverged"):
+def optima_table(table: pd.DataFrame, param: str, axis: str = "width") -> Table:
+    out = Table(title=f"optimum of {param} per {axis} (vertex of the parabola through the best point and its "
+                      "neighbours)")
+    for column in ("param", axis, f"log₂ {param}", "value", "± seeds", "loss there", "residual", "sensitivity",
+                   "diverged"):
         out.add_column(column, justify="left" if column == "param" else "right")
-    for r in table.itertuples(index=False):
-        out.add_row(NAMES[r.parametrization], str(r.width), f"{r.optimum_x:.2f}" + ("" if r.fitted else "*"),
-                    f"{r.optimum:.3g}", f"{r.seed_spread:.2f}", f"{r.loss:.4f}",
-                    f"{r.sensitivity:.3f}" if np.isfinite(r.sensitivity) else "-", str(r.diverged))
-    out.caption = "* the best grid point (no upward parabola); sensitivity: Wortsman et al. 2023"
+    for r in table.to_dict(orient="records"):
+        out.add_row(NAMES[r["parametrization"]], label(r[axis]),
+                    f"{r['optimum_x']:.2f}" + ("" if r["fitted"] else "*"), f"{r['optimum']:.3g}",
+                    f"{r['seed_spread']:.2f}", f"{r['loss']:.4f}", f"{r['residual']:.4f}" + (" poor" * r["poor_fit"]),
+                    f"{r['sensitivity']:.3f}" if np.isfinite(r["sensitivity"]) else "-", str(r["diverged"]))
+    out.caption = ("* the best grid point (at the grid's edge or beside a diverged point); residual: RMS of the "
+                   "points two steps out about the parabola; poor: the curve does not rise away from the best point "
+                   "within 3 steps (noise as deep as the valley); sensitivity: Wortsman et al. 2023")
     return out

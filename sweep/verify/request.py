@@ -9,11 +9,12 @@ from pathlib import Path
 @dataclass(frozen=True)
 class VerifyRequest:
     spec: Path
-    widths: str = "32,64,128,256"  # comma-separated
+    widths: str = "32,64,128,256"  # comma-separated (the width axis)
+    across: str | None = None  # AXIS=v1,v2,… (sweep/verify/axis.py) [default: width over `widths`]
     param: str = "optimizer.lr"  # the setting on the grid, a RunConfig path with positive values
     values: str | None = None  # the grid, comma-separated
     span: str | None = None  # LO,HI,N [default: the base value × 2^-3 … 2^3]
-    parametrizations: str = "mup,sp"
+    parametrizations: str | None = None  # [default: mup,sp across width, else mup]
     seeds: int = 2
     trials_from: str = "best"  # the sweep's best trial, or the spec's defaults: best|spec
     proxy_width: int | None = None  # the sweep's width whose best trial is used [default: its only one]

@@ -14,11 +14,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, quote_plus, unquote
+from urllib.parse import quote, quote_plus
 
 from sqlalchemy.engine import URL, make_url
 
-from sweep.errors import EMBEDDED_SECRET, InputError
+from sweep.errors import InputError
+from trainer.secret_text import decoded, holds_secret
 
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 JOURNAL_SUFFIXES = (".log", ".jsonl")
@@ -90,15 +91,6 @@ def env_value(name: str) -> str:
     return value
 
 
-def decoded(text: str) -> str:
-    """`text` percent-decoded until it no longer changes (a driver may decode a nested URL again)."""
-    for _ in range(8):
-        text, before = unquote(text), text
-        if text == before:
-            break
-    return text
-
-
 def parse(given: str, password_env: str | None) -> URL:
     """The URL parsed by SQLAlchemy, refused (an InputError that echoes nothing given) when a password is anywhere
     in it but `USER:${VAR}@`, or ${VAR} stands anywhere else."""
@@ -121,7 +113,7 @@ def parse(given: str, password_env: str | None) -> URL:
     parts = [url.username or "", url.host or "", url.database or ""]
     parts += [text for key, values in url.query.items() for text in (key, *([values] if isinstance(values, str)
                                                                            else values))]
-    if any(EMBEDDED_SECRET.search(decoded(part)) for part in parts) or ":" in decoded(url.username or ""):
+    if any(holds_secret(part) for part in parts) or ":" in decoded(url.username or ""):
         raise InputError(f"storage: the URL holds a password inside its user, database or query (a conninfo string "
                          f"or a nested URL) that would be recorded; {FROM_THE_ENVIRONMENT}")
     if any("${" in decoded(part) for part in parts):

@@ -1,0 +1,42 @@
+"""Fitted rules: a setting carried along an axis by the law `sweep verify --across AXIS` measured on this model.
+
+    θ' = θ·(v'/v)^s,   s ∈ [s_lo, s_hi]   ⇒   θ' ∈ θ·(v'/v)^[s_lo, s_hi]
+
+with v the proxy's axis value (batch size, tokens, depth), v' the target's and s the slope of log₂ θ* against
+log₂ v with its bootstrap interval (sweep/verify/law.py). Composed over axes: η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l.
+A law is a straight line through the measured range; beyond it nothing was measured (the optimal LR bends past
+the critical batch, Li et al. 2024), so a target more than `EXTRAPOLATION`× past the range is refused unless
+the user asks for it, and then flagged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXTRAPOLATION = 2.0  # how far past the measured range (a factor of the axis value) a law is trusted
+
+
+@dataclass(frozen=True)
+class Law:
+    param: str  # the RunConfig path it moves (optimizer.lr, optimizer.weight_decay, …)
+    axis: str  # batch_size, tokens or depth (the target's unit: examples, tokens, layers)
+    slope: float
+    low: float
+    high: float
+    measured: tuple[float, float]  # the axis values the law was measured over, in the axis's unit
+    source: str  # the verify folder it came from
+
+    def scale(self, value: float, ratio: float) -> tuple[float, float, float]:
+        """(θ', and the interval's ends) for θ at the proxy and v'/v = ratio."""
+        ends = sorted((value * ratio ** self.low, value * ratio ** self.high))
+        return value * ratio ** self.slope, ends[0], ends[1]
+
+    def beyond(self, target: float) -> float:
+        """How many times past the measured range `target` lies (1 inside it)."""
+        low, high = self.measured
+        return max(low / target, target / high, 1.0)
+
+    def record(self, before: float, after: float, interval: tuple[float, float], ratio: float,
+               extrapolated: bool, textbook: dict[str, float]) -> dict:
+        return {"param": self.param, "axis": self.axis, "slope": self.slope, "interval_slope": [self.low, self.high],
+                "measured": list(self.measured), "ratio": ratio, "before": before, "after": after,
+                "interval": list(interval), "extrapolated": extrapolated, "textbook": textbook, "source": self.source}

@@ -1,0 +1,86 @@
+"""What `sweep transfer` reads from the verify ladder (ROOT/NAME-verify-*/summary.json): the measured laws, the
+predicted final loss (sweep/rules/scaling.py), and the compute the tuning spent.
+
+Compute: C ≈ 6·N·D per run (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1: forward and
+backward passes over D tokens of a model of N parameters), summed over the proxy sweep's trials (a finished
+trial's seeds × its tokens; a pruned one up to its last report) and every verify run (grid × seeds ×
+parametrizations × each axis value's tokens), as a share of the full run's.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+
+from sweep.rules.fitted import Law
+from sweep.rules.scaling import predict
+from sweep.verify.summary import axis_folder, read_summary
+from trainer.config import RunConfig
+
+FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
+
+
+def measured_laws(root: str, name: str) -> tuple[Law, ...]:
+    """The μP laws `sweep verify --across` measured for this sweep (LR, weight decay, β2 × batch, tokens or steps,
+    depth); a steps law is measured in tokens (its runs' token counts), the unit a target's budget is in."""
+    laws = []
+    for param in FITTED_PARAMS:
+        for axis in ("batch_size", "tokens", "steps", "depth"):
+            summary = read_summary(root, name, param, axis)
+            law = (summary or {}).get("laws", {}).get("mup")
+            if law is None or not np.isfinite([law["low"], law["high"]]).all():
+                continue
+            at = [s["tokens"] for s in summary["shapes"]] if axis == "steps" else law["at"]
+            laws.append(Law(param, "tokens" if axis == "steps" else axis, law["slope"], law["low"], law["high"],
+                            (min(at), max(at)), axis_folder(name, param, axis)))
+    return tuple(laws)
+
+
+def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[float]]:
+    """(N, D, loss) of every μP axis value verify measured the LR across width, tokens or steps; the loss is the
+    best grid point's (a run, not the vertex's value, which a coarse grid's parabola can put below any run)."""
+    n, d, loss = [], [], []
+    for axis in ("width", "tokens", "steps"):
+        summary = read_summary(root, name, "optimizer.lr", axis)
+        if not summary or "shapes" not in summary:
+            continue
+        shapes = {s["at"]: s for s in summary["shapes"]}
+        for row in summary["optima"]:
+            at = row[axis]
+            if row["parametrization"] == "mup" and row.get("best_loss") is not None and at in shapes:
+                n.append(shapes[at]["params"])
+                d.append(shapes[at]["tokens"])
+                loss.append(row["best_loss"])
+    return n, d, loss
+
+
+def predicted_loss(root: str, name: str, params: float, tokens: float) -> dict:
+    """The scaling law's prediction for the full run ({} with fewer than 3 ladder points)."""
+    n, d, loss = ladder_points(root, name)
+    if len(loss) < 3 or (len(set(n)) < 2 and len(set(d)) < 2):
+        return {}
+    return predict(np.array(n), np.array(d), np.array(loss), params, tokens)
+
+
+def tuning_compute(root: str, study: optuna.Study, proxy_params: float, tokens_per_example: int,
+                   full_flops: float, name: str) -> dict:
+    """{proxy, verify, full (FLOPs), share}: the tuning's compute against the full run's (module docstring)."""
+    proxy = 0.0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+        cfg = RunConfig.from_yaml(t.user_attrs["config"]) if "config" in t.user_attrs else None
+        if cfg is None:
+            continue
+        steps = cfg.total_steps(tokens_per_example) if t.state == TrialState.COMPLETE else \
+            max(t.intermediate_values, default=0)
+        seeds = len(t.user_attrs.get("seed_values") or [1])
+        proxy += 6 * proxy_params * steps * cfg.batch_size * tokens_per_example * seeds
+    verify = 0.0
+    for path in Path(root).glob(f"{name}-verify-*/summary.json"):
+        summary = json.loads(path.read_text())
+        runs = len(summary["grid"]) * summary["seeds"] * len(summary["parametrizations"])
+        verify += sum(6 * s["params"] * s["tokens"] * runs for s in summary.get("shapes", []))
+    return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,
+            "share": (proxy + verify) / full_flops}

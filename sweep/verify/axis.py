@@ -1,0 +1,71 @@
+"""The axis `sweep verify` runs its grid along: `--across AXIS=v1,v2,…`.
+
+- `width` (the default, `--widths`): μP's axis; one study per width and parametrization.
+- `batch_size`: the token budget of the base run held, so the steps change (the optimum at a fixed budget).
+- `tokens` or `steps`: the run's length, the batch held (the horizon).
+- `depth`: `model.depth`, under whatever depth rule the spec's model has (`model.options.depth_alpha`).
+- any other RunConfig path with positive values (e.g. `model.options.block_size`), set as it is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sweep.errors import InputError
+from sweep.study.space import set_path
+from sweep.study.spec import check_search_path
+
+PATHS = {"width": "model.width", "depth": "model.depth", "batch_size": "batch_size", "tokens": "tokens",
+         "steps": "steps"}
+INTEGER = {"width", "depth", "batch_size", "tokens", "steps"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str  # width, depth, batch_size, tokens, steps or a RunConfig path; the points' column
+    values: tuple[float, ...]  # sorted, distinct, positive
+
+    @property
+    def path(self) -> str:
+        return PATHS.get(self.name, self.name)
+
+    def apply(self, run: dict, at: float, base_tokens: int | None) -> dict:
+        """The base run at this axis value (width is set by the study, not here)."""
+        if self.name == "width":
+            return run
+        if self.name == "batch_size":
+            run = {**set_path(run, "batch_size", int(at)), "steps": None, "tokens": base_tokens}
+        elif self.name in ("tokens", "steps"):
+            run = {**run, "steps": None, "tokens": None, self.name: int(at)}
+        else:
+            run = set_path(run, self.path, int(at) if self.name in INTEGER else at)
+        return run
+
+
+def parse_axis(text: str) -> Axis:
+    """`AXIS=v1,v2,…` → Axis; an InputError names what is wrong."""
+    name, sep, listed = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise InputError(f"--across: {text!r} is not AXIS=v1,v2,… (e.g. batch_size=8,16,32)")
+    if name not in PATHS:
+        try:
+            check_search_path(name)
+        except InputError:
+            raise InputError(f"--across: {name!r} is not a RunConfig path nor one of {', '.join(PATHS)}") from None
+    try:
+        values = sorted({float(v) for v in listed.split(",") if v.strip()})
+    except ValueError:
+        raise InputError(f"--across {name}: {listed!r} is not a comma-separated list of numbers") from None
+    if len(values) < 2:
+        raise InputError(f"--across {name}: at least two distinct values are needed for a law, got {listed!r}")
+    if any(not v > 0 or v == float("inf") for v in values):
+        raise InputError(f"--across {name}: values must be positive, got {listed!r}")
+    if name in INTEGER and any(v != int(v) for v in values):
+        raise InputError(f"--across {name}: values must be whole numbers, got {listed!r}")
+    return Axis(name, tuple(values))
+
+
+def label(at: Any) -> str:
+    """An axis value as written in names and tables: 16, not 16.0."""
+    return f"{int(at)}" if float(at) == int(at) else f"{at:g}"

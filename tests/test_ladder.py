@@ -1,0 +1,214 @@
+"""Issue 20's ladder: the vertex fit, the law along an axis with its interval, fitted transfer, the predicted loss
+and the run held to it, on synthetic data and on real (tiny) runs."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from sweep.errors import InputError
+from sweep.rules import Target, transfer_run
+from sweep.rules.fitted import Law
+from sweep.rules.scaling import predict
+from sweep.verify.fit import vertex
+from sweep.verify.law import LEVEL, fit_law
+from tests.sweep_helpers import run_sweep
+from trainer.config import RunConfig
+
+
+def test_the_vertex_loss_never_sits_above_the_best_run_point_on_an_asymmetric_valley():
+    """The bug: a least-squares parabola through five points of a valley steep on one side put its vertex loss
+    0.039 above every point run; the three-point parabola cannot."""
+    x = np.arange(-10.0, -3.0)
+    y = np.where(x < -7, 2.0 + 0.1 * np.abs(x + 7), 2.0 + 0.4 * np.abs(x + 7))  # a sharp valley, steep right
+    best = vertex(x, y)  # the five-point least-squares vertex: 2.033 at −7.7, above the run point 2.0 at −7
+    assert best.fitted and best.loss <= y.min() and -8 <= best.x <= -6
+    assert best.residual > 0  # the parabola through −8, −7, −6 mispredicts −9 and −5
+    exact = vertex(x, 0.1 * (x + 6.6) ** 2 + 2.0)
+    assert exact.residual == pytest.approx(0.0, abs=1e-12) and not exact.poor
+
+
+def test_a_valley_the_grid_does_not_resolve_is_flagged_poor():
+    x = np.arange(7.0)
+    assert vertex(x, np.array([3.0, 2.5, 2.0, 2.0, 1.9, 2.4, 2.6])).poor is False
+    noisy = np.array([2.0, 2.3, 1.95, 1.9, 1.93, 2.4, 1.96])  # a 0.03-deep dip in 0.3 of noise
+    assert vertex(x, noisy).poor
+    assert vertex(x, x.astype(float)).poor  # the edge: nothing fitted
+
+
+def ladder(slope: float, rng, seeds=3, jitter=0.15, noise=0.01, values=(8, 16, 32, 64)) -> pd.DataFrame:
+    rows = []
+    for at in values:
+        for seed in range(seeds):
+            top = -7 + slope * np.log2(at / values[0]) + rng.normal(0, jitter)
+            for x in np.arange(-11.0, -2.0):
+                rows.append(dict(parametrization="mup", batch_size=at, x=x, seed=seed, loss_init=5.0,
+                                 loss=0.08 * (x - top) ** 2 + 2 + rng.normal(0, noise)))
+    return pd.DataFrame(rows)
+
+
+def test_a_known_exponent_is_recovered_within_its_interval_at_the_stated_coverage():
+    """20 synthetic ladders (seed jitter 0.15 octave, grid noise 0.01): the true s = ½ lies inside the 95% interval
+    in at least 17 (a binomial 95% lower bound; an interval of seed noise only, or none, holds it far less)."""
+    laws = [fit_law(ladder(0.5, np.random.default_rng(r)), "batch_size", resamples=200) for r in range(20)]
+    assert LEVEL == 0.95
+    inside = sum(law["low"] <= 0.5 <= law["high"] for law in laws)
+    assert inside >= 17, [(law["low"], law["high"]) for law in laws]
+    assert np.mean([law["slope"] for law in laws]) == pytest.approx(0.5, abs=0.05)
+    assert max(law["high"] - law["low"] for law in laws) < 0.5  # an interval, not the whole line
+
+
+def test_a_noiseless_ladder_has_the_exact_slope_and_no_width():
+    law = fit_law(ladder(-0.3, np.random.default_rng(0), seeds=1, jitter=0, noise=0), "batch_size", resamples=50)
+    assert law["slope"] == pytest.approx(-0.3, abs=1e-9) and law["high"] - law["low"] == pytest.approx(0, abs=1e-9)
+
+
+def test_one_seed_on_too_few_points_gives_no_interval_rather_than_a_false_one():
+    points = ladder(0.5, np.random.default_rng(0), seeds=1)
+    law = fit_law(points[points["x"].between(-9, -6)], "batch_size", resamples=50)  # 4 points per value
+    assert np.isfinite(law["slope"]) and np.isnan(law["low"]) and np.isnan(law["high"])
+
+
+PROXY = RunConfig.parse({"model": {"name": "mlp", "width": 32, "depth": 2},
+                         "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
+                         "optimizer": {"name": "adamw", "lr": 0.01, "weight_decay": 0.1}, "batch_size": 32,
+                         "steps": 40})
+LR_BATCH = Law("optimizer.lr", "batch_size", 0.4, 0.3, 0.5, (16.0, 64.0), "v-verify-lr-across-batch_size")
+
+
+def test_a_fitted_law_scales_the_lr_with_its_interval_beside_the_textbook_values():
+    result = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1, laws=(LR_BATCH,))
+    assert result.config.optimizer.lr == pytest.approx(0.01 * 4 ** 0.4)
+    (law,) = result.laws
+    assert law["interval"] == pytest.approx([0.01 * 4 ** 0.3, 0.01 * 4 ** 0.5])
+    assert law["textbook"] == pytest.approx({"linear": 0.04, "sqrt": 0.02}) and not law["extrapolated"]
+    assert any(c.rule == "batch_size.fitted" and c.field == "optimizer.lr" for c in result.changes)
+
+
+def test_a_target_past_the_measured_range_is_refused_unless_asked_and_then_flagged():
+    target = Target(width=64, batch_size=256, batch_rule="fitted")  # 4× past the range 16–64
+    with pytest.raises(InputError, match=r"--batch-rule fitted: batch_size 256 is 4× past the range 16–64"):
+        transfer_run(PROXY, target, 1, laws=(LR_BATCH,))
+    result = transfer_run(PROXY, Target(**{**target.__dict__, "extrapolate": True}), 1, laws=(LR_BATCH,))
+    fitted = [c for c in result.changes if c.rule == "batch_size.fitted"]
+    assert result.laws[0]["extrapolated"] and "EXTRAPOLATED" in fitted[0].formula
+    with pytest.raises(InputError, match="--horizon-rule fitted: no law of optimizer.lr measured across tokens"):
+        transfer_run(PROXY, Target(width=64, steps=80, horizon="fitted"), 1, laws=(LR_BATCH,))
+
+
+def test_a_fitted_depth_law_moves_the_lr_with_depth_even_without_a_depth_rule_in_the_model():
+    depth = Law("optimizer.lr", "depth", -0.5, -0.7, -0.3, (2.0, 8.0), "v-verify-lr-across-depth")
+    result = transfer_run(PROXY, Target(width=64, depth=4, depth_rule="fitted"), 1, laws=(depth,))
+    assert (result.config.model.depth, result.config.optimizer.lr) == (4, pytest.approx(0.01 * 2 ** -0.5))
+    with pytest.raises(InputError, match="--depth: μP transfers across width, not depth"):
+        transfer_run(PROXY, Target(width=64, depth=4), 1, laws=(depth,))  # the model's own rule: it has none
+
+
+def test_a_weight_decay_law_replaces_the_textbook_timescale_rule():
+    wd = Law("optimizer.weight_decay", "batch_size", -1.0, -1.2, -0.8, (16.0, 64.0), "v-verify-weight_decay-…")
+    result = transfer_run(PROXY, Target(width=64, batch_size=64, batch_rule="fitted"), 1, laws=(LR_BATCH, wd))
+    assert result.config.optimizer.weight_decay == pytest.approx(0.05)
+    assert not any(c.rule.startswith("horizon.weight_decay") for c in result.changes)
+
+
+def test_the_scaling_law_is_recovered_from_synthetic_losses():
+    rng = np.random.default_rng(0)
+    n, d = np.array([1e5, 2e5, 4e5, 8e5, 1e5, 1e5, 1e5]), np.array([1e6] * 4 + [2e6, 4e6, 8e6])
+    truth = lambda n, d: 1.5 + 30 * n ** -0.34 + 40 * d ** -0.28  # noqa: E731 (Hoffmann's exponents)
+    p = predict(n, d, truth(n, d) + rng.normal(0, 0.003, len(n)), 3.2e6, 2e6)
+    assert p["form"].startswith("reduced") and p["E"] == pytest.approx(1.5, abs=0.05)
+    assert p["low"] <= truth(3.2e6, 2e6) <= p["high"] and p["high"] - p["low"] < 0.05
+    n, d = np.repeat([1e5, 2e5, 4e5, 8e5], 3), np.tile([1e6, 3e6, 9e6], 4)  # enough points: all five fitted
+    truth = lambda n, d: 1.2 + 50 * n ** -0.5 + 20 * d ** -0.3  # noqa: E731
+    p = predict(n, d, truth(n, d) + rng.normal(0, 0.002, len(n)), 3.2e6, 2e7)
+    assert p["form"].startswith("full") and p["beta"] == pytest.approx(0.3, abs=0.05)
+    assert p["low"] <= truth(3.2e6, 2e7) <= p["high"]
+
+
+SPEC = {
+    "name": "v",
+    "trials": 2,
+    "run": {"model": {"name": "mlp", "depth": 2, "width": 32},
+            "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
+            "optimizer": {"name": "adamw"}, "batch_size": 32, "steps": 40, "log_every": 10,
+            "eval": {"every": 20, "batches": 2, "noise_scale_batches": 0}},
+    "search": {"optimizer.lr": {"low": 1e-3, "high": 0.1, "log": True}},
+    "pruner": {"name": "none"},
+}
+
+
+@pytest.mark.parametrize("across, message", [
+    ("optimizer.nosuch=1,2", "--across: 'optimizer.nosuch' is not a RunConfig path"),
+    ("batch_size=16", "--across batch_size: at least two distinct values"),
+    ("tokens=0,1000", "--across tokens: values must be positive"),
+    ("depth=2,2.5", "--across depth: values must be whole numbers"),
+    ("batch_size=6,8", "--across batch_size=6: run.batch_size: 6 is not divisible by grad_accum 4"),
+    ("optimizer.lr=1e-3,1e-2", "--across optimizer.lr: the axis cannot be the setting on the grid"),
+])
+def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({**SPEC, "run": {**SPEC["run"], "grad_accum": 4}}))
+    before = sorted(tmp_path.rglob("*"))
+    code, out, err = run_cli("verify", spec, "--trials-from", "spec", "--across", across)
+    assert code == 2 and err.count("\n") == 1 and message in err, (out, err)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_path):
+    """proxy sweep → verify across batch (tokens held) → transfer --batch-rule fitted → sweep train."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
+    done = run_sweep(tmp_path, "verify", spec, "--across", "batch_size=16,64", "--range", "2^-11,2^-3,5",
+                     "--seeds", "1", "--workers", "2", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((tmp_path / "v-verify-lr-across-batch_size" / "summary.json").read_text())
+    law = summary["laws"]["mup"]
+    assert law["at"] == [16, 64] and law["low"] <= law["slope"] <= law["high"]
+    assert {s["tokens"] for s in summary["shapes"]} == {40 * 32}  # the token budget held (a vector is a token)
+    assert f"s = {law['slope']:.3f}" in done.stdout.replace("\n", "")
+    refused = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "256", "--batch-rule", "fitted")
+    assert refused.returncode == 2 and "pass --extrapolate" in refused.stderr and refused.stderr.count("\n") == 1
+    assert not (tmp_path / "v" / "transfer").exists()
+    out = tmp_path / "full.yaml"
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                     "--out", out)
+    assert done.returncode == 0, done.stderr
+    cfg = RunConfig.load(out)
+    (fitted,) = [r for r in cfg.provenance.laws if r["param"] == "optimizer.lr"]
+    assert cfg.optimizer.lr == pytest.approx(fitted["after"]) and fitted["slope"] == pytest.approx(law["slope"])
+    assert fitted["before"] * 4 ** law["low"] == pytest.approx(min(fitted["interval"]))
+    assert RunConfig.parse(yaml.safe_load(cfg.to_yaml())) == cfg  # the provenance round-trips
+    assert 0 < cfg.provenance.tuning["share"]
+    trained = run_sweep(tmp_path, "train", out, timeout=300)
+    assert trained.returncode == 0, trained.stderr
+    assert json.loads((cfg.run_dir() / "result.json").read_text())["status"] == "completed"
+
+
+RUN = {"model": {"name": "mlp", "width": 32, "depth": 2},
+       "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
+       "optimizer": {"name": "adamw", "lr": 0.003}, "batch_size": 32, "steps": 20, "log_every": 5, "device": "cpu",
+       "eval": {"every": 10, "batches": 2, "noise_scale_batches": 0}, "output": {"study": "full", "kind": "full"}}
+
+
+def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    runs = {}
+    for name, low, high in (("held", 0.0, 99.0), ("forced", 0.01, 0.02)):  # no 20-step run reaches 0.02
+        path = tmp_path / f"{name}.yaml"
+        prediction = {"loss": (low + high) / 2, "low": low, "high": high, "level": 0.95}
+        path.write_text(yaml.safe_dump({**RUN, "output": {**RUN["output"], "root": str(tmp_path), "run": name},
+                                        "provenance": {"prediction": prediction}}))
+        code, _, err = run_cli("launch", path)
+        assert code == 0, err
+        runs[name] = RunConfig.load(path)
+    code, out, err = run_cli("status", "--format", "json")
+    rows = {row["run"]: row for row in json.loads(out)}
+    assert rows["forced"]["outside"] and "outside the predicted interval" in rows["forced"]["detail"]
+    assert not rows["held"]["outside"] and "OUTSIDE" not in rows["held"]["predicted"]
+    code, out, err = run_cli("compare", "held", "forced", "--out", tmp_path / "c.png")
+    assert code == 0, err
+    lines = {line.split()[1]: line for line in out.splitlines() if "held" in line or "forced" in line}
+    assert "OUTSIDE" in lines["forced"] and "OUTSIDE" not in lines["held"], out

@@ -1,0 +1,220 @@
+"""Trackers: TensorBoard, MLflow and W&B receive a mirror of a run's curve; Parquet stays the source of truth.
+
+Rank 0 sends each logged row (its numbers: losses, LR, throughput, signals) at its step, the spike guard's events
+as text at theirs, and once the RunConfig (MLflow params, W&B config, TensorBoard text), tagged with the study, kind,
+run and, for a proxy trial, the trial number.
+
+Every logged step reaches each tracker once, also across a kill and resume. A resume replays the steps after its
+checkpoint, whose rows were already sent; so `RUN_DIR/trackers.json` records the last step sent (rewritten atomically
+after each row has gone to every tracker, and TensorBoard's events flushed first) with the MLflow run and W&B run ids
+that the resumed run continues, and rows at or below that step are not sent again. After a guard rewind the trackers
+keep the abandoned branch's rows (a tracker cannot take a point back) and receive the rewound run from the first step
+past them; the rewind itself is one of the events they receive.
+
+A tracker that fails (a server down, a full disk) never stops training: its first error is one line on stderr and it
+receives nothing more in this process. A tracker asked for whose package is missing is bad input (`check_installed`).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from trainer.atomic import atomic_path
+from trainer.config import ConfigError, RunConfig
+
+PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}  # tracker → module it imports
+STATIC = ("trial", "width", "depth", "batch_size")  # row columns that are the run's tags, not curves
+STATE_FILE = "trackers.json"
+
+
+def check_installed(cfg: RunConfig) -> None:
+    """Each tracker the config asks for can be imported; else a ConfigError naming it and its extra."""
+    for name in cfg.logging.asked() if cfg.logging is not None else ():
+        try:
+            found = importlib.util.find_spec(PACKAGES[name])
+        except (ImportError, ValueError):  # a broken install counts as none
+            found = None
+        if found is None:
+            raise ConfigError(f"logging.{name}: {PACKAGES[name]} is not installed; pip install 'mup-sweep[{name}]', "
+                              f"or remove logging.{name}")
+
+
+def flat(tree: dict, prefix: str = "") -> dict[str, str]:
+    """A nested config as dotted keys with string values (lists and dicts of options as JSON)."""
+    out: dict[str, str] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def tags(cfg: RunConfig) -> dict[str, str]:
+    found = {"study": cfg.provenance.study or cfg.output.study, "kind": cfg.output.kind, "run": cfg.run_id()}
+    if cfg.provenance.trial is not None:
+        found["trial"] = str(cfg.provenance.trial)
+    return found
+
+
+class TensorBoard:
+    """Scalars and text in `DIR/STUDY/RUN/` (torch's SummaryWriter), flushed after each row."""
+
+    name = "tensorboard"
+
+    def __init__(self, cfg: RunConfig, ids: dict):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(Path(cfg.logging.tensorboard) / cfg.output.study / cfg.run_id()))
+        if "tensorboard" not in ids:
+            self.writer.add_text("tags", json.dumps(tags(cfg)), 0)
+            self.writer.add_text("config", "\n".join("    " + line for line in cfg.to_yaml().splitlines()), 0)
+            ids["tensorboard"] = str(self.writer.log_dir)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        for key, value in metrics.items():
+            self.writer.add_scalar(key, value, step)
+        self.writer.flush()
+
+    def event(self, step: int, line: str) -> None:
+        self.writer.add_text("guard", line, step)
+        self.writer.flush()
+
+    def close(self, status: str | None) -> None:
+        self.writer.close()
+
+
+class Mlflow:
+    """One MLflow run per training run (named by it, in experiment `experiment` or the study), continued on resume;
+    the RunConfig as params, the study, kind, run and trial as tags."""
+
+    name = "mlflow"
+    STATUS = {"completed": "FINISHED", "diverged": "FAILED", "pruned": "KILLED"}
+
+    def __init__(self, cfg: RunConfig, ids: dict):
+        from mlflow import MlflowClient
+
+        settings = cfg.logging.mlflow
+        self.client = MlflowClient(settings.tracking_uri)
+        self.run_id = ids.get("mlflow")
+        if self.run_id is None:  # a new run; a resumed one continues its own
+            experiment = settings.experiment or cfg.output.study
+            found = self.client.get_experiment_by_name(experiment)
+            experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
+            self.run_id = self.client.create_run(experiment_id, run_name=cfg.run_id(), tags=tags(cfg)).info.run_id
+            self.log_params(flat(cfg.model_dump(mode="json")))
+            ids["mlflow"] = self.run_id
+
+    def log_params(self, params: dict[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(key, value[:6000]) for key, value in params.items()]
+        for i in range(0, len(items), 100):  # MLflow takes at most 100 params per batch
+            self.client.log_batch(self.run_id, params=items[i:i + 100])
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step) for k, v in metrics.items()])
+
+    def event(self, step: int, line: str) -> None:
+        self.client.set_tag(self.run_id, f"guard.step_{step}", line)
+
+    def close(self, status: str | None) -> None:
+        if status is not None:  # a preempted or killed run stays RUNNING: its resume continues it
+            self.client.set_terminated(self.run_id, self.STATUS[status])
+
+
+class Wandb:
+    """One W&B run per training run (id kept for resume; group: the study; job type: the kind); the RunConfig as
+    its config. Files go to `dir`, else the run's folder. No console capture, system metrics or metadata (W&B's
+    metadata would record the command line, the host and the git remote, which may hold a token)."""
+
+    name = "wandb"
+
+    def __init__(self, cfg: RunConfig, ids: dict):
+        import wandb
+
+        settings = cfg.logging.wandb
+        ids.setdefault("wandb", uuid.uuid4().hex[:12])
+        folder = Path(settings.dir) if settings.dir else cfg.run_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(project=settings.project or cfg.output.study, id=ids["wandb"], name=cfg.run_id(),
+                              group=cfg.provenance.study or cfg.output.study, job_type=cfg.output.kind,
+                              tags=[f"{k}:{v}" for k, v in tags(cfg).items()][:64], config=cfg.model_dump(mode="json"),
+                              dir=str(folder), mode=settings.mode, resume="allow", reinit="create_new",
+                              settings=wandb.Settings(console="off", silent=True, x_disable_stats=True,
+                                                      x_disable_meta=True, x_disable_machine_info=True))
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        self.run.log(metrics, step=step)
+
+    def event(self, step: int, line: str) -> None:
+        self.run.log({"guard": line}, step=step)
+
+    def close(self, status: str | None) -> None:
+        self.run.finish(exit_code=0 if status in ("completed", "pruned") else 1)
+
+
+KINDS = {"tensorboard": TensorBoard, "mlflow": Mlflow, "wandb": Wandb}
+
+
+class Trackers:
+    """The trackers a run's config asks for, on rank 0; each row and event at a step past `sent`, once."""
+
+    def __init__(self, cfg: RunConfig, run_dir: Path):
+        self.path = run_dir / STATE_FILE
+        recorded = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.sent: int = recorded.get("sent", 0)
+        self.ids: dict = recorded.get("ids", {})
+        self.live: list = []
+        for name in cfg.logging.asked() if cfg.logging is not None else ():
+            self.guarded(name, lambda name=name: self.live.append(KINDS[name](cfg, self.ids)))
+        if self.live:
+            self.save()
+
+    def guarded(self, name: str, call) -> None:
+        """Run one tracker's call; its first failure is one line on stderr and the tracker is dropped."""
+        try:
+            call()
+        except Exception as err:  # noqa: BLE001 — any failure of a tracker leaves training alone
+            self.live = [t for t in self.live if t.name != name]
+            found = " ".join(str(err).split())[:200]
+            print(f"warning: logging.{name} failed ({type(err).__name__}: {found}); it receives nothing more from "
+                  "this run, whose curve stays in Parquet", file=sys.stderr, flush=True)
+
+    def log(self, row: dict) -> None:
+        """The row's numbers at its step, unless that step was sent before (a resume replaying it)."""
+        step = row["step"]
+        if step <= self.sent or not self.live:
+            return
+        metrics = {k: float(v) for k, v in row.items()
+                   if k != "step" and k not in STATIC and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        for tracker in list(self.live):
+            self.guarded(tracker.name, lambda t=tracker: t.log(step, metrics))
+        self.sent = step
+        self.save()
+
+    def event(self, event: dict) -> None:
+        """A guard event (spike, skip, rewind, stop) as one line of text at its step."""
+        step = event["step"]
+        if step <= self.sent:
+            return
+        line = json.dumps({k: v for k, v in event.items() if v is not None})
+        for tracker in list(self.live):
+            self.guarded(tracker.name, lambda t=tracker: t.event(step, line))
+
+    def save(self) -> None:
+        with atomic_path(self.path) as tmp:
+            tmp.write_text(json.dumps({"sent": self.sent, "ids": self.ids}))
+
+    def close(self, status: str | None = None) -> None:
+        """End each tracker's run: `status` completed, diverged or pruned; None for a run that stops unfinished."""
+        for tracker in list(self.live):
+            self.guarded(tracker.name, lambda t=tracker: t.close(status))
+        self.live = []
