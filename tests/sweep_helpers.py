@@ -31,6 +31,19 @@ TINY_SPEC = {
 }
 
 
+# a study of the mlp on synthetic vectors: cheap enough for verify's grids of real runs
+VERIFY_SPEC = {
+    "name": "v",
+    "trials": 2,
+    "run": {"model": {"name": "mlp", "depth": 2, "width": 32},
+            "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
+            "optimizer": {"name": "adamw"}, "batch_size": 32, "steps": 40, "log_every": 10,
+            "eval": {"every": 20, "batches": 2, "noise_scale_batches": 0}},
+    "search": {"optimizer.lr": {"low": 1e-3, "high": 0.1, "log": True}},
+    "pruner": {"name": "none"},
+}
+
+
 def spec_dict(**changes) -> dict:
     """The tiny spec; `changes` replace top-level keys, or merge into `run` when given as run={...}."""
     spec = copy.deepcopy(TINY_SPEC)

@@ -13,6 +13,7 @@ from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
 from sweep.verify.fit import vertex
 from sweep.verify.law import LEVEL, fit_law
+from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig
 
@@ -126,16 +127,6 @@ def test_the_scaling_law_is_recovered_from_synthetic_losses():
     assert p["low"] <= truth(3.2e6, 2e7) <= p["high"]
 
 
-SPEC = {
-    "name": "v",
-    "trials": 2,
-    "run": {"model": {"name": "mlp", "depth": 2, "width": 32},
-            "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
-            "optimizer": {"name": "adamw"}, "batch_size": 32, "steps": 40, "log_every": 10,
-            "eval": {"every": 20, "batches": 2, "noise_scale_batches": 0}},
-    "search": {"optimizer.lr": {"low": 1e-3, "high": 0.1, "log": True}},
-    "pruner": {"name": "none"},
-}
 
 
 @pytest.mark.parametrize("across, message", [

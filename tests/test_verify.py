@@ -9,6 +9,7 @@ import yaml
 
 from sweep.verify.analysis import optima, verdicts
 from sweep.verify.fit import sensitivity, vertex
+from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep, sweep_env
 
 REPO = Path(__file__).resolve().parents[1]  # so the runs can import tests.drifting
@@ -68,16 +69,6 @@ def test_a_width_where_every_point_diverged_fails():
     assert judged["mup"].passed is False
 
 
-SPEC = {
-    "name": "v",
-    "trials": 2,
-    "run": {"model": {"name": "mlp", "depth": 2, "width": 32},
-            "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
-            "optimizer": {"name": "adamw"}, "batch_size": 32, "steps": 40, "log_every": 10,
-            "eval": {"every": 20, "batches": 2, "noise_scale_batches": 0}},
-    "search": {"optimizer.lr": {"low": 1e-3, "high": 0.1, "log": True}},
-    "pruner": {"name": "none"},
-}
 VERIFY = ["--trials-from", "spec", "--widths", "32,256", "--parametrizations", "mup",
           "--range", "2^-11,2^-3,9", "--seeds", "2", "--workers", "2"]
 
