@@ -228,6 +228,11 @@ CASES = {
                                ("--batch-rule:", "'cubic' is not one of none, linear, sqrt, noise")),
     "coord-check-one-width": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32"],
                                   ("--widths:", "at least two distinct positive widths")),
+    # found by a hostile user: --lr 0 trained nothing, printed nan slopes as "pass", then a traceback
+    "coord-check-lr-zero": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32,64", "--lr", "0"],
+                                ("--lr:", "above 0 and at most 10000")),
+    "coord-check-lr-overflow": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32,64", "--lr",
+                                                  "1e308"], ("--lr:", "above 0 and at most 10000")),
     # found by the fuzzer: a model option the builder refuses was met only after launch.json was written
     "launch-model-option-refused-by-the-builder": Case(
         lambda root: ["launch", run_config(root, **{"model.options": {"block_size": 0}})],

@@ -191,11 +191,37 @@ def test_resume_from_a_state_dict_round_trip_is_bit_identical(name):
     ({"name": "lion", "lion": {"betas": [0.9, 0.99]}},
      "optimizer.lion.betas: unknown key (allowed: beta1, beta2)"),
     ({"name": "schedulefree_adamw"}, "schedule.kind: cosine decays the LR, schedulefree_adamw needs constant"),
+    # found by a hostile user: SGD and AdamW took settings they never read (and a new run id for them)
+    ({"name": "sgd", "beta2": 0.9}, "optimizer.beta2: sgd does not read it"),
+    ({"name": "sgd", "eps": 1e-3}, "optimizer.eps: sgd does not read it"),
+    ({"name": "sgd", "beta1": 0.5}, "optimizer.beta1: sgd does not read it (instead: optimizer.momentum)"),
+    ({"name": "adamw", "momentum": 0.5}, "optimizer.momentum: adamw does not read it (instead: optimizer.beta1)"),
+    # found by a hostile user: a traceback (unhashable name; float32 or float64 overflow in the optimizer's step)
+    ({"name": ["muon"]}, "optimizer.name: Input should be"),
+    ({"name": {"a": 1}}, "optimizer.name: Input should be"),
+    ({"name": "lion", "lr": 1e39}, "optimizer.lr: Input should be less than or equal to 10000"),
+    ({"name": "adamw", "roles": {"hidden": {"lr_mult": 1e39}}}, "optimizer.roles.hidden.lr_mult: Input should be"),
+    ({"name": "schedulefree_adamw", "schedulefree_adamw": {"r": 1100}},
+     "optimizer.schedulefree_adamw.r: Input should be less than or equal to 10"),
 ])
 def test_settings_of_another_optimizer_are_refused_in_one_line_naming_the_key(optimizer, message):
     with pytest.raises(ConfigError) as err:
         RunConfig.parse({"steps": 1, "optimizer": optimizer})
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_run_resumes_only_into_the_optimizer_that_wrote_its_state(tmp_path):
+    """Found by a hostile user: Lion resumed AdamW's moments and groups without a word."""
+    data = {"model": {"name": "mlp", "width": 16, "depth": 1},
+            "data": {"kind": "synthetic-vectors", "options": {"in_features": 8, "classes": 4}},
+            "batch_size": 8, "steps": 4, "log_every": 1, "checkpoint": {"every": 2},
+            "eval": {"every": 4, "batches": 1, "noise_scale_batches": 0}, "schedule": {"kind": "constant"},
+            "output": {"root": str(tmp_path), "study": "t", "run": "r"}}
+    assert train(RunConfig.parse(data)).status == "completed"
+    switched = RunConfig.parse({**data, "steps": 6, "optimizer": {"name": "lion", "lr": 1e-3}})
+    with pytest.raises(ConfigError, match="^optimizer.name: the run r was started with adamw; resume it with adamw"):
+        train(switched, resume=True)
+    assert "adamw" in (tmp_path / "t" / "runs" / "r" / "config.yaml").read_text()  # not overwritten
 
 
 @pytest.mark.parametrize("name", ["muon", "lion", "schedulefree_adamw"])

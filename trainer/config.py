@@ -63,7 +63,9 @@ class Strict(BaseModel):
 
 # The parameter roles of the μP table (`proxies.parametrization.ROLES`, equal by test: config imports no torch).
 ROLES = ("hidden", "input", "embedding", "readout", "tied", "bias", "norm", "other")
-Mult = Annotated[float, Field(gt=0)]  # a positive, finite multiplier (Strict refuses inf and nan)
+# far above any trained setting, far below where float32 overflows (3.4e38) in lr × multipliers × updates
+LR_MAX = MULT_MAX = 1e4
+Mult = Annotated[float, Field(gt=0, le=MULT_MAX)]  # a positive, finite multiplier (Strict refuses inf and nan)
 
 
 def _one(value: float) -> bool:
@@ -164,8 +166,10 @@ class ScheduleFreeSettings(Strict):
     """Schedule-Free AdamW (Defazio et al. 2024, "The Road Less Scheduled"); β's and ε are optimizer.beta1/2, eps."""
 
     warmup_steps: int = Field(0, ge=0)  # its own linear warmup, on top of schedule.warmup_*
-    r: float = Field(0.0, ge=0)  # polynomial weighting of the average: c_t ∝ t^r · lr_max^weight_lr_power
-    weight_lr_power: float = Field(2.0, ge=0)
+    # polynomial weighting of the average: c_t ∝ t^r · lr_max^weight_lr_power, summed in Python floats (float64):
+    # at most 10 each keeps t^r · lr^power below 1e160 for any step and LR this config allows
+    r: float = Field(0.0, ge=0, le=10)
+    weight_lr_power: float = Field(2.0, ge=0, le=10)
 
 
 SETTINGS = {"muon": MuonSettings, "lion": LionSettings, "schedulefree_adamw": ScheduleFreeSettings}
@@ -174,7 +178,10 @@ UNUSED = {"muon": {"momentum": "optimizer.muon.momentum"},
           "lion": {"beta1": "optimizer.lion.beta1", "beta2": "optimizer.lion.beta2", "eps": "none: Lion has no ε",
                    "momentum": "optimizer.lion.beta2"},
           "adam_atan2": {"eps": "none: atan2 replaces the ε division", "momentum": "optimizer.beta1"},
-          "schedulefree_adamw": {"momentum": "optimizer.beta1"}}
+          "schedulefree_adamw": {"momentum": "optimizer.beta1"},
+          "sgd": {"beta1": "optimizer.momentum", "beta2": "none: SGD has no second moment",
+                  "eps": "none: SGD divides by nothing"},
+          "adamw": {"momentum": "optimizer.beta1"}}
 
 
 class OptimizerConfig(Strict):
@@ -182,7 +189,7 @@ class OptimizerConfig(Strict):
     filled with their defaults when absent, and is refused under another optimizer."""
 
     name: Literal["adamw", "sgd", "muon", "lion", "schedulefree_adamw", "adam_atan2"] = "adamw"
-    lr: float = Field(2 ** -6, gt=0)  # base LR: the LR at the base width, before μP multipliers
+    lr: float = Field(2 ** -6, gt=0, le=LR_MAX)  # base LR: the LR at the base width, before μP multipliers
     weight_decay: float = Field(0.0, ge=0)
     wd_mode: Literal["coupled", "independent"] = "coupled"
     decay_embeddings: bool = False
@@ -201,7 +208,8 @@ class OptimizerConfig(Strict):
     @classmethod
     def _own_section(cls, data: Any) -> Any:
         """The chosen optimizer's section, with its defaults, so the written config states every setting."""
-        if isinstance(data, dict) and data.get("name") in SETTINGS and data.get(data["name"]) is None:
+        if isinstance(data, dict) and isinstance(data.get("name"), str) and data["name"] in SETTINGS \
+                and data.get(data["name"]) is None:
             data = {**data, data["name"]: {}}
         return data
 

@@ -18,6 +18,7 @@ The loop knows nothing of sweeps or clusters: it reports through `on_log(row)` a
 """
 from __future__ import annotations
 
+import gc
 import json
 import math
 import time
@@ -131,6 +132,7 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
     cfg = resolve(cfg)
     check_installed(cfg)
     run = rt.start(cfg.device, cfg.precision, group=cfg.sharded(), timeout_s=cfg.pg_timeout_s())
+    trainer = None
     try:
         check_start(cfg, run, resume)
         trainer = Trainer(cfg, run, on_log, on_eval)
@@ -138,6 +140,12 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
             trainer.state.register(name, extra)
         return trainer.fit(resume)
     finally:
+        # the run's parts are freed while its process group is still registered: DDP's reducer, freed after
+        # `destroy_process_group`, drops the group's last reference holding the GIL, and gloo's destructor then
+        # joins its worker threads while one waits for that GIL to free the last collective's tensors (a hang at
+        # the end of a finished run, one time in a few under load; torch 2.13)
+        del trainer
+        gc.collect()  # the parts in reference cycles, too
         rt.stop(run)
 
 
@@ -243,6 +251,7 @@ class Trainer:
         latest = latest_checkpoint(self.ckpt_dir, *([self.guard.ring_dir] if self.guard is not None else []))
         if latest is None:
             return
+        self.check_same_optimizer()
         state = self.load(latest)
         if format_of(state) != FORMAT:
             raise CheckpointError(f"output.run: {latest} is in checkpoint format {format_of(state)}, this mup-sweep "
@@ -255,6 +264,15 @@ class Trainer:
             found = " ".join(str(err).split())[:200]
             raise CheckpointError(f"output.run: {latest} is a checkpoint of another model or run ({found}); "
                                   f"resume only the run that wrote it, or set another output.run") from None
+
+    def check_same_optimizer(self) -> None:
+        """The run's optimizer state resumes only into the optimizer that wrote it (the config the run was started
+        with is beside it): Lion would load AdamW's moments and groups without a word."""
+        started = self.run_dir / "config.yaml"
+        before = RunConfig.load(started).optimizer.name if started.is_file() else self.cfg.optimizer.name
+        if before != self.cfg.optimizer.name:
+            raise CheckpointError(f"optimizer.name: the run {self.run_id} was started with {before}; resume it with "
+                                  f"{before}, or set another output.run for {self.cfg.optimizer.name}")
 
     def load(self, path) -> dict:
         """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes."""

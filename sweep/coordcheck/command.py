@@ -16,8 +16,10 @@ from sweep.coordcheck.args import open_model_data, parse_options, parse_widths
 from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check
 from sweep.coordcheck.plots import coord_check_grid
 from sweep.coordcheck.ready import refuse_unless_mup_ready
+from sweep.errors import InputError
 from sweep.paths import results_root
 from trainer.atomic import atomic_path
+from trainer.config import LR_MAX
 from trainer.optim import build_optimizer
 
 # The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (calibration in the README).
@@ -44,6 +46,8 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
                     lr: float | None, depth: int, batch_size: int | None, seq_len: int, data: str | None,
                     data_path: str | None, opt: list[str] | None, out: Path | None, console: Console) -> bool:
     """Returns whether the model passed. Bad input and models that are not μP-ready raise before any file."""
+    if lr is not None and not 0 < lr <= LR_MAX:  # 0 trains nothing: every slope would be nan and "pass"
+        raise InputError(f"--lr: a learning rate above 0 and at most {LR_MAX:g}, got {lr:g}")
     lr = DEFAULT_LR[optimizer] if lr is None else lr
     base = base_width_of(model)
     width_list = parse_widths(widths or f"{base},{2 * base},{4 * base}")
