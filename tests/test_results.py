@@ -82,25 +82,54 @@ def test_bad_results_input_is_one_line_exit_2(swept, args, message):
     assert shown.returncode == 2 and message in shown.stderr and shown.stderr.count("\n") == 1, shown.stderr
 
 
-def test_optimizers_are_ranked_by_their_best_trial():
-    # the classic bug: optimizers ranked by their mean (one bad Lion trial burying the best one) or by trial count
+def optimizer_study(storage=None):
+    """AdamW and Lion completed (one bad Lion trial), Muon drawn once and failed, SGD searched but never drawn."""
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-    from sweep.results.table import optimizer_ranking, trials_frame
-
-    study = optuna.create_study()
-    names = CategoricalDistribution(["adamw", "lion", "muon"])
+    study = optuna.create_study(storage=storage, study_name="tiny-w16-mup")
+    study.set_user_attr("spec_name", "tiny")
+    names = CategoricalDistribution(["adamw", "lion", "muon", "sgd"])
     for name, lr, value in [("adamw", 0.01, 3.1), ("lion", 0.001, 9.0), ("lion", 0.002, 2.9), ("adamw", 0.02, 3.0),
                             ("muon", 0.01, None)]:
         study.add_trial(optuna.trial.create_trial(
             params={"optimizer.name": name, f"optimizer.lr[{name}]": lr},
             distributions={"optimizer.name": names, f"optimizer.lr[{name}]": FloatDistribution(1e-4, 0.1, log=True)},
             value=value, state=optuna.trial.TrialState.COMPLETE if value else optuna.trial.TrialState.FAIL))
-    ranking = optimizer_ranking(trials_frame(study))
-    assert ranking[["rank", "optimizer", "best", "trial", "completed"]].values.tolist() == [
-        [1, "lion", 2.9, 2, 2], [2, "adamw", 3.0, 3, 2]]  # muon: no completed trial, not ranked
+    return study
+
+
+def test_optimizers_are_ranked_by_their_best_trial():
+    # the classic bugs: optimizers ranked by their mean (one bad Lion trial burying the best one) or by trial count;
+    # a choice with no completed trial (muon failed, sgd never drawn) left out, as if it had not been searched
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    from sweep.results.table import optimizer_choices, optimizer_ranking, trials_frame
+
+    study = optimizer_study()
+    ranking = optimizer_ranking(trials_frame(study), optimizer_choices(study))
+    assert ranking[["optimizer", "best", "trial", "completed"]].values.tolist()[:2] == [
+        ["lion", 2.9, 2, 2], ["adamw", 3.0, 3, 2]]
+    assert list(ranking["rank"][:2]) == [1, 2] and list(ranking["optimizer"][2:]) == ["muon", "sgd"]
+    assert ranking[["rank", "best", "trial"]][2:].isna().all().all() and list(ranking["completed"][2:]) == [0, 0]
     plain = optuna.create_study()
     plain.add_trial(optuna.trial.create_trial(params={"optimizer.lr": 0.01}, value=1.0,
                                               distributions={"optimizer.lr": FloatDistribution(1e-4, 0.1)}))
     assert optimizer_ranking(trials_frame(plain)).empty  # no optimizer searched: no ranking
+
+
+def test_the_table_keeps_branch_parameters_apart_and_lists_every_optimizer(tmp_path, run_cli, monkeypatch):
+    # the classic bug: `[lion]` read as Rich markup, so optimizer.lr[adamw], optimizer.lr[lion], … all show as
+    # optimizer.lr; and the ranking silent about a choice never drawn
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "250")
+    (tmp_path / "tiny").mkdir()
+    optimizer_study(f"sqlite:///{tmp_path / 'tiny' / 'optuna.db'}")
+    code, out, err = run_cli("results", "tiny", "--no-plots")
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if "trial" in line and "value" in line)
+    assert all(f"optimizer.lr[{name}]" in header for name in ("adamw", "lion", "muon")), out
+    ranking = out.split("optimizers by their best trial")[1]
+    rows = [[cell for cell in line.split() if cell != "│"] for line in ranking.splitlines()]
+    assert ["-", "sgd", "-", "-", "0"] in rows and ["1", "lion", "2.9", "2", "2"] in rows, ranking

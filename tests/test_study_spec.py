@@ -305,3 +305,43 @@ def test_a_conditional_space_that_could_sample_an_invalid_run_is_refused_in_one_
         prepare(parse_spec(optimizer_choice_spec(change)), width=32, parametrization="mup", trials=None,
                 storage=None, password_env=None)
     assert str(err.value).startswith(message) and "\n" not in str(err.value), str(err.value)
+
+
+EPS = {"low": 1.0e-9, "high": 1.0e-6, "log": True}
+
+
+@pytest.mark.parametrize("run, search, message", [
+    ({}, {"optimizer.name": {"choices": ["adamw", "lion"]}, "optimizer.eps": EPS},
+     ("search.optimizer.eps: 1e-09 is rejected by the RunConfig with optimizer.name lion", "lion does not read it",
+      "move it under when: {adamw: …}")),
+    ({}, {"optimizer.name": {"choices": ["sgd", "muon"]}, "optimizer.momentum": {"low": 0.8, "high": 0.95}},
+     ("search.optimizer.momentum: 0.8 is rejected by the RunConfig with optimizer.name muon",
+      "move it under when: {sgd: …}")),
+    ({"schedule": {"kind": "constant"}},
+     {"optimizer.name": {"choices": ["adamw", "schedulefree_adamw"]},
+      "schedule.kind": {"choices": ["constant", "cosine"]}},
+     ("search.schedule.kind: 'cosine' is rejected by the RunConfig with optimizer.name schedulefree_adamw",
+      "move it under when: {adamw: …}")),
+    ({"schedule": {"kind": "constant"}}, {"optimizer.name": {"choices": ["adamw", "schedulefree_adamw"]},
+                                          "schedule.kind": "cosine"},
+     ("search.schedule.kind: 'cosine' is rejected by the RunConfig with optimizer.name schedulefree_adamw",)),
+    ({}, {"optimizer.name": {"choices": ["lion", "lion"]}},
+     ("search.optimizer.name.choices: 'lion' is given twice; give each choice once",)),
+])
+def test_a_choice_that_does_not_read_a_searched_setting_is_refused_before_anything_is_written(
+        tmp_path, run_cli, monkeypatch, run, search, message):
+    # the classic bug: each parameter checked alone on the base run (adamw reads ε, lion alone is valid), so the
+    # sweep starts and every lion trial FAILS; or a choice given twice, drawn twice as often
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "results"))
+    path = write_spec(tmp_path, run=run, search=search, sampler={"name": "random", "seed": 0})
+    code, _, err = run_cli("proxy", path, "--width", "32", "--workers", "1")
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: " + message[0]), err
+    assert all(part in err for part in message[1:]), err
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_setting_only_some_choices_read_is_accepted_under_their_when():
+    spec = spec_dict(run={"schedule": {"kind": "constant"}}, search={"optimizer.name": {
+        "choices": ["adamw", "lion", "schedulefree_adamw"],
+        "when": {"adamw": {"optimizer.eps": EPS, "schedule.kind": {"choices": ["constant", "cosine"]}}}}})
+    prepare(parse_spec(spec), width=32, parametrization="mup", trials=None, storage=None, password_env=None)

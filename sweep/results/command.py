@@ -8,7 +8,7 @@ from rich.console import Console
 
 from sweep.errors import InputError
 from sweep.paths import results_root
-from sweep.results.table import optimizer_ranking, rich_table, to_json, trials_frame
+from sweep.results.table import optimizer_choices, optimizer_ranking, rich_table, to_json, trials_frame
 from sweep.study.lookup import load_studies, locate
 
 
@@ -20,10 +20,11 @@ def run_results(spec_or_name: str, *, width: int | None, top: int, fmt: str, sto
     studies = load_studies(name, url, width)
     frames = {s.study_name: trials_frame(s) for s in studies}
     if fmt == "table":
-        for study_name, frame in frames.items():
+        for study in studies:
+            study_name, frame = study.study_name, frames[study.study_name]
             title = f"{study_name}: top {min(top, len(frame))} of {len(frame)} trials"
             console.print(rich_table(frame.head(top), title))
-            ranking = optimizer_ranking(frame)
+            ranking = optimizer_ranking(frame, optimizer_choices(study))
             if not ranking.empty:
                 console.print(rich_table(ranking, f"{study_name}: optimizers by their best trial"))
     elif fmt == "csv":

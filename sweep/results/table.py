@@ -5,6 +5,8 @@ import json
 
 import optuna
 import pandas as pd
+from optuna.distributions import CategoricalDistribution
+from rich.markup import escape
 from rich.table import Table
 
 COLUMNS = ("rank", "trial", "value", "state", "steps", "duration_s")
@@ -30,26 +32,41 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     return frame[[*COLUMNS, *params, "reason", "runs"]].reset_index(drop=True)
 
 
-def optimizer_ranking(frame: pd.DataFrame) -> pd.DataFrame:
+def optimizer_choices(study: optuna.Study) -> list:
+    """The choices of a searched `optimizer.name`, as the trials that drew one were given them."""
+    for t in study.get_trials(deepcopy=False):
+        distribution = t.distributions.get("optimizer.name")
+        if isinstance(distribution, CategoricalDistribution):
+            return list(distribution.choices)
+    return []
+
+
+def optimizer_ranking(frame: pd.DataFrame, choices: list = ()) -> pd.DataFrame:
     """When the optimizer was searched: each optimizer ranked by its best completed trial (its value and number)
-    with how many of its trials completed; empty otherwise."""
-    column = "params.optimizer.name"
-    done = frame.dropna(subset=["value"]) if column in frame else frame.iloc[:0]
-    if done.empty:
-        return pd.DataFrame(columns=["rank", "optimizer", "best", "trial", "completed"])
-    best = done.sort_values(["value", "trial"], kind="stable").groupby(column, sort=False)
-    ranking = best.first().reset_index()[[column, "value", "trial"]].set_axis(["optimizer", "best", "trial"], axis=1)
-    ranking["completed"] = ranking["optimizer"].map(done[column].value_counts())
-    return ranking.assign(rank=range(1, len(ranking) + 1))[["rank", "optimizer", "best", "trial", "completed"]]
+    with how many of its trials completed, then, unranked with no trial, the choices none of whose trials
+    completed (`choices`: every choice searched, drawn or not); empty otherwise."""
+    column, columns = "params.optimizer.name", ["rank", "optimizer", "best", "trial", "completed"]
+    if column not in frame:
+        return pd.DataFrame(columns=columns)
+    done = frame.dropna(subset=["value"])
+    best = done.sort_values(["value", "trial"], kind="stable").groupby(column, sort=False).first()
+    counts = done[column].value_counts()
+    names = [*best.index, *(c for c in dict.fromkeys([*choices, *frame[column].dropna()]) if c not in best.index)]
+    return pd.DataFrame({
+        "rank": pd.array([*range(1, len(best) + 1), *[pd.NA] * (len(names) - len(best))], dtype="Int64"),
+        "optimizer": names, "best": [best["value"].get(n) for n in names],
+        "trial": pd.array([best["trial"].get(n) for n in names], dtype="Int64"),
+        "completed": [int(counts.get(n, 0)) for n in names]}, columns=columns)
 
 
 def rich_table(frame: pd.DataFrame, title: str) -> Table:
+    """Headers and cells as text, not Rich markup: a branch parameter's `optimizer.lr[lion]` keeps its `[lion]`."""
     table = Table(title=title, title_justify="left")
     shown = [c for c in frame.columns if c != "runs"]
     for column in shown:
-        table.add_column(column.removeprefix("params."), overflow="fold")
+        table.add_column(escape(column.removeprefix("params.")), overflow="fold")
     for _, row in frame.iterrows():
-        table.add_row(*(cell(row[c]) for c in shown))
+        table.add_row(*(escape(cell(row[c])) for c in shown))
     return table
 
 

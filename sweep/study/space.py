@@ -136,6 +136,14 @@ class CategoricalParam(Param):
         return self
 
     @model_validator(mode="after")
+    def _distinct(self) -> CategoricalParam:
+        """Each choice once: a repeated one would be drawn twice as often, and a grid would visit it twice."""
+        repeated = [c for i, c in enumerate(self.choices) if c in self.choices[:i]]
+        if repeated:
+            raise ValueError(f"choices: {repeated[0]!r} is given twice; give each choice once")
+        return self
+
+    @model_validator(mode="after")
     def _branches_of_choices(self) -> CategoricalParam:
         for choice, branch in self.when.items():
             if choice not in map(str, self.choices):
