@@ -141,6 +141,21 @@ def check_sizes(**sizes) -> None:
             raise ValueError(f"model.options.{name}: {value!r} is not a positive integer")
 
 
+def check_positive(**numbers) -> None:
+    """Each number option (None: derived) is a finite number above 0, else a ValueError naming it."""
+    for name, value in numbers.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value) or value <= 0):
+            raise ValueError(f"model.options.{name}: {value!r} is not a finite number above 0")
+
+
+def check_flags(**flags) -> None:
+    """Each switch option is true or false, else a ValueError naming it."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"model.options.{name}: {value!r} is not true or false")
+
+
 class GPT(nn.Module):
     def __init__(self, width: int, depth: int, parametrization: str, *, vocab_size: int = 256, block_size: int = 128,
                  head_dim: int = 16, n_head: int | None = None, norm: str = "layernorm", bias: bool = True,
@@ -149,6 +164,9 @@ class GPT(nn.Module):
                  depth_alpha: float | None = None, base_depth: int | None = None):
         super().__init__()
         check_sizes(vocab_size=vocab_size, block_size=block_size, head_dim=head_dim, n_head=n_head)
+        check_positive(attn_mult=attn_mult, output_mult=output_mult)
+        check_flags(bias=bias, tie_embeddings=tie_embeddings, zero_query=zero_query, zero_readout=zero_readout,
+                    qk_norm=qk_norm)
         branch_mult, depth_lr_mult = depth_multipliers(depth, depth_alpha, base_depth)
         if n_head is None:  # head dim fixed, heads grow with width
             if width % head_dim:

@@ -29,7 +29,7 @@ from mup import MuReadout
 from torch import nn
 
 from proxies.base_shapes import mup_builder
-from proxies.gpt import EMBEDDING_STD, AttentionLogits, TiedReadout, check_sizes
+from proxies.gpt import EMBEDDING_STD, AttentionLogits, TiedReadout, check_flags, check_positive, check_sizes
 from proxies.parametrization import depth_multipliers
 
 BASE_WIDTH = 64
@@ -151,6 +151,8 @@ class Llama(nn.Module):
         super().__init__()
         check_sizes(vocab_size=vocab_size, block_size=block_size, head_dim=head_dim, n_head=n_head, n_kv_head=n_kv_head,
                     q_per_kv=q_per_kv)
+        check_positive(mlp_ratio=mlp_ratio, rope_theta=rope_theta, attn_mult=attn_mult, output_mult=output_mult)
+        check_flags(tie_embeddings=tie_embeddings, zero_query=zero_query, zero_readout=zero_readout)
         branch_mult, depth_lr_mult = depth_multipliers(depth, depth_alpha, base_depth)
         n_head, n_kv_head, base_d_head = head_counts(width, head_dim, n_head, n_kv_head, q_per_kv)
         d_head = width // n_head

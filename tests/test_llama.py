@@ -99,3 +99,14 @@ def test_trains_through_the_trainer(tmp_path):
     assert result.status == "completed" and math.isfinite(result.val_loss)
     curve = read_curves(cfg.curves_root(), run=cfg.run_id())
     assert curve["train_loss"].notna().all() and curve["train_loss"].iloc[-1] < curve["train_loss"].iloc[0]
+
+
+@pytest.mark.parametrize("model, option, value, allowed", [  # found by a hostile user: tracebacks, nan losses
+    ("llama", "mlp_ratio", -2, "a finite number above 0"), ("llama", "mlp_ratio", 0, "a finite number above 0"),
+    ("llama", "mlp_ratio", float("nan"), "a finite number above 0"), ("llama", "rope_theta", 0, "a finite number"),
+    ("llama", "tie_embeddings", "maybe", "true or false"), ("gpt", "output_mult", -1.0, "a finite number above 0"),
+    ("gpt", "qk_norm", "yes", "true or false"),
+])
+def test_a_bad_number_or_switch_option_is_one_line_naming_it(model, option, value, allowed):
+    with pytest.raises(ValueError, match=f"^model.options.{option}: .* is not {allowed}"):
+        build_model(model, 64, 1, **{option: value})

@@ -242,7 +242,10 @@ def test_a_tracker_asked_for_but_not_installed_is_one_line_exit_2_and_nothing_wr
 
 @pytest.mark.parametrize("uri", ["http://alice:hunter2@mlflow.example:5000", "https://mlflow.example/?token=hunter2",
                                  "databricks://ws?password=hunter2", "https://mlflow.example/?api_key=hunter2",
-                                 "http://alice%3Ahunter2%40mlflow.example", "https://mlflow.example/?pass%77ord=hunter2"])
+                                 "http://alice%3Ahunter2%40mlflow.example", "https://mlflow.example/?pass%77ord=hunter2",
+                                 # found by a hostile user: accepted, written to config.yaml and echoed in a warning
+                                 "http://hunter2@127.0.0.1:5999", "http://127.0.0.1:5999/?auth=hunter2",
+                                 "https://acct.blob.example/c?sig=hunter2", "http:\\\\u:hunter2@127.0.0.1:5999"])
 def test_an_mlflow_uri_holding_a_secret_is_refused_without_showing_it(tmp_path, uri):
     with pytest.raises(ConfigError) as err:
         RunConfig.parse(config(tmp_path, uri))

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from trainer import yaml_io
-from trainer.secret_text import holds_secret
+from trainer.secret_text import decoded, holds_secret
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 
@@ -316,6 +316,11 @@ the process group gives up (NCCL's own default, 10 min, is shorter than a large 
     timeout_s: float = Field(PG_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
 
 
+# beyond the shared rule, in a tracking URI: any user info (a token alone before `@`), and query keys that carry a
+# signature or credential (`?auth=`, `?sig=` of a SAS URL, `?x-api-key=`)
+CREDENTIAL_IN_URL = re.compile(r"://[^/?#]*@|[?&;#](?:auth\w*|sig|signature|credential\w*|[\w-]*key)=", re.IGNORECASE)
+
+
 class MlflowConfig(Strict):
     """An MLflow tracking server (or a local `file:`/`sqlite:` store). Credentials come only from MLflow's own
     environment variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_TOKEN)."""
@@ -326,7 +331,7 @@ class MlflowConfig(Strict):
     @field_validator("tracking_uri")
     @classmethod
     def _no_secret(cls, value: str) -> str:
-        if holds_secret(value):  # the message never shows the URI
+        if holds_secret(value) or CREDENTIAL_IN_URL.search(decoded(value).replace("\\", "/")):  # never shown
             raise ValueError("holds a password or token, which a config would write to disk; give the URI without "
                              "it and set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) "
                              "in the environment")

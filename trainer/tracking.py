@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import time
 import uuid
@@ -95,7 +96,13 @@ class Mlflow:
     name = "mlflow"
     STATUS = {"completed": "FINISHED", "diverged": "FAILED", "pruned": "KILLED"}
 
+    # MLflow's client retries a request 7 times with backoff and waits 120 s for each: an unreachable server held
+    # a 3-step run for 4 minutes, deaf to SIGTERM. A user's own MLFLOW_HTTP_* settings are kept.
+    PATIENCE = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+
     def __init__(self, cfg: RunConfig, ids: dict):
+        for variable, value in self.PATIENCE.items():
+            os.environ.setdefault(variable, value)
         from mlflow import MlflowClient
 
         settings = cfg.logging.mlflow
