@@ -6,7 +6,7 @@ import math
 import pytest
 import yaml
 
-from trainer.config import ROLES, SETTINGS, ConfigError, RunConfig
+from trainer.config import ROLES, SETTINGS, UNUSED, ConfigError, RunConfig
 from trainer.curves import read_curves
 from trainer.loop import resolve, train
 
@@ -55,7 +55,7 @@ EVERYTHING = {  # every field of every section away from its default
     "data": {"kind": "tokens", "path": "/data/owt", "seq_len": 64, "dtype": "uint32", "vocab_size": 50304,
              "val_fraction": 0.05, "options": {"n_tokens": 123}},
     "optimizer": {"name": "sgd", "lr": 3e-4, "weight_decay": 0.1, "wd_mode": "independent", "decay_embeddings": True,
-                  "beta1": 0.8, "beta2": 0.99, "eps": 1e-10, "momentum": 0.5, "grad_clip": None,
+                  "momentum": 0.5, "grad_clip": None,
                   "roles": {role: {"lr_mult": 2.0 + i, "weight_decay_mult": 1 / (2 + i)}
                             for i, role in enumerate(ROLES)}},
     "schedule": {"kind": "wsd", "warmup_steps": None, "warmup_fraction": 0.05, "min_lr_ratio": 0.1 + 0.2,
@@ -107,12 +107,20 @@ def test_round_trip_fixture_sets_every_field_away_from_its_default():
     defaults = dict(leaves(RunConfig.parse({"steps": 1, "parallel": {}, "logging": {
         "tensorboard": None, "mlflow": {"tracking_uri": "file:/"}, "wandb": {}}})))
     cfg = RunConfig.parse(EVERYTHING)
-    # an optimizer's own section is set only with its name (EVERYTHING uses sgd):
-    # tests/test_optimizers.py round-trips each
-    sections = tuple(f"optimizer.{name}" for name in SETTINGS)
+    # an optimizer's own section is set only with its name, and SGD reads no β or ε (EVERYTHING uses sgd):
+    # tests/test_optimizers.py round-trips each section and test_adam_settings_round_trip_away_from_their_defaults
+    # the β's and ε
+    sections = tuple(f"optimizer.{name}" for name in (*SETTINGS, *UNUSED["sgd"]))
     same = [key for key, value in leaves(cfg) if value == defaults[key]
             and key not in ("schema_version", "model.name", "schedule.warmup_steps", "steps", *sections)]
     assert same == [], f"EVERYTHING leaves these at their default: {same}"
+
+
+def test_adam_settings_round_trip_away_from_their_defaults():
+    adam = {"name": "adamw", "beta1": 0.8, "beta2": 0.99, "eps": 1e-10}
+    cfg = RunConfig.parse({**EVERYTHING, "optimizer": {**EVERYTHING["optimizer"], **adam, "momentum": 0.9}})
+    assert RunConfig.from_yaml(cfg.to_yaml()) == cfg
+    assert (cfg.optimizer.beta1, cfg.optimizer.beta2, cfg.optimizer.eps) == (0.8, 0.99, 1e-10)
 
 
 def test_layout_sections_leave_dumps_and_run_ids_as_they_were():
@@ -132,7 +140,7 @@ def test_yaml_round_trip_is_exact():
     assert back == cfg
     assert back.to_yaml() == text  # byte-identical on a second dump
     # the values survive with their types: floats bit for bit, ints stay ints, digit strings stay strings
-    assert back.optimizer.lr == 3e-4 and back.optimizer.eps == 1e-10 and back.schedule.min_lr_ratio == 0.1 + 0.2
+    assert back.optimizer.lr == 3e-4 and back.optimizer.momentum == 0.5 and back.schedule.min_lr_ratio == 0.1 + 0.2
     assert back.model.options == EVERYTHING["model"]["options"]
     assert type(back.model.options["n_head"]) is int and back.model.options["tag"] == "007"
     assert back.model.options["attn_mult"] == 1 / 3
