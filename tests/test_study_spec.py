@@ -314,7 +314,8 @@ EPS = {"low": 1.0e-9, "high": 1.0e-6, "log": True}
     ({}, {"optimizer.name": {"choices": ["adamw", "lion"]}, "optimizer.eps": EPS},
      ("search.optimizer.eps: 1e-09 is rejected by the RunConfig with optimizer.name lion", "lion does not read it",
       "move it under when: {adamw: …}")),
-    ({}, {"optimizer.name": {"choices": ["sgd", "muon"]}, "optimizer.momentum": {"low": 0.8, "high": 0.95}},
+    ({"optimizer": {"name": "sgd"}},  # the base run reads momentum (AdamW, the default, does not)
+     {"optimizer.name": {"choices": ["sgd", "muon"]}, "optimizer.momentum": {"low": 0.8, "high": 0.95}},
      ("search.optimizer.momentum: 0.8 is rejected by the RunConfig with optimizer.name muon",
       "move it under when: {sgd: …}")),
     ({"schedule": {"kind": "constant"}},

@@ -215,9 +215,9 @@ def test_saved_base_shapes_rebuild_the_run(tmp_path):
     torch.testing.assert_close(model(x), reference(x))
 
 
-@pytest.mark.parametrize("lr", [50.0, float("inf")])
+@pytest.mark.parametrize("lr", [50.0, 1e4])  # 1e4: the largest LR a config takes
 def test_divergence_ends_the_run_with_a_reason(tmp_path, lr):
-    cfg = config(tmp_path, steps=20, optimizer={"lr": min(lr, 1e30), "grad_clip": None})
+    cfg = config(tmp_path, steps=20, optimizer={"lr": lr, "grad_clip": None})
     result = train(cfg)
     assert result.status == "diverged"
     assert "diverged at step" in result.reason
