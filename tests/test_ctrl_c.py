@@ -85,3 +85,36 @@ def test_ctrl_c_at_any_moment_is_one_line_exit_130_a_whole_study_or_none_and_the
         0.003,
         0.01,
     ]
+
+
+def test_a_worker_interpreter_starts_with_ctrl_c_held(tmp_path):
+    """The classic bug: multiprocessing starts its resource tracker on the first spawn and unblocks SIGINT as it
+    does, undoing the launch's block; a Ctrl-C then lands in a worker importing `site` (a fatal error on stderr).
+    A `sitecustomize` records each interpreter's blocked signals as it starts."""
+    hooks, masks = tmp_path / "hooks", tmp_path / "masks"
+    hooks.mkdir()
+    masks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os\n"
+        "blocked = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('SigBlk'))\n"
+        f"path = os.path.join({str(masks)!r}, str(os.getpid()))\n"
+        "import sys; open(path + '.tmp', 'w').write(f'{os.getppid()} {blocked} {sys.argv}')\n"  # argv: for the failure
+        "os.replace(path + '.tmp', path)\n"
+    )
+    spec = write_spec(tmp_path, trials=1, search=GRID, sampler={"name": "grid"}, run={"steps": 2})
+    path = os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16"), env=sweep_env(tmp_path, PYTHONPATH=path),
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+    def workers() -> list[int]:
+        found = [f.read_text().split()[:2] for f in masks.iterdir() if f.suffix != ".tmp"]
+        return [int(blocked, 16) for parent, blocked in found if int(parent) == proc.pid and int(blocked, 16)
+                != 1 << (signal.SIGINT - 1) | 1 << (signal.SIGTERM - 1)]  # not the resource tracker's
+
+    try:
+        started = wait_for(workers, proc, "a worker started")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert all(blocked & 1 << (signal.SIGINT - 1) for blocked in started), [f.read_text() for f in masks.iterdir()]

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from dataclasses import replace
+from multiprocessing import resource_tracker
 
 from sweep.backends.base import Backend, Execution
 from sweep.cluster.processes import die_with_parent
@@ -36,8 +37,11 @@ class LocalBackend(Backend):
         context = mp.get_context("spawn")
         processes = [context.Process(target=worker_main, args=(replace(job, worker=i),), name=f"sweep-worker-{i}")
                      for i in range(self.workers)]
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # the workers start with Ctrl-C held, not as a
-        try:                                                         # traceback mid-import; worker_main takes it
+        # The workers start with Ctrl-C held, not as a traceback mid-import; worker_main takes it. The resource
+        # tracker starts first: its start unblocks SIGINT in this thread (multiprocessing's own SIG_UNBLOCK).
+        resource_tracker.ensure_running()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
             for process in processes:
                 process.start()
         finally:
