@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.services import free_port, missing
-from tests.sweep_helpers import run_sweep, sweep_cmd, sweep_env
+from tests.sweep_helpers import run_sweep, sweep_env
 from trainer.checkpoint import list_checkpoints, step_of
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import read_curves
@@ -97,15 +97,13 @@ def mlflow_history(url: str, run_id: str, key: str) -> list[tuple[int, float]]:
 
 
 def tensorboard_scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
-    """Every point of `tag` in every event file under `folder`, as TensorBoard's reader yields them."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-    from tensorboard.util.tensor_util import make_ndarray
+    """Every point of `tag` TensorBoard shows for the run in `folder`: its own accumulator reads the event files in
+    order and applies a reopened writer's purge step (the killed run's events from that step on are hidden)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    points = []
-    for path in sorted(folder.rglob("events.out.tfevents.*")):
-        for event in EventFileLoader(str(path)).Load():  # scalars come back as tensors (its data-compat layer)
-            points += [(event.step, make_ndarray(v.tensor).item()) for v in event.summary.value if v.tag == tag]
-    return sorted(points)
+    accumulator = EventAccumulator(str(folder), size_guidance={"scalars": 0, "tensors": 0})
+    accumulator.Reload()
+    return sorted((e.step, e.value) for e in accumulator.Scalars(tag))
 
 
 def wandb_records(path: Path):
@@ -159,23 +157,31 @@ def sent(cfg: RunConfig) -> int:
         return 0
 
 
+def killed_in_the_window(path: Path, doubt: int) -> str:
+    """`sweep train PATH --resume`, killed with SIGKILL right after every tracker received step `doubt` and before
+    the run recorded it as sent: the instant a kill leaves a step in doubt."""
+    return ("import os, signal, sys, runpy\n"
+            "import trainer.tracking as tracking\n"
+            "send = tracking.Trackers.send\n"
+            "def send_then_die(self, tracker, step, metrics):\n"
+            "    send(self, tracker, step, metrics)\n"
+            f"    if step == {doubt} and tracker is self.live[-1]: os.kill(os.getpid(), signal.SIGKILL)\n"
+            "tracking.Trackers.send = send_then_die\n"
+            f"sys.argv = ['sweep', 'train', {str(path)!r}, '--resume']\n"
+            "runpy.run_module('sweep', run_name='__main__')\n")
+
+
 def test_every_logged_step_reaches_each_tracker_once_across_a_kill_9_and_resume(tmp_path, mlflow_server):
+    """The kill lands where the classic bug shows: step 14 has reached every tracker, the run has not recorded it."""
     data = config(tmp_path, mlflow_server)
     cfg = RunConfig.parse(data)
     path = write(tmp_path, data)
-    proc = subprocess.Popen(sweep_cmd("train", path, "--resume"), env=sweep_env(tmp_path), cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300  # a bound for a loaded machine; it polls the tracker's record
-        while sent(cfg) < 13 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        proc.kill()  # kill -9 of the training process, past its step-10 checkpoint
-    finally:
-        proc.kill()
-        proc.wait()
-    last_checkpoint = step_of(list_checkpoints(cfg.run_dir() / "checkpoints")[-1])
-    killed_at = sent(cfg)
-    assert last_checkpoint < killed_at < STEPS, "the kill must land after rows past the checkpoint were sent"
+    killed = subprocess.run([sys.executable, "-c", killed_in_the_window(path, 14)], env=sweep_env(tmp_path),
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    record = json.loads((cfg.run_dir() / "trackers.json").read_text())
+    assert (record["sent"], record["sending"]) == (13, 14)
+    assert step_of(list_checkpoints(cfg.run_dir() / "checkpoints")[-1]) == 10  # the resume replays 11–14
 
     again = run_sweep(tmp_path, "train", path, "--resume", timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -197,9 +203,10 @@ def test_every_logged_step_reaches_each_tracker_once_across_a_kill_9_and_resume(
 
     points, runs = wandb_history(cfg.run_dir(), "train_loss")
     # W&B's offline writer runs in its own service process and buffers: what it had not written when the run was
-    # killed is lost (the README says so). Each step it has is there once, and every step after the kill is.
+    # killed is lost, and the step in doubt is not sent again (the README says so). Each step it has is there once,
+    # and every step after the one in doubt is.
     assert sorted(set(points)) == points and set(points) <= set(want)
-    assert [s for s, _ in points if s > killed_at] == list(range(killed_at + 1, STEPS + 1))
+    assert [s for s, _ in points if s > 14] == list(range(15, STEPS + 1))
     assert len({r.run_id for r in runs}) == 1 and "study:sw-w32-mup" in runs[0].tags and "trial:3" in runs[0].tags
 
 

@@ -5,11 +5,14 @@ as text at theirs, and once the RunConfig (MLflow params, W&B config, TensorBoar
 run and, for a proxy trial, the trial number.
 
 Every logged step reaches each tracker once, also across a kill and resume. A resume replays the steps after its
-checkpoint, whose rows were already sent; so `RUN_DIR/trackers.json` records the last step sent (rewritten atomically
-after each row has gone to every tracker, and TensorBoard's events flushed first) with the MLflow run and W&B run ids
-that the resumed run continues, and rows at or below that step are not sent again. After a guard rewind the trackers
-keep the abandoned branch's rows (a tracker cannot take a point back) and receive the rewound run from the first step
-past them; the rewind itself is one of the events they receive.
+checkpoint, whose rows were already sent; so `RUN_DIR/trackers.json` records the step being sent before a row goes
+out and the last step sent after it has gone to every tracker (TensorBoard's events flushed first), with the MLflow
+run and W&B run ids that the resumed run continues; rows at or below the last step sent are not sent again. A kill
+between the two records leaves one step in doubt, settled per tracker: TensorBoard's writer reopens with that
+`purge_step` (TensorBoard hides the killed run's events from it on) and receives it again, MLflow receives it again
+unless its history has it, W&B not again (its service may have written it: at most once). After a guard rewind the
+trackers keep the abandoned branch's rows (a tracker cannot take a point back) and receive the rewound run from the
+first step past them; the rewind itself is one of the events they receive.
 
 A tracker that fails (a server down, a full disk) never stops training: its first error is one line on stderr and it
 receives nothing more in this process. A tracker asked for whose package is missing is bad input (`check_installed`).
@@ -67,14 +70,18 @@ class TensorBoard:
 
     name = "tensorboard"
 
-    def __init__(self, cfg: RunConfig, ids: dict):
+    def __init__(self, cfg: RunConfig, ids: dict, doubt: int | None):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(Path(cfg.logging.tensorboard) / cfg.output.study / cfg.run_id()))
+        self.writer = SummaryWriter(str(Path(cfg.logging.tensorboard) / cfg.output.study / cfg.run_id()),
+                                    purge_step=doubt)
         if "tensorboard" not in ids:
             self.writer.add_text("tags", json.dumps(tags(cfg)), 0)
             self.writer.add_text("config", "\n".join("    " + line for line in cfg.to_yaml().splitlines()), 0)
             ids["tensorboard"] = str(self.writer.log_dir)
+
+    def arrived(self, step: int, key: str) -> bool:
+        return False  # the writer purged it on opening: it is sent again
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         for key, value in metrics.items():
@@ -100,7 +107,7 @@ class Mlflow:
     # a 3-step run for 4 minutes, deaf to SIGTERM. A user's own MLFLOW_HTTP_* settings are kept.
     PATIENCE = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
 
-    def __init__(self, cfg: RunConfig, ids: dict):
+    def __init__(self, cfg: RunConfig, ids: dict, doubt: int | None):
         for variable, value in self.PATIENCE.items():
             os.environ.setdefault(variable, value)
         from mlflow import MlflowClient
@@ -123,6 +130,9 @@ class Mlflow:
         for i in range(0, len(items), 100):  # MLflow takes at most 100 params per batch
             self.client.log_batch(self.run_id, params=items[i:i + 100])
 
+    def arrived(self, step: int, key: str) -> bool:
+        return any(m.step == step for m in self.client.get_metric_history(self.run_id, key))
+
     def log(self, step: int, metrics: dict[str, float]) -> None:
         from mlflow.entities import Metric
 
@@ -144,7 +154,7 @@ class Wandb:
 
     name = "wandb"
 
-    def __init__(self, cfg: RunConfig, ids: dict):
+    def __init__(self, cfg: RunConfig, ids: dict, doubt: int | None):
         import wandb
 
         settings = cfg.logging.wandb
@@ -157,6 +167,9 @@ class Wandb:
                               dir=str(folder), mode=settings.mode, resume="allow", reinit="create_new",
                               settings=wandb.Settings(console="off", silent=True, x_disable_stats=True,
                                                       x_disable_meta=True, x_disable_machine_info=True))
+
+    def arrived(self, step: int, key: str) -> bool:
+        return True  # unknowable here (its service writes the file): never twice, maybe not at all
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         self.run.log(metrics, step=step)
@@ -179,11 +192,12 @@ class Trackers:
         recorded = json.loads(self.path.read_text()) if self.path.exists() else {}
         self.sent: int = recorded.get("sent", 0)
         self.ids: dict = recorded.get("ids", {})
+        self.doubt: int | None = recorded.get("sending") if (recorded.get("sending") or 0) > self.sent else None
         self.live: list = []
         for name in cfg.logging.asked() if cfg.logging is not None else ():
-            self.guarded(name, lambda name=name: self.live.append(KINDS[name](cfg, self.ids)))
+            self.guarded(name, lambda name=name: self.live.append(KINDS[name](cfg, self.ids, self.doubt)))
         if self.live:
-            self.save()
+            self.save(sending=self.doubt)  # still in doubt until it is sent again
 
     def guarded(self, name: str, call) -> None:
         """Run one tracker's call; its first failure is one line on stderr and the tracker is dropped."""
@@ -202,10 +216,16 @@ class Trackers:
             return
         metrics = {k: float(v) for k, v in row.items()
                    if k != "step" and k not in STATIC and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        self.save(sending=step)
         for tracker in list(self.live):
-            self.guarded(tracker.name, lambda t=tracker: t.log(step, metrics))
+            self.guarded(tracker.name, lambda t=tracker: self.send(t, step, metrics))
         self.sent = step
         self.save()
+
+    def send(self, tracker, step: int, metrics: dict[str, float]) -> None:
+        """The row to one tracker, unless it is the step in doubt and the tracker has it."""
+        if step != self.doubt or not tracker.arrived(step, next(iter(metrics), "train_loss")):
+            tracker.log(step, metrics)
 
     def event(self, event: dict) -> None:
         """A guard event (spike, skip, rewind, stop) as one line of text at its step."""
@@ -216,9 +236,9 @@ class Trackers:
         for tracker in list(self.live):
             self.guarded(tracker.name, lambda t=tracker: t.event(step, line))
 
-    def save(self) -> None:
+    def save(self, sending: int | None = None) -> None:
         with atomic_path(self.path) as tmp:
-            tmp.write_text(json.dumps({"sent": self.sent, "ids": self.ids}))
+            tmp.write_text(json.dumps({"sent": self.sent, "sending": sending, "ids": self.ids}))
 
     def close(self, status: str | None = None) -> None:
         """End each tracker's run: `status` completed, diverged or pruned; None for a run that stops unfinished."""
