@@ -4,7 +4,8 @@
 - A sweep's name (the folder ROOT/NAME) is a NAME (trainer.config): never `.`, `..`, hidden or overlong.
 - Nothing read or written under the root may leave it once symlinks are resolved (`inside_root`): a run's
   `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed.
-- An output file (`--out`) is checked before any work: not an existing folder, its parent a writable folder.
+- An output file (`--out`) is checked before any work: not an existing folder, its parent a writable folder
+  (`check_writable`, shared with the trainer's own folders).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from sweep.errors import InputError
 from trainer.config import check_name
+from trainer.folders import check_writable
 
 if TYPE_CHECKING:
     from trainer.config import RunConfig
@@ -50,20 +52,6 @@ def kept_inside(paths: Iterable[Path], root: Path, field: str) -> list[Path]:
     for path in paths:
         inside_root(path, root, field)
     return paths
-
-
-def check_writable(folder: Path, field: str) -> None:
-    """`folder`, or the nearest parent that exists (where it will be made), must be a writable folder: a
-    read-only mount, a folder without write permission or a file in the way is found here, before anything
-    is written."""
-    folder = folder.absolute()
-    existing = next(p for p in [folder, *folder.parents] if p.exists())
-    if not existing.is_dir():
-        raise InputError(f"{field}: cannot write {folder} ({existing} is a file, not a folder)")
-    if not os.access(existing, os.W_OK):
-        read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
-        why = "is on a read-only file system" if read_only else "has no write permission"
-        raise InputError(f"{field}: cannot write {folder} ({existing} {why})")
 
 
 def check_out_file(out: Path | None, field: str = "--out") -> None:

@@ -6,6 +6,7 @@ The classic bugs: a resume replays the steps after its checkpoint, whose rows th
 tracker shows them twice); a resumed run opens a second MLflow or W&B run; a tracker that fails crashes the run or
 floods the log; a password in a tracking URI written into config.yaml.
 """
+import errno
 import json
 import os
 import signal
@@ -210,12 +211,19 @@ def test_every_logged_step_reaches_each_tracker_once_across_a_kill_9_and_resume(
     assert len({r.run_id for r in runs}) == 1 and "study:sw-w32-mup" in runs[0].tags and "trial:3" in runs[0].tags
 
 
-def test_a_tracker_that_fails_never_stops_training_and_says_so_once(tmp_path, mlflow_server, capfd):
-    """The MLflow run is deleted on the server mid-run (every later write is refused); TensorBoard's folder is a
-    file (it cannot start): the run completes with its whole curve, one warning per tracker."""
-    (tmp_path / "tb").write_text("not a folder")
+def test_a_tracker_that_fails_never_stops_training_and_says_so_once(tmp_path, mlflow_server, capfd, monkeypatch):
+    """The MLflow run is deleted on the server mid-run (every later write is refused); TensorBoard's disk fills
+    from step 3 (every later write fails): the run completes with its whole curve, one warning per tracker."""
+    from torch.utils.tensorboard import SummaryWriter
+
     cfg = RunConfig.parse(config(tmp_path, mlflow_server, steps=8, logging={
         "tensorboard": str(tmp_path / "tb"), "mlflow": {"tracking_uri": mlflow_server, "experiment": "failing"}}))
+    add_scalar = SummaryWriter.add_scalar
+
+    def full_from_3(writer, tag, value, step, *args, **kwargs):
+        if step >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return add_scalar(writer, tag, value, step, *args, **kwargs)
 
     def delete_at_3(row):
         if row["step"] == 3:
@@ -224,6 +232,7 @@ def test_a_tracker_that_fails_never_stops_training_and_says_so_once(tmp_path, ml
             MlflowClient(mlflow_server).delete_run(json.loads((cfg.run_dir() / "trackers.json").read_text())
                                                    ["ids"]["mlflow"])
 
+    monkeypatch.setattr(SummaryWriter, "add_scalar", full_from_3)
     assert train(cfg, on_log=delete_at_3).status == "completed"
     assert read_curves(cfg.curves_root(), run=cfg.run_id())["step"].tolist() == list(range(1, 9))
     err = capfd.readouterr().err
@@ -244,6 +253,19 @@ def test_a_tracker_asked_for_but_not_installed_is_one_line_exit_2_and_nothing_wr
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == ["error: logging.wandb: wandb is not installed; "
                                                "pip install 'mup-sweep[wandb]', or remove logging.wandb"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("field", ["tensorboard", "wandb"])
+def test_a_tracker_folder_that_cannot_be_written_is_one_line_exit_2_and_nothing_written(tmp_path, field):
+    """Found by a hostile user: a tracker folder that is a file trained with a warning instead of being refused."""
+    (tmp_path / "taken").write_text("a file")
+    logging = {"tensorboard": str(tmp_path / "taken")} if field == "tensorboard" else {
+        "wandb": {"mode": "offline", "dir": str(tmp_path / "taken" / "wandb")}}
+    proc = run_sweep(tmp_path, "train", write(tmp_path, config(tmp_path, logging=logging)))
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and line.startswith(f"error: logging.{field}") and "is a file, not a folder" in line, line
     assert not (tmp_path / "out").exists()
 
 

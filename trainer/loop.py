@@ -58,7 +58,7 @@ from trainer.parallel import ShardedModel, ShardedOptimizer, full
 from trainer.preemption import Preemption
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
-from trainer.tracking import Trackers, check_installed
+from trainer.tracking import Trackers, check_trackers
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
 
@@ -130,7 +130,7 @@ def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None
     """Train `cfg` to its end (or to a divergence, or until `on_eval` says stop); `resume` continues the run from
     its newest checkpoint. `extra_state`: parts of the caller's, checkpointed and resumed with the run's own."""
     cfg = resolve(cfg)
-    check_installed(cfg)
+    check_trackers(cfg)
     run = rt.start(cfg.device, cfg.precision, group=cfg.sharded(), timeout_s=cfg.pg_timeout_s())
     trainer = None
     try:

@@ -15,7 +15,8 @@ trackers keep the abandoned branch's rows (a tracker cannot take a point back) a
 first step past them; the rewind itself is one of the events they receive.
 
 A tracker that fails (a server down, a full disk) never stops training: its first error is one line on stderr and it
-receives nothing more in this process. A tracker asked for whose package is missing is bad input (`check_installed`).
+receives nothing more in this process. A tracker asked for whose package is missing, or whose folder cannot be
+written, is bad input (`check_trackers`).
 """
 from __future__ import annotations
 
@@ -29,15 +30,23 @@ from pathlib import Path
 
 from trainer.atomic import atomic_path
 from trainer.config import ConfigError, RunConfig
+from trainer.folders import check_writable
 
 PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}  # tracker → module it imports
 STATIC = ("trial", "width", "depth", "batch_size")  # row columns that are the run's tags, not curves
 STATE_FILE = "trackers.json"
 
 
-def check_installed(cfg: RunConfig) -> None:
-    """Each tracker the config asks for can be imported; else a ConfigError naming it and its extra."""
-    for name in cfg.logging.asked() if cfg.logging is not None else ():
+def check_trackers(cfg: RunConfig) -> None:
+    """Each tracker the config asks for can start: its package imports (else a ConfigError naming it and its extra)
+    and its folder (`tensorboard`, `wandb.dir`) can be written."""
+    if cfg.logging is None:
+        return
+    if cfg.logging.tensorboard:
+        check_writable(Path(cfg.logging.tensorboard) / cfg.output.study / cfg.run_id(), "logging.tensorboard")
+    if cfg.logging.wandb and cfg.logging.wandb.dir:
+        check_writable(Path(cfg.logging.wandb.dir), "logging.wandb.dir")
+    for name in cfg.logging.asked():
         try:
             found = importlib.util.find_spec(PACKAGES[name])
         except (ImportError, ValueError):  # a broken install counts as none

@@ -22,13 +22,13 @@ from sweep.launch.record import finished_state, last_logged, locations, read_rec
 from sweep.launch.request import LaunchRequest
 from trainer.config import RunConfig
 from trainer.loop import resolve
-from trainer.tracking import check_installed
+from trainer.tracking import check_trackers
 
 
 def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     request.check()
     cfg = resolve(RunConfig.load(config))
-    check_installed(cfg)
+    check_trackers(cfg)
     data = cfg.data
     source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
                        val_fraction=data.val_fraction, seed=cfg.seed, **data.options)

@@ -45,7 +45,7 @@ from sweep.study.space import (
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
 from trainer.config import ConfigError, Name, RunConfig, one_line
-from trainer.tracking import check_installed
+from trainer.tracking import check_trackers
 
 SAMPLERS = ("tpe", "gp", "cmaes", "random", "grid", "qmc")
 PRUNERS = ("hyperband", "median", "wilcoxon", "none")
@@ -248,7 +248,7 @@ def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -
     its `when:` branch set (at its first points), and every other parameter at its points under that choice (another
     categorical at each choice with its branch): only valid combinations can be sampled, pairwise."""
     try:
-        check_installed(RunConfig.parse(base))
+        check_trackers(RunConfig.parse(base))
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
     space = spec.space()
