@@ -79,6 +79,9 @@ def with_backend_flags(command: Callable) -> Callable:
     return wrapper
 
 
+ROLE_SETTINGS_HELP = ("per-role setting PATH=VALUE (repeatable): optimizer.roles.ROLE.lr_mult, .weight_decay_mult, "
+                      "model.init.ROLE")
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Tune hyperparameters on small μP proxies and carry them to full-size runs.")
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -104,6 +107,7 @@ def coord_check_cmd(
                                             "picks one attention regime, else both run)"),
     out: Path | None = typer.Option(None, help="output folder [default: ROOT/coord-check/MODEL-PARAMETRIZATION, "
                                        "ROOT = $SWEEP_ROOT or ./studies]"),
+    set_: list[str] | None = typer.Option(None, "--set", help=ROLE_SETTINGS_HELP),
 ):
     """Check that activations and their updates stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
     from sweep.coordcheck.command import run_coord_check
@@ -111,7 +115,7 @@ def coord_check_cmd(
     passed = run_coord_check(model=model, widths=widths, steps=steps, seeds=seeds,
                              parametrization=parametrization.value, optimizer=optimizer.value, lr=lr, depth=depth,
                              batch_size=batch_size, seq_len=seq_len, data=data, data_path=data_path, opt=opt, out=out,
-                             console=console)
+                             console=console, settings=set_)
     raise typer.Exit(0 if passed else 1)
 
 
@@ -123,8 +127,7 @@ def inspect_cmd(
     parametrization: ParametrizationOption = Parametrization.mup,
     opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable)"),
     optimizer: Optimizer = typer.Option(Optimizer.adamw, help="whose μP table (LR multipliers, Muon's owners)"),
-    set_: list[str] | None = typer.Option(None, "--set", help="per-role setting PATH=VALUE (repeatable): "
-                                          "optimizer.roles.ROLE.lr_mult, .weight_decay_mult, model.init.ROLE"),
+    set_: list[str] | None = typer.Option(None, "--set", help=ROLE_SETTINGS_HELP),
 ):
     """Print each parameter's shape, infinite dims, role, owner, init std, LR and forward multipliers, weight decay."""
     from sweep.coordcheck.inspect import inspect_table

@@ -6,6 +6,7 @@ a role the model does not have silently ignored, and multipliers that break μP'
 import json
 import math
 
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -280,3 +281,20 @@ def test_groups_split_by_role_multipliers_have_distinct_signal_names():
     names = [group_name(g) for g in groups]
     assert len(names) == len(set(names)) == len(groups_of(model, "adamw")) + 1
     assert "lr1-decay-wd3" in names
+
+
+def test_coord_check_takes_role_settings_passes_in_mup_fails_in_sp_and_refuses_a_missing_role(run_cli, tmp_path,
+                                                                                               monkeypatch):
+    """`sweep coord-check --set` (as `sweep inspect` takes it): the classic bug is a readiness check that expects
+    the table's LR and refuses every model once a role multiplier moves it."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    settings = ["--set", "optimizer.roles.readout.lr_mult=8", "--set", "model.init.hidden=2"]
+    code, out, err = run_cli("coord-check", "--model", "mlp", *settings)
+    assert code == 0, out + err
+    verdict = pd.read_parquet(tmp_path / "coord-check" / "mlp-mup" / "verdict.parquet")
+    assert set(verdict["settings"]) == {"optimizer.roles.readout.lr_mult=8 model.init.hidden=2"}
+    assert run_cli("coord-check", "--model", "mlp", "--parametrization", "sp", *settings)[0] == 1
+    code, _, err = run_cli("coord-check", "--model", "mlp", "--set", "optimizer.roles.embedding.lr_mult=2",
+                           "--out", tmp_path / "never")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "the model has no embedding parameter" in err, err
+    assert not (tmp_path / "never").exists()

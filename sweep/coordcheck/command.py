@@ -14,6 +14,7 @@ from rich.table import Table
 from proxies.registry import base_width_of, build_model
 from sweep.coordcheck.args import open_model_data, parse_options, parse_widths
 from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coordcheck.inspect import apply_roles, role_settings
 from sweep.coordcheck.plots import coord_check_grid
 from sweep.coordcheck.ready import refuse_unless_mup_ready
 from sweep.errors import InputError
@@ -44,11 +45,14 @@ def regimes(model: str, options: dict) -> dict[str, dict]:
 
 def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, parametrization: str, optimizer: str,
                     lr: float | None, depth: int, batch_size: int | None, seq_len: int, data: str | None,
-                    data_path: str | None, opt: list[str] | None, out: Path | None, console: Console) -> bool:
-    """Returns whether the model passed. Bad input and models that are not μP-ready raise before any file."""
+                    data_path: str | None, opt: list[str] | None, out: Path | None, console: Console,
+                    settings: list[str] | None = None) -> bool:
+    """Returns whether the model passed. Bad input and models that are not μP-ready raise before any file.
+    `settings`: per-role multipliers (`--set`, as `sweep inspect` takes them), applied to every width."""
     if lr is not None and not 0 < lr <= LR_MAX:  # 0 trains nothing: every slope would be nan and "pass"
         raise InputError(f"--lr: a learning rate above 0 and at most {LR_MAX:g}, got {lr:g}")
     lr = DEFAULT_LR[optimizer] if lr is None else lr
+    roles = role_settings(settings)
     base = base_width_of(model)
     width_list = parse_widths(widths or f"{base},{2 * base},{4 * base}")
     batch_size = batch_size or DEFAULT_BATCH.get(model, 16)
@@ -58,31 +62,37 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
     def make_batch(seed: int):
         return source.batch("train", batch_size, torch.Generator().manual_seed(seed))
 
+    def make_optimizer(net, lr: float):
+        return build_optimizer(net, name=optimizer, lr=lr, roles=roles.optimizer.roles.given())
+
     makers = {}
     for regime, extra in regimes(model, options).items():
-        makers[regime] = lambda width, extra=extra: build_model(model, width, depth, parametrization,
-                                                                **options, **extra)
+        makers[regime] = lambda width, extra=extra: with_roles(build_model(model, width, depth, parametrization,
+                                                                           **options, **extra), roles)
         probe = makers[regime](width_list[0])  # bad options and models that are not μP-ready fail here, before any file
         if parametrization == "mup":
-            refuse_unless_mup_ready(probe, build_optimizer(probe, name=optimizer, lr=lr), optimizer)
+            refuse_unless_mup_ready(probe, make_optimizer(probe, lr), optimizer,
+                                    {role: lr_mult for role, (lr_mult, _) in roles.optimizer.roles.given().items()})
     out = out or results_root() / "coord-check" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}-{parametrization}"
 
     start = time.perf_counter()
     frames: dict[str, list[pd.DataFrame]] = {"coords": [], "slopes": [], "verdict": []}
     passed = True
     title = f"{model} {parametrization} · {optimizer} lr={lr:g} · depth {depth} · {steps} steps · {seeds} seed(s)"
+    title += "".join(f" · {pair}" for pair in settings or [])
     for regime, make_model in makers.items():
         with console.status(f"coord-check {model} {regime} ({parametrization}, {optimizer}, lr {lr:g}) "
                             f"at widths {width_list}"):
             coords, slopes, verdict = coord_check(make_model, make_batch, width_list, seeds, steps,
-                                                  optimizer=optimizer, lr=lr)
+                                                  optimizer=optimizer, lr=lr, make_optimizer=make_optimizer)
         for name, frame in (("coords", coords), ("slopes", slopes), ("verdict", verdict.table)):
             frames[name].append(frame.assign(regime=regime))
         console.print(verdict_table(verdict.table, f"{title} · {regime}" if regime else title))
         passed &= verdict.passed
     elapsed = time.perf_counter() - start
 
-    meta = {"model": model, "parametrization": parametrization, "optimizer": optimizer, "lr": lr, "depth": depth}
+    meta = {"model": model, "parametrization": parametrization, "optimizer": optimizer, "lr": lr, "depth": depth,
+            "settings": " ".join(settings or [])}
     for name, parts in frames.items():
         with atomic_path(out / f"{name}.parquet") as tmp:
             pd.concat(parts, ignore_index=True).assign(**meta).to_parquet(tmp, index=False)
@@ -92,6 +102,12 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
     console.print(f"{outcome} (fails: a size or update slope > +{GROW_BOUND}, or an update slope < −{SHRINK_BOUND} "
                   f"at every step); {elapsed:.1f} s; wrote {out}/")
     return passed
+
+
+def with_roles(net, roles):
+    """`net` with its per-role init multipliers applied (a role it lacks is refused)."""
+    apply_roles(net, roles)
+    return net
 
 
 def verdict_table(table: pd.DataFrame, title: str) -> Table:

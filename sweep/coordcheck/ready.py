@@ -24,8 +24,11 @@ from proxies.optimizers import optimizer_rules
 from sweep.errors import InputError
 
 
-def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, optimizer_name: str) -> None:
-    """Raise InputError naming the first parameter, module or LR that μP cannot work with."""
+def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, optimizer_name: str,
+                            role_lr: dict[str, float] | None = None) -> None:
+    """Raise InputError naming the first parameter, module or LR that μP cannot work with. `role_lr`: the per-role
+    LR multipliers asked for (`optimizer.roles.ROLE.lr_mult`), on top of the table's."""
+    role_lr = role_lr or {}
     for name, p in model.named_parameters():
         if not hasattr(p, "infshape"):
             raise InputError(f"model: parameter {name} has no base shapes; μP needs mup.set_base_shapes "
@@ -40,15 +43,16 @@ def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, 
     table = optimizer_rules(model, optimizer_name, adjust_lr_fn=adjust)
     rules = [(r, groups[id(p)]) for r, (_, p) in zip(table, model.named_parameters(), strict=True)
              if id(p) in groups]
-    base = Counter(round(g["lr"] / r.lr_mult, 12) for r, g in rules).most_common(1)[0][0]
+    mult = {r.name: r.lr_mult * role_lr.get(r.role, 1.0) for r, _ in rules}
+    base = Counter(round(g["lr"] / mult[r.name], 12) for r, g in rules).most_common(1)[0][0]
     for rule, group in rules:
         by_muon = "ns_steps" in group  # a torch.optim.Muon group
         if optimizer_name == "muon" and (rule.owner == "muon") != by_muon:
             raise InputError(f"optimizer: {rule.name} ({rule.role}) is updated by {'Muon' if by_muon else 'AdamW'}; "
                              f"μP with Muon gives it to {'AdamW' if by_muon else 'Muon'} (proxies.optimizers): "
                              "build it with trainer.optim.build_optimizer")
-        if not math.isclose(group["lr"], base * rule.lr_mult, rel_tol=1e-6):
+        if not math.isclose(group["lr"], base * mult[rule.name], rel_tol=1e-6):
             raise InputError(f"optimizer: {rule.name} ({rule.role}) has lr {group['lr']:.3g}; μP needs "
-                             f"{base * rule.lr_mult:.3g} (base lr × {rule.lr_mult:.3g}, the {optimizer_name} table of "
-                             "proxies.optimizers): build it with trainer.optim.build_optimizer, mup.MuAdamW or "
-                             "mup.MuSGD")
+                             f"{base * mult[rule.name]:.3g} (base lr × {mult[rule.name]:.3g}, the {optimizer_name} "
+                             "table of proxies.optimizers): build it with trainer.optim.build_optimizer, mup.MuAdamW "
+                             "or mup.MuSGD")
