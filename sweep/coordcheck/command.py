@@ -52,7 +52,8 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
     if lr is not None and not 0 < lr <= LR_MAX:  # 0 trains nothing: every slope would be nan and "pass"
         raise InputError(f"--lr: a learning rate above 0 and at most {LR_MAX:g}, got {lr:g}")
     lr = DEFAULT_LR[optimizer] if lr is None else lr
-    roles = role_settings(settings)
+    given = role_settings(settings)  # a RunConfig holding only the per-role settings
+    roles = given.optimizer.roles.given()
     base = base_width_of(model)
     width_list = parse_widths(widths or f"{base},{2 * base},{4 * base}")
     batch_size = batch_size or DEFAULT_BATCH.get(model, 16)
@@ -63,16 +64,16 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
         return source.batch("train", batch_size, torch.Generator().manual_seed(seed))
 
     def make_optimizer(net, lr: float):
-        return build_optimizer(net, name=optimizer, lr=lr, roles=roles.optimizer.roles.given())
+        return build_optimizer(net, name=optimizer, lr=lr, roles=roles)
 
     makers = {}
     for regime, extra in regimes(model, options).items():
         makers[regime] = lambda width, extra=extra: with_roles(build_model(model, width, depth, parametrization,
-                                                                           **options, **extra), roles)
+                                                                           **options, **extra), given)
         probe = makers[regime](width_list[0])  # bad options and models that are not μP-ready fail here, before any file
         if parametrization == "mup":
             refuse_unless_mup_ready(probe, make_optimizer(probe, lr), optimizer,
-                                    {role: lr_mult for role, (lr_mult, _) in roles.optimizer.roles.given().items()})
+                                    {role: lr_mult for role, (lr_mult, _) in roles.items()})
     out = out or results_root() / "coord-check" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}-{parametrization}"
 
     start = time.perf_counter()
@@ -104,9 +105,9 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
     return passed
 
 
-def with_roles(net, roles):
+def with_roles(net, settings):
     """`net` with its per-role init multipliers applied (a role it lacks is refused)."""
-    apply_roles(net, roles)
+    apply_roles(net, settings)
     return net
 
 
