@@ -257,7 +257,8 @@ def verify_cmd(
     values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
     span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
-    parametrizations: str | None = typer.Option(None, help="mup, sp or both [default: both across width, else mup]"),
+    parametrizations: str | None = typer.Option(None, help="mup, sp or mup,sp [default: mup,sp across width, "
+                                                "else mup]"),
     seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),

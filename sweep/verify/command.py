@@ -67,7 +67,7 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     axis = parse_axis(r.across) if r.across else width_axis(r.widths)
     params = parse_list(r.parametrizations or ("mup,sp" if axis.name == "width" else "mup"), "--parametrizations")
     if any(p not in NAMES for p in params):
-        raise InputError(f"--parametrizations: {r.parametrizations!r}: each one of mup, sp")
+        raise InputError(f"--parametrizations: {r.parametrizations!r}: comma-separated, each mup or sp (both: mup,sp)")
     if r.seeds < 1:
         raise InputError(f"--seeds: at least 1, got {r.seeds}")
     if not r.max_drift > 0:
