@@ -31,7 +31,7 @@ from sweep.sweeps.command import run_proxy
 from sweep.sweeps.request import SweepRequest
 from sweep.verify.command import run_verify
 from sweep.verify.request import VerifyRequest
-from sweep.verify.summary import read_summary
+from sweep.verify.summary import interval_text, read_summary
 from trainer.config import RunConfig
 
 PROXY_WIDTH = 32
@@ -112,7 +112,7 @@ def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result:
         summary = read_summary(root, name, axis=axis)
         law = summary["laws"].get("mup")
         if law:
-            console.print(f"law across {axis}: LR* ∝ {axis}^{law['slope']:.2f} [{law['low']:.2f}, {law['high']:.2f}]")
+            console.print(f"law across {axis}: LR* ∝ {axis}^{law['slope']:.2f} {interval_text(law, 2)}")
         proxies += [row["loss"] for row in summary["optima"] if row["parametrization"] == "mup" and row["loss"]]
     for law in full.provenance.laws:
         console.print(f"fitted {law['param']} × ({law['axis']} ×{law['ratio']:g}): {law['before']:.4g} → "

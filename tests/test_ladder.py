@@ -1,6 +1,7 @@
 """Issue 20's ladder: the vertex fit, the law along an axis with its interval, fitted transfer, the predicted loss
 and the run held to it, on synthetic data and on real (tiny) runs."""
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,9 @@ from sweep.rules import Target, transfer_run
 from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
 from sweep.verify.fit import vertex
+from sweep.verify.grid import parse_number
 from sweep.verify.law import LEVEL, fit_law
+from sweep.verify.summary import certificate, interval_text, write_summary
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig
@@ -65,6 +68,21 @@ def test_a_noiseless_ladder_has_the_exact_slope_and_no_width():
     assert law["slope"] == pytest.approx(-0.3, abs=1e-9) and law["high"] - law["low"] == pytest.approx(0, abs=1e-9)
 
 
+def test_a_law_without_an_interval_claims_nothing_and_is_strict_json(tmp_path):
+    """Found by an outside tester: with no interval the law still said "outside the interval" / "FAIL", and
+    summary.json held NaN (not JSON)."""
+    law = {"slope": 0.7, "low": math.nan, "high": math.nan, "at": [4, 8, 16], "level": 0.95}
+    for axis in ("width", "batch_size", "tokens"):
+        said = certificate(axis, "mup", law, 1.0)
+        assert said["passed"] is None and "interval" in said["certificate"] and "FAIL" not in said["certificate"]
+    assert interval_text(law).startswith("(no interval")
+    write_summary(tmp_path, {"laws": {"mup": law}})
+    read = json.loads((tmp_path / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert read["laws"]["mup"]["low"] is None
+    with pytest.raises(InputError, match="--values: '2\\^9999' is not a finite number"):
+        parse_number("2^9999", "--values")
+
+
 def test_one_seed_on_too_few_points_gives_no_interval_rather_than_a_false_one():
     points = ladder(0.5, np.random.default_rng(0), seeds=1)
     law = fit_law(points[points["x"].between(-9, -6)], "batch_size", resamples=50)  # 4 points per value
@@ -94,7 +112,8 @@ def test_a_target_past_the_measured_range_is_refused_unless_asked_and_then_flagg
     result = transfer_run(PROXY, Target(**{**target.__dict__, "extrapolate": True}), 1, laws=(LR_BATCH,))
     fitted = [c for c in result.changes if c.rule == "batch_size.fitted"]
     assert result.laws[0]["extrapolated"] and "EXTRAPOLATED" in fitted[0].formula
-    with pytest.raises(InputError, match="--horizon-rule fitted: no law of optimizer.lr measured across tokens"):
+    with pytest.raises(InputError, match="--horizon-rule fitted: no law of optimizer.lr with an interval "
+                                         "measured across tokens"):
         transfer_run(PROXY, Target(width=64, steps=80, horizon="fitted"), 1, laws=(LR_BATCH,))
 
 
@@ -136,6 +155,10 @@ def test_the_scaling_law_is_recovered_from_synthetic_losses():
     ("depth=2,2.5", "--across depth: values must be whole numbers"),
     ("batch_size=6,8", "--across batch_size=6: run.batch_size: 6 is not divisible by grad_accum 4"),
     ("optimizer.lr=1e-3,1e-2", "--across optimizer.lr: the axis cannot be the setting on the grid"),
+    # found by an outside tester: a huge batch trained (every trial a torch overflow) and tokens below one step
+    # ran the same one-step run at every value, fitted into a "law"
+    ("batch_size=1e30,8", "less than or equal to 16777216"),
+    ("tokens=1,2", "--across tokens=1: one step is 32 tokens (batch 32), so the run would train 32 tokens, not 1"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
@@ -176,6 +199,29 @@ def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_
     trained = run_sweep(tmp_path, "train", out, timeout=300)
     assert trained.returncode == 0, trained.stderr
     assert json.loads((cfg.run_dir() / "result.json").read_text())["status"] == "completed"
+    refuses_broken_ladders(tmp_path, spec)
+
+
+def refuses_broken_ladders(root, spec):
+    """Found by an outside tester: a budget below one step of the target was written; a corrupt summary.json was
+    a traceback; a ladder folder linked out of the results root was read."""
+    def one_line(*flags) -> str:
+        done = run_sweep(root, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                         "--out", root / "never.yaml", *flags)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert not (root / "never.yaml").exists()
+        return done.stderr
+
+    assert "--tokens: the budget 100 is below one step" in one_line("--tokens", "100")
+    folder = root / "v-verify-lr-across-batch_size"
+    outside = root.parent / f"{root.name}-outside"
+    folder.rename(outside)
+    folder.symlink_to(outside, target_is_directory=True)
+    assert "leads out of the results root" in one_line()
+    folder.unlink()
+    outside.rename(folder)
+    (folder / "summary.json").write_text('{"laws": 5')
+    assert "verify summary" in one_line() and "unreadable" in one_line()
 
 
 RUN = {"model": {"name": "mlp", "width": 32, "depth": 2},

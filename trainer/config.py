@@ -123,8 +123,8 @@ class RoleMults(Strict):
 
 class ModelConfig(Strict):
     name: str = "gpt"  # zoo name or package.module:function
-    width: int = Field(128, ge=1)
-    depth: int = Field(2, ge=1)
+    width: int = Field(128, ge=1, le=2**20)
+    depth: int = Field(2, ge=1, le=10**4)
     parametrization: Literal["mup", "sp"] = "mup"
     base_width: int | None = Field(None, ge=1)  # recorded from the builder; must match it when given
     options: dict[str, Any] = {}  # builder options, multipliers included (output_mult, attn_mult, n_head, …)
@@ -387,7 +387,7 @@ class RunConfig(Strict):
     data: DataConfig = DataConfig()
     optimizer: OptimizerConfig = OptimizerConfig()
     schedule: ScheduleConfig = ScheduleConfig()
-    batch_size: int = Field(16, ge=1)  # global batch, in examples (sequences), per optimizer step
+    batch_size: int = Field(16, ge=1, le=2**24)  # global batch, in examples (sequences), per optimizer step
     grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step (per process)
     # bounded where a budget stops being a number to train: 10^12 steps, 10^15 tokens (~10^3 × the largest runs)
     steps: int | None = Field(None, ge=1, le=10**12)

@@ -26,7 +26,7 @@ from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.study.lookup import load_studies, locate
-from sweep.verify.summary import axis_folder, read_summary, verify_name
+from sweep.verify.summary import axis_folder, interval_text, read_summary, verify_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 
@@ -100,7 +100,7 @@ def ladder_section(root: Path, name: str, axis: str) -> str:
         return ""
     folder = root / axis_folder(name, "optimizer.lr", axis)
     return (f"<h3>across {html.escape(axis)}</h3><p>optimal LR ∝ {html.escape(axis)}^s, s = {law['slope']:.3f} "
-            f"[{law['low']:.3f}, {law['high']:.3f}] ({law['level']:.0%} bootstrap); "
+            f"{html.escape(interval_text(law))}; "
             f"{html.escape(law['certificate'])}</p>"
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), f"figure 1 across {axis}"))
 

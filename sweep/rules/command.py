@@ -49,6 +49,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     b_noise = measured_noise_scale(chosen) if target.batch_rule == "noise" else None
     root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
     result = transfer_run(proxy, target, tokens_per_example, b_noise, measured_laws(root, name))
+    check_one_step(result.config, tokens_per_example)
 
     changes = list(result.changes)
     sharding, memory_line = sharding_change(result.config, source.model_options(), device_memory(device_memory_gb))
@@ -87,7 +88,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     console.print(changes_table(changes))
     console.print(f"memory: {memory_line}")
     explain(full.provenance, verify, result.warnings, spec_path, console)
-    console.print(f"wrote {path}; train it with: sweep train {path}")
+    console.print(f"wrote {path}; launch it with: sweep launch {path} (recorded for `sweep status`)")
     return path
 
 
@@ -115,7 +116,8 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     t = provenance.tuning
     console.print(f"tuning compute: {t['proxy_flops'] + t['verify_flops']:.3g} FLOPs (sweep {t['proxy_flops']:.3g}, "
                   f"verify {t['verify_flops']:.3g}) = {t['share']:.1%} of the full run's {t['full_flops']:.3g} "
-                  "(C ≈ 6·N·D, Kaplan et al. 2020; Tensor Programs V spent 7% tuning GPT-3 6.7B)")
+                  "(C ≈ 6·N·D, Kaplan et al. 2020; Tensor Programs V spent 7% tuning GPT-3 6.7B)"
+                  + ("; the tuning cost more than the full run" if t["share"] > 1 else ""))
     for line in role_lines(provenance.verify.get("roles", {})):
         console.print(line)
     for warning in warnings:
@@ -130,6 +132,14 @@ def measured_noise_scale(trial) -> float:
         return float(curve["noise_scale"].dropna().iloc[-1])
     raise InputError("--batch-rule noise: the proxy trial's curve holds no gradient noise scale "
                      "(eval.noise_scale_batches: 0); pick another rule or sweep with it on")
+
+
+def check_one_step(config: RunConfig, tokens_per_example: int) -> None:
+    """A token budget below one step of the target's batch would train another budget than the one asked for."""
+    step = config.batch_size * tokens_per_example
+    if config.tokens is not None and config.tokens < step:
+        raise InputError(f"--tokens: the budget {config.tokens} is below one step of the target ({step} tokens at "
+                         f"batch {config.batch_size}); give --tokens of at least one step or a smaller --batch-size")
 
 
 def verify_record(summary: dict | None, roles: dict[str, dict]) -> dict:

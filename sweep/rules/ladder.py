@@ -8,7 +8,6 @@ parametrizations × each axis value's tokens), as a share of the full run's.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ from optuna.trial import TrialState
 
 from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
-from sweep.verify.summary import axis_folder, read_summary
+from sweep.verify.summary import axis_folder, load_summary, read_summary
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
@@ -31,7 +30,7 @@ def measured_laws(root: str, name: str) -> tuple[Law, ...]:
         for axis in ("batch_size", "tokens", "steps", "depth"):
             summary = read_summary(root, name, param, axis)
             law = (summary or {}).get("laws", {}).get("mup")
-            if law is None or not np.isfinite([law["low"], law["high"]]).all():
+            if law is None or law["low"] is None or law["high"] is None:  # no interval: not a law to carry
                 continue
             at = [s["tokens"] for s in summary["shapes"]] if axis == "steps" else law["at"]
             laws.append(Law(param, "tokens" if axis == "steps" else axis, law["slope"], law["low"], law["high"],
@@ -78,8 +77,8 @@ def tuning_compute(root: str, study: optuna.Study, proxy_params: float, tokens_p
         seeds = len(t.user_attrs.get("seed_values") or [1])
         proxy += 6 * proxy_params * steps * cfg.batch_size * tokens_per_example * seeds
     verify = 0.0
-    for path in Path(root).glob(f"{name}-verify-*/summary.json"):
-        summary = json.loads(path.read_text())
+    for path in sorted(Path(root).glob(f"{name}-verify-*/summary.json")):
+        summary = load_summary(path, Path(root))
         runs = len(summary["grid"]) * summary["seeds"] * len(summary["parametrizations"])
         verify += sum(6 * s["params"] * s["tokens"] * runs for s in summary.get("shapes", []))
     return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,

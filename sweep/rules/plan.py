@@ -165,8 +165,9 @@ def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict) ->
             continue
         found = [law for law in laws if law.axis == axis]
         if not any(law.param == "optimizer.lr" for law in found):
-            raise InputError(f"{flags[axis]} fitted: no law of optimizer.lr measured across {axis}; run "
-                             f"`sweep verify SPEC --across {axis}=…` first")
+            raise InputError(f"{flags[axis]} fitted: no law of optimizer.lr with an interval measured across "
+                             f"{axis}; run `sweep verify SPEC --across {axis}=…` first (2+ seeds, or 5+ grid values "
+                             "each, for an interval)")
         for law in found:
             ratio, times = after / before, law.beyond(after)
             if times > EXTRAPOLATION and not target.extrapolate:

@@ -30,6 +30,7 @@ from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.backends import get_backend
 from sweep.errors import InputError
+from sweep.paths import inside_root
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.space import get_path
@@ -44,7 +45,7 @@ from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import VerifyRequest
-from sweep.verify.summary import axis_folder, certificate, write_summary
+from sweep.verify.summary import axis_folder, certificate, interval_text, write_summary
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 
@@ -79,12 +80,15 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     check_builder_named(model_name(run), spec, f"the settings from {source}")
     grid = grid_values(centre, r.values, r.span)
     jobs = plan(spec, r, axis, run, grid, params, width)  # every value is checked before anything is written
+    out = Path(jobs[0][1].root) / axis_folder(spec.name, r.param, axis.name)
+    inside_root(out, Path(jobs[0][1].root), "verify results")  # never written through a link out of the root
     executor = get_backend(r.backend, jobs[0][1].spec, r.workers, r.backend_flags)
     for _, job in jobs:
         executor.check(job)
     shapes = {}
     for at, job in jobs:
         shapes[at] = shapes.get(at) or shape(job)
+    check_budgets(axis, shapes)
     console.print(f"verify {r.param} over {len(grid)} values × {axis.name} {', '.join(map(label, axis.values))} × "
                   f"{', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -95,7 +99,6 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         if code:
             return code
     points = collect(jobs, stores, r.param, axis.name)
-    out = Path(jobs[0][1].root) / axis_folder(spec.name, r.param, axis.name)
     values = [int(v) if axis.name in INTEGER else v for v in axis.values]
     summary = {"param": r.param, "axis": axis.name, "values": values,
                "widths": values if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
@@ -153,6 +156,20 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
     return jobs
 
 
+def check_budgets(axis: Axis, shapes: dict[float, dict]) -> None:
+    """A tokens or batch value whose run, rounded up to whole steps, is not the budget asked for measures another
+    budget: a token value below one step, or a batch whose one step is twice the held budget, is refused."""
+    if axis.name not in ("tokens", "batch_size"):
+        return
+    held = min(s["tokens"] for s in shapes.values())
+    for at, s in shapes.items():
+        asked = at if axis.name == "tokens" else held
+        if s["tokens"] >= 2 * asked:
+            raise InputError(f"--across {axis.name}={label(at)}: one step is {s['tokens'] // max(1, s['steps'])} "
+                             f"tokens (batch {s['batch_size']}), so the run would train {s['tokens']} tokens, not "
+                             f"{int(asked)}; use values of at least one step")
+
+
 def shape(job: SweepJob) -> dict:
     """The run's width, depth, batch, tokens and parameter count N (all parameters) at one axis value."""
     cfg = RunConfig.parse(base_run(job.spec, job.width, job.parametrization))
@@ -161,8 +178,9 @@ def shape(job: SweepJob) -> dict:
                        val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
     n = count_parameters(cfg.model.name, job.width, cfg.model.depth, job.parametrization,
                          **{**source.model_options(), **cfg.model.options})
+    steps = cfg.total_steps(source.tokens_per_example)
     return {"width": job.width, "depth": cfg.model.depth, "batch_size": cfg.batch_size, "params": n,
-            "tokens": cfg.total_steps(source.tokens_per_example) * cfg.batch_size * source.tokens_per_example}
+            "steps": steps, "tokens": steps * cfg.batch_size * source.tokens_per_example}
 
 
 def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: Console) -> int:
@@ -185,9 +203,8 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
         console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} "
                       f"(seed noise ±{v.noise:.2f}){verdict}{bound}")
     for p, law in laws.items():
-        interval = f"[{law['low']:.3f}, {law['high']:.3f}] ({law['level']:.0%} bootstrap)" if np.isfinite(law["low"]) \
-            else "(no interval: one seed and fewer than 5 finite points at some value)"
-        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} {interval}; "
+        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} "
+                      f"{interval_text(law)}; "
                       f"{law['certificate']}")
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "

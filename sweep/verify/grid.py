@@ -30,6 +30,8 @@ def parse_number(text: str, flag: str) -> float:
         return 2.0 ** float(match.group(1)) if match else float(text)
     except ValueError:
         raise InputError(f"{flag}: {text.strip()!r} is not a number (e.g. 0.003 or 2^-8)") from None
+    except OverflowError:  # 2^9999: past any float
+        raise InputError(f"{flag}: {text.strip()!r} is not a finite number") from None
 
 
 def grid_values(centre: float | None, values: str | None, span: str | None) -> list[float]:

@@ -14,6 +14,8 @@ import json
 import math
 from pathlib import Path
 
+from sweep.errors import InputError
+from sweep.paths import inside_root
 from trainer.atomic import atomic_path
 
 
@@ -35,6 +37,8 @@ def axis_folder(spec_name: str, param: str, axis: str = "width") -> str:
 def certificate(axis: str, parametrization: str, law: dict, max_drift: float) -> dict:
     """{certificate: one line, passed: bool | None} for a law {slope, low, high, at} along `axis`."""
     low, high = law["low"], law["high"]
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return {"certificate": "no certificate without an interval (add seeds or grid values)", "passed": None}
     inside = "inside" if low <= 1 <= high else "outside"
     if axis == "width" and parametrization == "mup":
         band = max_drift / math.log2(max(law["at"]) / min(law["at"]))
@@ -50,11 +54,48 @@ def certificate(axis: str, parametrization: str, law: dict, max_drift: float) ->
     return {"certificate": f"the optimum scales as {axis}^{law['slope']:.3f}", "passed": None}
 
 
+def interval_text(law: dict, digits: int = 3) -> str:
+    """A law's interval as shown: `[low, high] (95% bootstrap)`, or why there is none."""
+    low, high = law.get("low"), law.get("high")
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return "(no interval: one seed and fewer than 5 finite points at some value)"
+    return f"[{low:.{digits}f}, {high:.{digits}f}] ({law['level']:.0%} bootstrap)"
+
+
 def write_summary(folder: Path, summary: dict) -> None:
+    """summary.json as strict JSON: a number that is not finite (a law without an interval) is null."""
     with atomic_path(folder / "summary.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2))
+        tmp.write_text(json.dumps(finite(summary), indent=2, allow_nan=False))
+
+
+def finite(tree):
+    """`tree` with every float that is not finite replaced by None."""
+    if isinstance(tree, dict):
+        return {k: finite(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [finite(v) for v in tree]
+    return None if isinstance(tree, float) and not math.isfinite(tree) else tree
 
 
 def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", axis: str = "width") -> dict | None:
     path = Path(root) / axis_folder(spec_name, param, axis) / "summary.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return load_summary(path, Path(root)) if path.exists() or path.is_symlink() else None
+
+
+def load_summary(path: Path, root: Path) -> dict:
+    """A summary.json under the results root (never through a link out of it); a broken one is bad input naming
+    it, as is a law whose interval runs backwards."""
+    inside_root(path, root, "verify summary")
+    try:
+        summary = json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise InputError(f"verify summary {path}: unreadable ({type(err).__name__}); rerun the `sweep verify` that "
+                         "wrote it") from None
+    laws = summary.get("laws") if isinstance(summary, dict) else None
+    if not isinstance(laws, dict) or any(not isinstance(law, dict) for law in laws.values()):
+        raise InputError(f"verify summary {path}: not a summary `sweep verify` writes; rerun it")
+    for law in laws.values():
+        if law.get("low") is not None and law.get("high") is not None and law["low"] > law["high"]:
+            raise InputError(f"verify summary {path}: a law's interval runs backwards ({law['low']} > "
+                             f"{law['high']}); rerun the `sweep verify` that wrote it")
+    return summary
