@@ -91,7 +91,7 @@ def load_summary(path: Path, root: Path) -> dict:
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise InputError(f"verify summary {path}: unreadable ({type(err).__name__}); rerun the `sweep verify` that "
                          "wrote it") from None
-    laws = summary.get("laws") if isinstance(summary, dict) else None
+    laws = summary.get("laws", {}) if isinstance(summary, dict) else None
     if not isinstance(laws, dict) or any(not isinstance(law, dict) for law in laws.values()):
         raise InputError(f"verify summary {path}: not a summary `sweep verify` writes; rerun it")
     for law in laws.values():
