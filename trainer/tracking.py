@@ -43,7 +43,7 @@ def check_trackers(cfg: RunConfig) -> None:
     if cfg.logging is None:
         return
     if cfg.logging.tensorboard:
-        check_writable(Path(cfg.logging.tensorboard) / cfg.output.study / cfg.run_id(), "logging.tensorboard")
+        check_writable(TensorBoard.folder(cfg), "logging.tensorboard")
     if cfg.logging.wandb and cfg.logging.wandb.dir:
         check_writable(Path(cfg.logging.wandb.dir), "logging.wandb.dir")
     for name in cfg.logging.asked():
@@ -82,12 +82,15 @@ class TensorBoard:
     def __init__(self, cfg: RunConfig, ids: dict, doubt: int | None):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(Path(cfg.logging.tensorboard) / cfg.output.study / cfg.run_id()),
-                                    purge_step=doubt)
+        self.writer = SummaryWriter(str(self.folder(cfg)), purge_step=doubt)
         if "tensorboard" not in ids:
             self.writer.add_text("tags", json.dumps(tags(cfg)), 0)
             self.writer.add_text("config", "\n".join("    " + line for line in cfg.to_yaml().splitlines()), 0)
             ids["tensorboard"] = str(self.writer.log_dir)
+
+    @staticmethod
+    def folder(cfg: RunConfig) -> Path:
+        return Path(cfg.logging.tensorboard) / cfg.output.study / cfg.run_id()
 
     def arrived(self, step: int, key: str) -> bool:
         return False  # the writer purged it on opening: it is sent again

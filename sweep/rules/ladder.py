@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 
 from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
-from sweep.verify.summary import axis_folder, load_summary, read_summary
+from sweep.verify.summary import axis_folder, has_interval, load_summary, read_summary
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
@@ -30,7 +30,7 @@ def measured_laws(root: str, name: str) -> tuple[Law, ...]:
         for axis in ("batch_size", "tokens", "steps", "depth"):
             summary = read_summary(root, name, param, axis)
             law = (summary or {}).get("laws", {}).get("mup")
-            if law is None or law["low"] is None or law["high"] is None:  # no interval: not a law to carry
+            if law is None or not has_interval(law):  # not a law to carry
                 continue
             at = [s["tokens"] for s in summary["shapes"]] if axis == "steps" else law["at"]
             laws.append(Law(param, "tokens" if axis == "steps" else axis, law["slope"], law["low"], law["high"],

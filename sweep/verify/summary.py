@@ -36,9 +36,9 @@ def axis_folder(spec_name: str, param: str, axis: str = "width") -> str:
 
 def certificate(axis: str, parametrization: str, law: dict, max_drift: float) -> dict:
     """{certificate: one line, passed: bool | None} for a law {slope, low, high, at} along `axis`."""
-    low, high = law["low"], law["high"]
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+    if not has_interval(law):
         return {"certificate": "no certificate without an interval (add seeds or grid values)", "passed": None}
+    low, high = law["low"], law["high"]
     inside = "inside" if low <= 1 <= high else "outside"
     if axis == "width" and parametrization == "mup":
         band = max_drift / math.log2(max(law["at"]) / min(law["at"]))
@@ -54,12 +54,16 @@ def certificate(axis: str, parametrization: str, law: dict, max_drift: float) ->
     return {"certificate": f"the optimum scales as {axis}^{law['slope']:.3f}", "passed": None}
 
 
+def has_interval(law: dict) -> bool:
+    """Whether the law has a bootstrap interval (NaN in memory, null in summary.json when it has none)."""
+    return all(law.get(end) is not None and math.isfinite(law[end]) for end in ("low", "high"))
+
+
 def interval_text(law: dict, digits: int = 3) -> str:
     """A law's interval as shown: `[low, high] (95% bootstrap)`, or why there is none."""
-    low, high = law.get("low"), law.get("high")
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+    if not has_interval(law):
         return "(no interval: one seed and fewer than 5 finite points at some value)"
-    return f"[{low:.{digits}f}, {high:.{digits}f}] ({law['level']:.0%} bootstrap)"
+    return f"[{law['low']:.{digits}f}, {law['high']:.{digits}f}] ({law['level']:.0%} bootstrap)"
 
 
 def write_summary(folder: Path, summary: dict) -> None:
