@@ -17,7 +17,7 @@ from multiprocessing import resource_tracker
 
 from sweep.backends.base import Backend, Execution
 from sweep.cluster.processes import die_with_parent
-from sweep.errors import EnvironmentFault, InputError
+from sweep.errors import EnvironmentFault, InputError, held
 from sweep.study.study import SweepJob
 
 STOP_TIMEOUT_S = 30.0
@@ -39,11 +39,14 @@ class LocalBackend(Backend):
                      for i in range(self.workers)]
         # The workers start with Ctrl-C held, not as a traceback mid-import; worker_main takes it. The resource
         # tracker starts first: its start unblocks SIGINT in this thread (multiprocessing's own SIG_UNBLOCK).
+        # Here too a Ctrl-C waits (`held`): another thread of ours can take the signal, and a KeyboardInterrupt
+        # between spawning a worker and sending it its job leaves it reading a closed pipe (EOFError).
         resource_tracker.ensure_running()
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            for process in processes:
-                process.start()
+            with held():
+                for process in processes:
+                    process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return LocalExecution(processes, threads)
