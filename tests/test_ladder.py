@@ -105,6 +105,22 @@ def test_a_fitted_law_scales_the_lr_with_its_interval_beside_the_textbook_values
     assert any(c.rule == "batch_size.fitted" and c.field == "optimizer.lr" for c in result.changes)
 
 
+def test_a_fitted_batch_law_moves_adams_moments_by_the_sde_rule_unless_a_law_measured_them():
+    """Classic bug: the LR law carried alone at 4× the batch, with β1 and ε left at the proxy's (the law was measured
+    with them moving as one batch change would): Malladi et al. 2022's moments at κ = 4."""
+    result = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1, laws=(LR_BATCH,))
+    opt = result.config.optimizer
+    assert (opt.beta1, opt.beta2, opt.eps) == pytest.approx((1 - 4 * (1 - 0.9), 1 - 4 * (1 - 0.95), 1e-8 / 2))
+    assert not any(c.rule.startswith("horizon.beta2") for c in result.changes)
+    beta2 = Law("optimizer.beta2", "batch_size", 0.0, -0.1, 0.1, (16.0, 64.0), "v-verify-beta2-across-batch_size")
+    opt = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1,
+                       laws=(LR_BATCH, beta2)).config.optimizer
+    assert (opt.beta1, opt.beta2) == pytest.approx((0.6, 0.95))  # the measured flat law, not the SDE's 0.8
+    with pytest.raises(InputError, match="--batch-rule fitted: κ = 16 makes beta1 = 1 − κ"):
+        transfer_run(PROXY, Target(width=64, batch_size=512, batch_rule="fitted", extrapolate=True), 1,
+                     laws=(LR_BATCH,))
+
+
 def test_a_target_past_the_measured_range_is_refused_unless_asked_and_then_flagged():
     target = Target(width=64, batch_size=256, batch_rule="fitted")  # 4× past the range 16–64
     with pytest.raises(InputError, match=r"--batch-rule fitted: batch_size 256 is 4× past the range 16–64"):

@@ -6,10 +6,12 @@ Order (each step reads what the steps before it set; tests/test_transfer_rules.p
 3. budget: the target's steps or tokens (default: the proxy's tokens).
 4. batch: `none`, `linear`, `sqrt` or `noise` sets the LR (sqrt also β₁, β₂, ε); then the fitted laws
    (`--batch-rule fitted`, `--horizon-rule fitted`, `--depth-rule fitted`) scale every setting a law was measured
-   for, η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l (sweep/rules/fitted.py).
+   for, η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l (sweep/rules/fitted.py). A law measures the LR at the proxy's β's, so
+   `--batch-rule fitted` with AdamW moves β₁, β₂ and ε by the SDE rule (sqrt's, without its LR) unless a law
+   measured them: the LR law and the moments' rule are one change of batch, as in Malladi et al. 2022.
 5. warmup: as a fraction of the run or as tokens; never fewer steps than the proxy's when 4 raised the LR.
-6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt keeps the same half-life to first order, a fitted
-   law measured it).
+6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt's and fitted's SDE rule keeps the same half-life to
+   first order, a fitted law measured it).
 7. weight decay at a constant AdamW timescale 1/(η·λ), with the η of step 4, unless a fitted law measured it.
 
 The proxy's optimizer and its own section travel as they are (width scaling is its μP table's, applied when the
@@ -133,10 +135,13 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
               "depth": (proxy.model.depth, edit.get("model.depth"), target.depth_rule == "fitted")}
     records = _fitted(edit, target, laws, ratios)
     fitted = {r["param"] for r in records}
+    sde = target.batch_rule == "fitted" and opt.name == "adamw" and kappa != 1
+    if sde:
+        _sde_moments(edit, opt, kappa, fitted)
     lr = edit.get("optimizer.lr")
     _warmup(edit, proxy, target, proxy_steps, new_steps, tps, new_tps, lr_grew=lr > opt.lr)
-    if opt.name in SECOND_MOMENT_BETA2 and target.beta2 == "halflife" and target.batch_rule != "sqrt" and \
-            "optimizer.beta2" not in fitted:
+    if opt.name in SECOND_MOMENT_BETA2 and target.beta2 == "halflife" and target.batch_rule != "sqrt" and not sde \
+            and "optimizer.beta2" not in fitted:
         edit.set("horizon.beta2", "optimizer.beta2", horizon.beta_constant_halflife(opt.beta2, tps, new_tps),
                  f"β2' = β2^(B'/B): half-life {horizon.halflife_tokens(opt.beta2, tps):.4g} tokens kept")
     if opt.weight_decay > 0 and target.weight_decay != "none" and "optimizer.weight_decay" not in fitted:
@@ -185,6 +190,20 @@ def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict) ->
                      f"{axis} {law.measured[0]:g}–{law.measured[1]:g} → [{low:.4g}, {high:.4g}]; textbook "
                      + ", ".join(f"{k} {v:.4g}" for k, v in textbook.items()) + flag)
     return records
+
+
+def _sde_moments(edit: _Edit, opt, kappa: float, fitted: set[str]) -> None:
+    """Step 4 under `--batch-rule fitted` with AdamW: β₁, β₂, ε by the SDE rule, except those a law measured."""
+    try:
+        moments = batch_rules.sde_adam_moments(opt.beta1, opt.beta2, opt.eps, kappa)
+    except ValueError as err:
+        raise InputError(f"--batch-rule fitted: {err}; keep the target's batch closer to the proxy's") from None
+    paths = ("optimizer.beta1", "optimizer.beta2", "optimizer.eps")
+    formulas = ("1 − β1' = κ(1 − β1)", "1 − β2' = κ(1 − β2)", "ε' = ε/√κ")
+    for path, value, formula in zip(paths, moments, formulas, strict=True):
+        if path not in fitted:
+            edit.set("batch.fitted.sde", path, value, f"{formula}, κ = {kappa:g}: the SDE rule beside the measured "
+                     "LR law (Malladi et al. 2022)")
 
 
 def _width(edit: _Edit, proxy: RunConfig, target: Target) -> None:
@@ -255,7 +274,7 @@ def _batch(edit: _Edit, proxy: RunConfig, target: Target, kappa: float, b_noise:
         try:
             lr, b1, b2, eps = batch_rules.sqrt_adam(opt.lr, opt.beta1, opt.beta2, opt.eps, kappa)
         except ValueError as err:
-            raise InputError(str(err)) from None
+            raise InputError(f"--batch-rule sqrt: {err}") from None
         source = f"κ = {kappa:g} (Malladi et al. 2022)"
         edit.set("batch.sqrt", "optimizer.lr", lr, f"η' = √κ·η, {source}")
         edit.set("batch.sqrt", "optimizer.beta1", b1, f"1 − β1' = κ(1 − β1), {source}")
