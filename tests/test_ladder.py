@@ -2,15 +2,19 @@
 and the run held to it, on synthetic data and on real (tiny) runs."""
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from rich.console import Console
 
 from sweep.errors import InputError
 from sweep.rules import Target, transfer_run
+from sweep.rules.command import combined, explain
 from sweep.rules.fitted import Law
+from sweep.rules.ladder import measured_laws
 from sweep.rules.scaling import predict
 from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
@@ -18,7 +22,7 @@ from sweep.verify.law import LEVEL, fit_law
 from sweep.verify.summary import certificate, interval_text, write_summary
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
-from trainer.config import RunConfig
+from trainer.config import Provenance, RunConfig
 
 
 def test_the_vertex_loss_never_sits_above_the_best_run_point_on_an_asymmetric_valley():
@@ -146,6 +150,27 @@ def test_a_weight_decay_law_replaces_the_textbook_timescale_rule():
     result = transfer_run(PROXY, Target(width=64, batch_size=64, batch_rule="fitted"), 1, laws=(LR_BATCH, wd))
     assert result.config.optimizer.weight_decay == pytest.approx(0.05)
     assert not any(c.rule.startswith("horizon.weight_decay") for c in result.changes)
+
+
+def test_a_law_through_poor_optima_says_so_and_two_laws_on_one_setting_show_their_compounded_interval(tmp_path):
+    """Found by an outside tester: a law fitted through optima verify flagged poor carried no remark into transfer,
+    and with batch and horizon laws both moving the LR only the last law's interval was shown."""
+    write_summary(tmp_path / "v-verify-lr-across-batch_size",
+                  {"laws": {"mup": {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [16, 64], "poor_at": [64.0]}}})
+    (batch_law,) = measured_laws(str(tmp_path), "v")
+    assert batch_law.poor_at == (64.0,)
+    tokens = Law("optimizer.lr", "tokens", -0.5, -0.7, -0.3, (640.0, 2560.0), "v-verify-lr-across-tokens")
+    target = Target(width=64, batch_size=64, steps=40, batch_rule="fitted", horizon="fitted")  # 2× batch, 2× tokens
+    result = transfer_run(PROXY, target, 1, laws=(batch_law, tokens))
+    (*values, axes), = combined(result.laws).values()
+    assert values == pytest.approx((0.01, 0.01 * 2 ** -0.1, 0.01 * 2 ** (0.3 - 0.7), 0.01 * 2 ** (0.5 - 0.3)))
+    assert list(combined(result.laws)) == ["optimizer.lr"] and axes == ["batch_size", "tokens"]
+    console = Console(width=300, record=True)
+    explain(Provenance(laws=result.laws, tuning={"proxy_flops": 1, "verify_flops": 1, "full_flops": 4, "share": 0.5}),
+            None, [], Path("spec.yaml"), console)
+    shown = console.export_text()
+    assert "fitted through poor optima at batch_size 64" in shown
+    assert f"fitted optimizer.lr across batch_size and tokens: 0.01 → {0.01 * 2 ** -0.1:.4g}" in shown
 
 
 def test_the_scaling_law_is_recovered_from_synthetic_losses():

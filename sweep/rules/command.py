@@ -104,9 +104,14 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
         console.print(f"[red]verify failed[/]: the μP optimum drifted {drift:.2f} octaves")
     for law in provenance.laws:
         flag = " [red]EXTRAPOLATED[/]" if law["extrapolated"] else ""
+        poor = law.get("poor_at") and f"; [yellow]fitted through poor optima[/] at {law['axis']} " + \
+            ", ".join(f"{v:g}" for v in law["poor_at"])
         console.print(f"fitted {law['param']} across {law['axis']}: {show(law['before'])} → {show(law['after'])} "
                       f"[{show(law['interval'][0])}, {show(law['interval'][1])}] (slope {law['slope']:.3f}); textbook "
-                      + ", ".join(f"{k} {show(v)}" for k, v in law["textbook"].items()) + flag)
+                      + ", ".join(f"{k} {show(v)}" for k, v in law["textbook"].items()) + flag + (poor or ""))
+    for param, (before, after, low, high, axes) in combined(provenance.laws).items():
+        console.print(f"fitted {param} across {' and '.join(axes)}: {show(before)} → {show(after)} "
+                      f"[{show(low)}, {show(high)}] (each law's interval, compounded)")
     p = provenance.prediction
     if p:
         console.print(f"predicted final val loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({p['level']:.0%}; "
@@ -123,6 +128,18 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     for warning in warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     console.print(f"[yellow]note[/]: {LIMITS}")
+
+
+def combined(laws: list[dict]) -> dict[str, tuple]:
+    """Per setting moved by two or more laws: (proxy value, target value, low, high, axes), the interval the product
+    of each law's factor θ'/θ over its own interval: every law's error at once, the widest the laws allow."""
+    out = {}
+    for law in laws:
+        factor_low, factor_high = (end / law["before"] for end in law["interval"])
+        before, _, low, high, axes = out.get(law["param"], (law["before"], None, 1.0, 1.0, []))
+        out[law["param"]] = (before, law["after"], low * factor_low, high * factor_high, [*axes, law["axis"]])
+    return {param: (before, after, before * low, before * high, axes)
+            for param, (before, after, low, high, axes) in out.items() if len(axes) > 1}
 
 
 def measured_noise_scale(trial) -> float:

@@ -24,6 +24,7 @@ class Law:
     high: float
     measured: tuple[float, float]  # the axis values the law was measured over, in the axis's unit
     source: str  # the verify folder it came from
+    poor_at: tuple[float, ...] = ()  # axis values whose optimum the grid did not resolve (sweep verify's poor fit)
 
     def scale(self, value: float, ratio: float) -> tuple[float, float, float]:
         """(θ', and the interval's ends) for θ at the proxy and v'/v = ratio."""
@@ -39,4 +40,5 @@ class Law:
                extrapolated: bool, textbook: dict[str, float]) -> dict:
         return {"param": self.param, "axis": self.axis, "slope": self.slope, "interval_slope": [self.low, self.high],
                 "measured": list(self.measured), "ratio": ratio, "before": before, "after": after,
-                "interval": list(interval), "extrapolated": extrapolated, "textbook": textbook, "source": self.source}
+                "interval": list(interval), "extrapolated": extrapolated, "textbook": textbook, "source": self.source,
+                "poor_at": list(self.poor_at)}

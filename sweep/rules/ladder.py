@@ -34,7 +34,7 @@ def measured_laws(root: str, name: str) -> tuple[Law, ...]:
                 continue
             at = [s["tokens"] for s in summary["shapes"]] if axis == "steps" else law["at"]
             laws.append(Law(param, "tokens" if axis == "steps" else axis, law["slope"], law["low"], law["high"],
-                            (min(at), max(at)), axis_folder(name, param, axis)))
+                            (min(at), max(at)), axis_folder(name, param, axis), tuple(law.get("poor_at", ()))))
     return tuple(laws)
 
 

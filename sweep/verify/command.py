@@ -189,11 +189,12 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
     judged = verdicts(table, summary["max_drift"])
     if axis.name != "width":  # only width has μP's promise to judge
         judged = [replace(v, passed=None) for v in judged]
-    laws = {}
+    laws, poor = {}, table[table["poor_fit"]]
     for p, group in points.groupby("parametrization", sort=True):
         law = fit_law(group, axis.name)
         if law is not None:
-            laws[p] = {**law, **certificate(axis.name, p, law, summary["max_drift"])}
+            poor_at = sorted(float(v) for v in poor.loc[poor["parametrization"] == p, axis.name])
+            laws[p] = {**law, **certificate(axis.name, p, law, summary["max_drift"]), "poor_at": poor_at}
     write_results(out, points, table, judged, {**summary, "laws": laws})
     console.print(optima_table(table, summary["param"], axis.name))
     span = f"{axis.name} {label(axis.values[0])}–{label(axis.values[-1])}"
@@ -204,13 +205,20 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
                       f"(seed noise ±{v.noise:.2f}){verdict}{bound}")
     for p, law in laws.items():
         console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} "
-                      f"{interval_text(law)}; "
-                      f"{law['certificate']}")
+                      f"{interval_text(law)}; {law['certificate']}{poor_remark(law, axis.name)}")
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
                       f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range")
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
+
+
+def poor_remark(law: dict, axis: str) -> str:
+    """What a law fitted through optima the grid did not resolve inherits (empty when it has none)."""
+    if not law.get("poor_at"):
+        return ""
+    at = ", ".join(label(v) for v in law["poor_at"])
+    return f"; [yellow]fitted through poor optima[/] at {axis} {at}: the slope inherits their error"
 
 
 def write_results(out: Path, points: pd.DataFrame, table: pd.DataFrame, judged: list, summary: dict) -> None:
