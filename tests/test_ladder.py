@@ -135,6 +135,9 @@ def test_a_target_past_the_measured_range_is_refused_unless_asked_and_then_flagg
     with pytest.raises(InputError, match="--horizon-rule fitted: no law of optimizer.lr with an interval "
                                          "measured across tokens"):
         transfer_run(PROXY, Target(width=64, steps=80, horizon="fitted"), 1, laws=(LR_BATCH,))
+    kept = transfer_run(PROXY, Target(width=64, horizon="fitted"), 1)  # nothing to fit: said, not silent
+    assert kept.warnings == ["--horizon-rule fitted: the target keeps the proxy's tokens (1280), so no law applies "
+                             "along it"]
 
 
 def test_a_fitted_depth_law_moves_the_lr_with_depth_even_without_a_depth_rule_in_the_model():

@@ -133,7 +133,7 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
     ratios = {"batch_size": (batch, new_batch, target.batch_rule == "fitted"),
               "tokens": (proxy_steps * tps, new_steps * new_tps, target.horizon == "fitted"),
               "depth": (proxy.model.depth, edit.get("model.depth"), target.depth_rule == "fitted")}
-    records = _fitted(edit, target, laws, ratios)
+    records = _fitted(edit, target, laws, ratios, warnings)
     fitted = {r["param"] for r in records}
     sde = target.batch_rule == "fitted" and opt.name == "adamw" and kappa != 1
     if sde:
@@ -160,12 +160,15 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
     return Transferred(config, edit.changes, warnings, records)
 
 
-def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict) -> list[dict]:
+def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict, warnings: list[str]) -> list[dict]:
     """Step 4's fitted laws: every setting a law was measured for, scaled along each axis whose rule is `fitted`;
     an axis asked for without a measured LR law, or a target past the measured range, is refused."""
     flags = {"batch_size": "--batch-rule", "tokens": "--horizon-rule", "depth": "--depth-rule"}
     records = []
     for axis, (before, after, asked) in ratios.items():
+        if asked and before == after:
+            warnings.append(f"{flags[axis]} fitted: the target keeps the proxy's {axis} ({before:g}), so no law "
+                            "applies along it")
         if not asked or before == after:
             continue
         found = [law for law in laws if law.axis == axis]
