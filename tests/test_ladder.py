@@ -14,7 +14,7 @@ from sweep.errors import InputError
 from sweep.rules import Target, transfer_run
 from sweep.rules.command import combined, explain
 from sweep.rules.fitted import Law
-from sweep.rules.ladder import measured_laws
+from sweep.rules.ladder import ladder_points, measured_laws, predicted_loss
 from sweep.rules.scaling import predict
 from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
@@ -176,6 +176,23 @@ def test_a_law_through_poor_optima_says_so_and_two_laws_on_one_setting_show_thei
     assert f"fitted optimizer.lr across batch_size and tokens: 0.01 → {0.01 * 2 ** -0.1:.4g}" in shown
 
 
+def test_a_tokens_and_a_steps_ladder_are_one_horizon_law_and_one_set_of_loss_points(tmp_path):
+    """Found by an outside tester: with both ladders (the same runs at one batch) the horizon law moved the LR twice
+    and each run entered the loss fit twice; and a ladder at one width priced a wider target's width term at 0."""
+    tokens = [640, 1280, 2560]
+    for axis, values in (("tokens", tokens), ("steps", [20, 40, 80])):
+        shapes = [{"at": v, "params": 1000, "tokens": t} for v, t in zip(values, tokens, strict=True)]
+        optima = [{axis: v, "parametrization": "mup", "best_loss": loss}
+                  for v, loss in zip(values, (3.0, 2.8, 2.7), strict=True)]
+        law = {"slope": -0.3, "low": -0.5, "high": -0.1, "at": values}
+        write_summary(tmp_path / f"v-verify-lr-across-{axis}", {"laws": {"mup": law}, "shapes": shapes, "optima": optima})
+    (horizon,) = measured_laws(str(tmp_path), "v")
+    assert (horizon.axis, horizon.source, horizon.measured) == ("tokens", "v-verify-lr-across-tokens", (640, 2560))
+    assert ladder_points(str(tmp_path), "v") == ([1000] * 3, tokens, [3.0, 2.8, 2.7])
+    assert predicted_loss(str(tmp_path), "v", 4000, 2560) == {}  # one N measured, a target of another
+    assert predicted_loss(str(tmp_path), "v", 1000, 5120)["form"]
+
+
 def test_the_scaling_law_is_recovered_from_synthetic_losses():
     rng = np.random.default_rng(0)
     n, d = np.array([1e5, 2e5, 4e5, 8e5, 1e5, 1e5, 1e5]), np.array([1e6] * 4 + [2e6, 4e6, 8e6])
@@ -203,6 +220,7 @@ def test_the_scaling_law_is_recovered_from_synthetic_losses():
     # ran the same one-step run at every value, fitted into a "law"
     ("batch_size=1e30,8", "less than or equal to 16777216"),
     ("tokens=1,2", "--across tokens=1: one step is 32 tokens (batch 32), so the run would train 32 tokens, not 1"),
+    ("batch_size=16,512", "--across batch_size=512: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
@@ -226,6 +244,9 @@ def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_
     law = summary["laws"]["mup"]
     assert law["at"] == [16, 64] and law["low"] <= law["slope"] <= law["high"]
     assert {s["tokens"] for s in summary["shapes"]} == {40 * 32}  # the token budget held (a vector is a token)
+    # found by an outside tester: the ladder kept Adam's moments while transfer moved them by the SDE rule
+    ran = RunConfig.load(next((tmp_path / "v-verify-lr-across-batch_size-64").rglob("config.yaml")))
+    assert (ran.optimizer.beta1, ran.optimizer.beta2, ran.optimizer.eps) == pytest.approx((0.8, 0.9, 1e-8 / 2 ** 0.5))
     assert f"s = {law['slope']:.3f}" in done.stdout.replace("\n", "")
     refused = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "256", "--batch-rule", "fitted")
     assert refused.returncode == 2 and "pass --extrapolate" in refused.stderr and refused.stderr.count("\n") == 1

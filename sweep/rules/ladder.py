@@ -24,24 +24,27 @@ FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
 
 def measured_laws(root: str, name: str) -> tuple[Law, ...]:
     """The μP laws `sweep verify --across` measured for this sweep (LR, weight decay, β2 × batch, tokens or steps,
-    depth); a steps law is measured in tokens (its runs' token counts), the unit a target's budget is in."""
-    laws = []
+    depth), one per setting and axis; a steps law is measured in tokens (its runs' token counts), the unit a target's
+    budget is in, so where both a tokens and a steps ladder exist (the same horizon, the batch held) the tokens one
+    is the law, never both: the horizon would move the setting twice."""
+    laws = {}
     for param in FITTED_PARAMS:
         for axis in ("batch_size", "tokens", "steps", "depth"):
+            unit = "tokens" if axis == "steps" else axis
             summary = read_summary(root, name, param, axis)
             law = (summary or {}).get("laws", {}).get("mup")
-            if law is None or not has_interval(law):  # not a law to carry
+            if (param, unit) in laws or law is None or not has_interval(law):  # measured already, or not a law
                 continue
-            at = [s["tokens"] for s in summary["shapes"]] if axis == "steps" else law["at"]
-            laws.append(Law(param, "tokens" if axis == "steps" else axis, law["slope"], law["low"], law["high"],
-                            (min(at), max(at)), axis_folder(name, param, axis), tuple(law.get("poor_at", ()))))
-    return tuple(laws)
+            at = [s["tokens"] for s in summary["shapes"]] if axis in ("tokens", "steps") else law["at"]
+            laws[param, unit] = Law(param, unit, law["slope"], law["low"], law["high"], (min(at), max(at)),
+                                    axis_folder(name, param, axis), tuple(law.get("poor_at", ())))
+    return tuple(laws.values())
 
 
 def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[float]]:
     """(N, D, loss) of every μP axis value verify measured the LR across width, tokens or steps; the loss is the
     best grid point's (a run, not the vertex's value, which a coarse grid's parabola can put below any run)."""
-    n, d, loss = [], [], []
+    points = {}  # one loss per (N, D): a tokens and a steps ladder at one batch train the same runs
     for axis in ("width", "tokens", "steps"):
         summary = read_summary(root, name, "optimizer.lr", axis)
         if not summary or "shapes" not in summary:
@@ -50,16 +53,15 @@ def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[
         for row in summary["optima"]:
             at = row[axis]
             if row["parametrization"] == "mup" and row.get("best_loss") is not None and at in shapes:
-                n.append(shapes[at]["params"])
-                d.append(shapes[at]["tokens"])
-                loss.append(row["best_loss"])
-    return n, d, loss
+                points.setdefault((shapes[at]["params"], shapes[at]["tokens"]), row["best_loss"])
+    return [n for n, _ in points], [d for _, d in points], list(points.values())
 
 
 def predicted_loss(root: str, name: str, params: float, tokens: float) -> dict:
-    """The scaling law's prediction for the full run ({} with fewer than 3 ladder points)."""
+    """The scaling law's prediction for the full run: {} with fewer than 3 ladder points, or when the target's N (or
+    D) differs from the ladder's and the ladder has one N (or D) only: a term never measured would be priced at 0."""
     n, d, loss = ladder_points(root, name)
-    if len(loss) < 3 or (len(set(n)) < 2 and len(set(d)) < 2):
+    if len(loss) < 3 or (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
         return {}
     return predict(np.array(n), np.array(d), np.array(loss), params, tokens)
 

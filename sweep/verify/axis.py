@@ -1,7 +1,9 @@
 """The axis `sweep verify` runs its grid along: `--across AXIS=v1,v2,…`.
 
 - `width` (the default, `--widths`): μP's axis; one study per width and parametrization.
-- `batch_size`: the token budget of the base run held, so the steps change (the optimum at a fixed budget).
+- `batch_size`: the token budget of the base run held, so the steps change (the optimum at a fixed budget); with
+  AdamW, β₁, β₂ and ε move with the batch by the SDE rule (Malladi et al. 2022), as `sweep transfer --batch-rule
+  fitted` moves them: a law is measured on the runs it is then applied to.
 - `tokens` or `steps`: the run's length, the batch held (the horizon).
 - `depth`: `model.depth`, under whatever depth rule the spec's model has (`model.options.depth_alpha`).
 - any other RunConfig path with positive values (e.g. `model.options.block_size`), set as it is.
@@ -12,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweep.errors import InputError
+from sweep.rules.batch import sde_adam_moments
 from sweep.study.space import set_path
 from sweep.study.spec import check_search_path
+from trainer.config import RunConfig
 
 PATHS = {"width": "model.width", "depth": "model.depth", "batch_size": "batch_size", "tokens": "tokens",
          "steps": "steps"}
@@ -29,17 +33,32 @@ class Axis:
     def path(self) -> str:
         return PATHS.get(self.name, self.name)
 
-    def apply(self, run: dict, at: float, base_tokens: int | None) -> dict:
+    def apply(self, run: dict, at: float, base: RunConfig, base_tokens: int) -> dict:
         """The base run at this axis value (width is set by the study, not here)."""
         if self.name == "width":
             return run
         if self.name == "batch_size":
             run = {**set_path(run, "batch_size", int(at)), "steps": None, "tokens": base_tokens}
+            run = moved_moments(run, base, at / base.batch_size)
         elif self.name in ("tokens", "steps"):
             run = {**run, "steps": None, "tokens": None, self.name: int(at)}
         else:
             run = set_path(run, self.path, int(at) if self.name in INTEGER else at)
         return run
+
+
+def moved_moments(run: dict, base: RunConfig, kappa: float) -> dict:
+    """AdamW's (β₁, β₂, ε) at κ× the base batch: (1 − κ(1 − β₁), 1 − κ(1 − β₂), ε/√κ) (sweep.rules.batch)."""
+    opt = base.optimizer
+    if opt.name != "adamw" or kappa == 1:
+        return run
+    try:
+        moments = sde_adam_moments(opt.beta1, opt.beta2, opt.eps, kappa)
+    except ValueError as err:
+        raise InputError(f"AdamW's moments at this batch: {err}") from None
+    for path, value in zip(("optimizer.beta1", "optimizer.beta2", "optimizer.eps"), moments, strict=True):
+        run = set_path(run, path, value)
+    return run
 
 
 def parse_axis(text: str) -> Axis:

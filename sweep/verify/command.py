@@ -148,7 +148,7 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
     jobs = []
     for at in axis.values:
         try:
-            vspec = verify_spec(spec, f"{folder}-{label(at)}", axis.apply(run, at, base_tokens), r.param, grid,
+            vspec = verify_spec(spec, f"{folder}-{label(at)}", axis.apply(run, at, cfg, base_tokens), r.param, grid,
                                 r.seeds)
             jobs += [(at, job(vspec, width, p)) for p in params]
         except InputError as err:
