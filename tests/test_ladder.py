@@ -19,7 +19,7 @@ from sweep.rules.scaling import predict
 from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
 from sweep.verify.law import LEVEL, fit_law
-from sweep.verify.summary import certificate, interval_text, write_summary
+from sweep.verify.summary import certificate, interval_text, load_summary, write_summary
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
 from trainer.config import Provenance, RunConfig
@@ -85,6 +85,16 @@ def test_a_law_without_an_interval_claims_nothing_and_is_strict_json(tmp_path):
     assert read["laws"]["mup"]["low"] is None
     with pytest.raises(InputError, match="--values: '2\\^9999' is not a finite number"):
         parse_number("2^9999", "--values")
+
+
+@pytest.mark.parametrize("edit, field", [({"slope": 2000}, "slope"), ({"slope": "abc"}, "slope"),
+                                         ({"high": math.nan}, "high"), ({"at": []}, "at"), ({"at": [0, 32]}, "at")])
+def test_a_hand_edited_law_is_one_line_naming_its_field(tmp_path, edit, field):
+    """Found by an outside tester: these were an OverflowError, a TypeError, a ValueError, or (0) a config written."""
+    law = {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [16, 64], **edit}
+    (tmp_path / "summary.json").write_text(json.dumps({"laws": {"mup": law}}))
+    with pytest.raises(InputError, match=f"summary.json: law field {field}: .*; rerun the `sweep verify`"):
+        load_summary(tmp_path / "summary.json", tmp_path)
 
 
 def test_one_seed_on_too_few_points_gives_no_interval_rather_than_a_false_one():
@@ -185,7 +195,8 @@ def test_a_tokens_and_a_steps_ladder_are_one_horizon_law_and_one_set_of_loss_poi
         optima = [{axis: v, "parametrization": "mup", "best_loss": loss}
                   for v, loss in zip(values, (3.0, 2.8, 2.7), strict=True)]
         law = {"slope": -0.3, "low": -0.5, "high": -0.1, "at": values}
-        write_summary(tmp_path / f"v-verify-lr-across-{axis}", {"laws": {"mup": law}, "shapes": shapes, "optima": optima})
+        summary = {"laws": {"mup": law}, "shapes": shapes, "optima": optima}
+        write_summary(tmp_path / f"v-verify-lr-across-{axis}", summary)
     (horizon,) = measured_laws(str(tmp_path), "v")
     assert (horizon.axis, horizon.source, horizon.measured) == ("tokens", "v-verify-lr-across-tokens", (640, 2560))
     assert ladder_points(str(tmp_path), "v") == ([1000] * 3, tokens, [3.0, 2.8, 2.7])

@@ -144,7 +144,10 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
         return [(at, job(vspec, int(at), p)) for p in params for at in axis.values]
     base = job(verify_spec(spec, folder, run, r.param, grid, r.seeds), width, params[0])
     cfg = RunConfig.parse(base_run(base.spec, width, params[0]))
-    base_tokens = base.total_steps * cfg.batch_size * base.tokens_per_example
+    if axis.name == "batch_size" and base.total_steps is None:
+        raise InputError(f"--across batch_size: the axis holds the base run's token budget, which --param {r.param} "
+                         "sets per grid point; verify it across another axis")
+    base_tokens = base.total_steps * cfg.batch_size * base.tokens_per_example if base.total_steps else 0
     jobs = []
     for at in axis.values:
         try:

@@ -14,9 +14,13 @@ import json
 import math
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from sweep.errors import InputError
 from sweep.paths import inside_root
 from trainer.atomic import atomic_path
+
+SLOPE_LIMIT = 64.0  # |slope| a law may have
 
 
 def verify_name(spec_name: str, param: str) -> str:
@@ -99,7 +103,31 @@ def load_summary(path: Path, root: Path) -> dict:
     if not isinstance(laws, dict) or any(not isinstance(law, dict) for law in laws.values()):
         raise InputError(f"verify summary {path}: not a summary `sweep verify` writes; rerun it")
     for law in laws.values():
-        if law.get("low") is not None and law.get("high") is not None and law["low"] > law["high"]:
+        try:
+            checked = _Law.model_validate(law)
+        except ValidationError as err:
+            where = ".".join(str(part) for part in err.errors()[0]["loc"])
+            raise InputError(f"verify summary {path}: law field {where}: {err.errors()[0]['msg']}; rerun the "
+                             "`sweep verify` that wrote it") from None
+        if checked.low is not None and checked.high is not None and checked.low > checked.high:
             raise InputError(f"verify summary {path}: a law's interval runs backwards ({law['low']} > "
                              f"{law['high']}); rerun the `sweep verify` that wrote it")
     return summary
+
+
+class _Law(BaseModel):
+    """What a reader relies on in a law: finite slopes within ±SLOPE_LIMIT (a larger one scales a setting by 2^64
+    per doubling: no law a grid can measure), and two or more positive axis values."""
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    slope: float = Field(ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
+    low: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
+    high: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
+    at: list[float] = Field(min_length=2)
+    poor_at: list[float] = []
+
+    @field_validator("at")
+    @classmethod
+    def _positive(cls, at: list[float]) -> list[float]:
+        if any(not v > 0 for v in at):
+            raise ValueError(f"axis values must be positive, got {at}")
+        return at
