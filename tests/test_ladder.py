@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import optuna
 import pandas as pd
 import pytest
 import yaml
@@ -16,6 +17,7 @@ from sweep.rules.command import combined, explain
 from sweep.rules.fitted import Law
 from sweep.rules.ladder import ladder_points, measured_laws, predicted_loss
 from sweep.rules.scaling import predict
+from sweep.study.lookup import read_curve
 from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
 from sweep.verify.law import LEVEL, fit_law
@@ -202,6 +204,24 @@ def test_a_tokens_and_a_steps_ladder_are_one_horizon_law_and_one_set_of_loss_poi
     assert ladder_points(str(tmp_path), "v") == ([1000] * 3, tokens, [3.0, 2.8, 2.7])
     assert predicted_loss(str(tmp_path), "v", 4000, 2560) == {}  # one N measured, a target of another
     assert predicted_loss(str(tmp_path), "v", 1000, 5120)["form"]
+
+
+def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_reads_none_of_the_old_ones_curves(
+        tmp_path, run_cli, monkeypatch):
+    """Found by an outside tester: a verify value's folder linked out of the root had its optuna.db written there,
+    and a root copied elsewhere read the old root's curves through the paths its trials stored."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    (root / "v").symlink_to(outside, target_is_directory=True)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(SPEC))
+    code, _, err = run_cli("proxy", tmp_path / "spec.yaml", "--width", "32")
+    assert code == 2 and err.count("\n") == 1 and "leads out of the results root" in err, err
+    assert list(outside.iterdir()) == []
+    monkeypatch.setattr("sweep.study.lookup.read_run", lambda folder: pytest.fail(f"read {folder}"))
+    trial = optuna.trial.create_trial(value=1.0, user_attrs={"curves": str(outside / "curves")})
+    assert read_curve(trial, root) is None
 
 
 def test_the_scaling_law_is_recovered_from_synthetic_losses():

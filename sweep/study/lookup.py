@@ -70,7 +70,10 @@ def pick_trial(name: str, url: StorageURL, *, width: int | None, parametrization
     return study, chosen
 
 
-def read_curve(trial) -> pd.DataFrame | None:
-    """The curve of a trial's first seed, by step (None when it has none)."""
+def read_curve(trial, root: Path | None = None) -> pd.DataFrame | None:
+    """The curve of a trial's first seed, by step (None when it has none, or, given the results `root`, when the
+    folder the trial names lies outside it: a root copied elsewhere never reads the old one's files)."""
     folder = trial.user_attrs.get("curves")
+    if folder and root is not None and not Path(folder).resolve().is_relative_to(root.resolve()):
+        return None
     return read_run(folder) if folder else None

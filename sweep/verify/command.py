@@ -264,15 +264,15 @@ def collect(jobs: list[tuple[float, SweepJob]], stores: dict, param: str, axis: 
             for seed, loss in enumerate(losses):
                 rows.append({"parametrization": job.parametrization, "width": job.width, axis: at,
                              "value": t.params[param], "x": math.log2(t.params[param]), "seed": seed, "loss": loss,
-                             "loss_init": first_loss(t), "trial": t.number})
+                             "loss_init": first_loss(t, Path(job.root)), "trial": t.number})
     points = pd.DataFrame(rows)
     if axis in ("width", "depth", "batch_size", "tokens", "steps"):
         points[axis] = points[axis].astype(int)
     return points
 
 
-def first_loss(trial: optuna.trial.FrozenTrial) -> float:
-    curve = read_curve(trial)
+def first_loss(trial: optuna.trial.FrozenTrial, root: Path) -> float:
+    curve = read_curve(trial, root)
     losses = curve["train_loss"].dropna() if curve is not None else ()
     return float(losses.iloc[0]) if len(losses) else math.nan
 

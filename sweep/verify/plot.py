@@ -26,7 +26,7 @@ def figure_one(points: pd.DataFrame, table: pd.DataFrame, verdicts: list[Verdict
     fig, axes = plt.subplots(1, len(params), figsize=(5.2 * len(params), 4.2), sharey=True, squeeze=False)
     by_param = {v.parametrization: v for v in verdicts}
     finite = points["loss"].dropna()
-    top = float(min(points["loss_init"].median(), finite.quantile(0.9) + 0.25)) if len(finite) else 1.0
+    top = float(np.nanmin([points["loss_init"].median(), finite.quantile(0.9) + 0.25])) if len(finite) else 1.0
     for ax, p in zip(axes[0], params, strict=True):
         for w in widths:
             g = points[(points["parametrization"] == p) & (points[axis] == w)]
