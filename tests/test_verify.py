@@ -101,6 +101,8 @@ def test_bad_verify_flags_are_one_line_and_write_nothing(tmp_path):
     before = sorted(tmp_path.rglob("*"))
     for flags, message in (([ "--widths", "32"], "--widths: at least two"),
                            (["--range", "0.1,0.01,5"], "--range: need 0 < LO < HI"),
+                           (["--range", "0.01,0.04,1000000"], "--range: need 0 < LO < HI and 3 ≤ N ≤ 64"),  # hung
+                           (["--values", ",".join(str(2 ** -k) for k in range(65))], "--values: 3 to 64 values"),
                            (["--values", "1e-3,x,3"], "--values: 'x' is not a number"),
                            (["--parametrizations", "mup,ntk"], "--parametrizations:"),
                            (["--param", "model.width"], "search.model.width: set by the sweep"),

@@ -20,6 +20,7 @@ from sweep.study.spec import StudySpec, check_search_path, parse_spec
 from trainer.config import ConfigError, RunConfig
 
 DEFAULT_OCTAVES = 3  # the default grid: centre × 2^k for k = −3 … 3
+MAX_POINTS = 64  # a grid past this is a typo, not a measurement: 64 runs per seed and axis value already
 POWER = re.compile(r"^\s*2\s*\^\s*(-?\d+(\.\d+)?)\s*$")
 
 
@@ -45,8 +46,8 @@ def grid_values(centre: float | None, values: str | None, span: str | None) -> l
         if len(parts) != 3 or not parts[2].strip().isdigit():
             raise InputError(f"--range: {span!r} is not LO,HI,N (e.g. 2^-12,2^-4,9)")
         low, high, n = parse_number(parts[0], "--range"), parse_number(parts[1], "--range"), int(parts[2])
-        if not 0 < low < high or n < 3:
-            raise InputError(f"--range: need 0 < LO < HI and N ≥ 3, got {span!r}")
+        if not 0 < low < high or not 3 <= n <= MAX_POINTS:
+            raise InputError(f"--range: need 0 < LO < HI and 3 ≤ N ≤ {MAX_POINTS}, got {span!r}")
         grid, flag = [float(v) for v in np.geomspace(low, high, n)], "--range"
     else:
         if centre is None or not isinstance(centre, (int, float)) or centre <= 0:
@@ -54,8 +55,9 @@ def grid_values(centre: float | None, values: str | None, span: str | None) -> l
         grid, flag = [float(centre * 2.0 ** k) for k in range(-DEFAULT_OCTAVES, DEFAULT_OCTAVES + 1)], "--param"
     if any(not np.isfinite(v) or v <= 0 for v in grid):
         raise InputError(f"{flag}: verify scans positive values on a log₂ grid, got {grid}")
-    if len(grid) < 3:
-        raise InputError(f"{flag}: at least 3 values are needed to fit an optimum, got {len(grid)}")
+    if not 3 <= len(grid) <= MAX_POINTS:
+        raise InputError(f"{flag}: 3 to {MAX_POINTS} values fit an optimum (each is a run per seed and axis value), "
+                         f"got {len(grid)}")
     return grid
 
 
