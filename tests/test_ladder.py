@@ -251,6 +251,9 @@ def test_the_scaling_law_is_recovered_from_synthetic_losses():
     # ran the same one-step run at every value, fitted into a "law"
     ("batch_size=1e30,8", "less than or equal to 16777216"),
     ("tokens=1,2", "--across tokens=1: one step is 32 tokens (batch 32), so the run would train 32 tokens, not 1"),
+    ("tokens=640,1290", "--across tokens=1290: one step is 32 tokens (batch 32), so the run would train 1312 tokens, "
+                        "not 1290; use whole numbers of steps"),
+    ("width=16,1e9", "--across width: run.model.width"),
     ("batch_size=16,512", "--across batch_size=512: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):

@@ -141,7 +141,10 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
     folder = axis_folder(spec.name, r.param, axis.name)
     if axis.name == "width":
         vspec = verify_spec(spec, folder, run, r.param, grid, r.seeds)
-        return [(at, job(vspec, int(at), p)) for p in params for at in axis.values]
+        try:
+            return [(at, job(vspec, int(at), p)) for p in params for at in axis.values]
+        except InputError as err:
+            raise InputError(f"--across width: {err}") from None
     base = job(verify_spec(spec, folder, run, r.param, grid, r.seeds), width, params[0])
     cfg = RunConfig.parse(base_run(base.spec, width, params[0]))
     if axis.name == "batch_size" and base.total_steps is None:
@@ -161,16 +164,17 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
 
 def check_budgets(axis: Axis, shapes: dict[float, dict]) -> None:
     """A tokens or batch value whose run, rounded up to whole steps, is not the budget asked for measures another
-    budget: a token value below one step, or a batch whose one step is twice the held budget, is refused."""
+    budget: a token value that is not a whole number of steps (the law would sit at the wrong tokens), or a batch
+    whose one step is twice the held budget, is refused."""
     if axis.name not in ("tokens", "batch_size"):
         return
     held = min(s["tokens"] for s in shapes.values())
     for at, s in shapes.items():
         asked = at if axis.name == "tokens" else held
-        if s["tokens"] >= 2 * asked:
+        if s["tokens"] >= 2 * asked or (axis.name == "tokens" and s["tokens"] != asked):
             raise InputError(f"--across {axis.name}={label(at)}: one step is {s['tokens'] // max(1, s['steps'])} "
                              f"tokens (batch {s['batch_size']}), so the run would train {s['tokens']} tokens, not "
-                             f"{int(asked)}; use values of at least one step")
+                             f"{int(asked)}; use whole numbers of steps")
 
 
 def shape(job: SweepJob) -> dict:
@@ -211,7 +215,8 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
                       f"{interval_text(law)}; {law['certificate']}{poor_remark(law, axis.name)}")
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
-                      f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range")
+                      f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range "
+                      f"(a new grid is a new ladder: move {out.name}* aside first, or rename the spec)")
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
 

@@ -67,7 +67,8 @@ def interval_text(law: dict, digits: int = 3) -> str:
     """A law's interval as shown: `[low, high] (95% bootstrap)`, or why there is none."""
     if not has_interval(law):
         return "(no interval: one seed and fewer than 5 finite points at some value)"
-    return f"[{law['low']:.{digits}f}, {law['high']:.{digits}f}] ({law['level']:.0%} bootstrap)"
+    low, high = law["low"] + 0.0, law["high"] + 0.0  # + 0.0: an end at −0 is shown as 0
+    return f"[{low:.{digits}f}, {high:.{digits}f}] ({law['level']:.0%} bootstrap)"
 
 
 def write_summary(folder: Path, summary: dict) -> None:
