@@ -35,7 +35,9 @@ def finished_line(trial: FrozenTrial) -> str:
         outcome = f"[yellow]PRUNED[/] ({attrs.get('reason', '')})"
     else:
         outcome = f"[red]FAILED[/] ({attrs.get('error') or attrs.get('reason', '')})"
-    return f"trial {trial.number:>4} {outcome} after {attrs.get('steps', 0)} steps · {short(trial.params)}"
+    seeds = len(attrs.get("runs") or ())
+    over = f" over {seeds} seeds" if seeds > 1 else ""  # `steps` sums every seed's run
+    return f"trial {trial.number:>4} {outcome} after {attrs.get('steps', 0)} steps{over} · {short(trial.params)}"
 
 
 def running_table(trials: list[FrozenTrial]) -> Table:
