@@ -241,7 +241,8 @@ def test_the_scaling_law_is_recovered_from_synthetic_losses():
 
 
 @pytest.mark.parametrize("across, message", [
-    ("optimizer.nosuch=1,2", "--across: 'optimizer.nosuch' is not a RunConfig path"),
+    ("optimizer.nosuch=1,2", "--across: 'optimizer.nosuch' is not an axis (not a RunConfig field (at optimizer: "),
+    ("seed=1,2", "--across: 'seed' is not an axis (set by the sweep, not searchable"),  # it is a RunConfig path
     ("batch_size=16", "--across batch_size: at least two distinct values"),
     ("tokens=0,1000", "--across tokens: values must be positive"),
     ("depth=2,2.5", "--across depth: values must be whole numbers"),

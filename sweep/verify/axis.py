@@ -70,8 +70,9 @@ def parse_axis(text: str) -> Axis:
     if name not in PATHS:
         try:
             check_search_path(name)
-        except InputError:
-            raise InputError(f"--across: {name!r} is not a RunConfig path nor one of {', '.join(PATHS)}") from None
+        except InputError as err:
+            why = str(err).removeprefix(f"search.{name}: ")
+            raise InputError(f"--across: {name!r} is not an axis ({why}; the named axes: {', '.join(PATHS)})") from None
     try:
         values = sorted({float(v) for v in listed.split(",") if v.strip()})
     except ValueError:
