@@ -345,6 +345,7 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
     rows = {row["run"]: row for row in json.loads(out)}
     assert rows["forced"]["outside"] and "outside the predicted interval" in rows["forced"]["detail"]
     assert not rows["held"]["outside"] and "OUTSIDE" not in rows["held"]["predicted"]
+    assert (rows["forced"]["predicted_low"], rows["forced"]["predicted_high"]) == (0.01, 0.02)  # numbers, for scripts
     code, out, err = run_cli("compare", "held", "forced", "--out", tmp_path / "c.png")
     assert code == 0, err
     lines = {line.split()[1]: line for line in out.splitlines() if "held" in line or "forced" in line}

@@ -65,11 +65,13 @@ def run_state(run_dir: Path) -> dict:
         state = "failed" if detail != "on another machine" else "unknown"
         detail = detail or "ended without a result; `sweep launch` again resumes it"
     logged = last_logged(Path(record["curve"])) or {"step": None, "train_loss": None, "val_loss": None}
-    predicted, outside = held_to(read_prediction(run_dir), logged["val_loss"], state in ("done", "diverged"))
+    prediction = read_prediction(run_dir)
+    predicted, outside = held_to(prediction, logged["val_loss"], state in ("done", "diverged"))
     if outside:
         detail = "; ".join(filter(None, [detail, "val loss outside the predicted interval"]))
     return {"run": record["run"], "study": record["study"], "kind": record["kind"], "backend": record["backend"],
             "job": record["job"], "state": state, **logged, "predicted": predicted, "outside": outside,
+            **{f"predicted_{key}": prediction.get(key) for key in ("loss", "low", "high")},
             "detail": detail, "run_dir": str(run_dir)}
 
 
