@@ -118,6 +118,12 @@ def test_a_fitted_law_scales_the_lr_with_its_interval_beside_the_textbook_values
     (law,) = result.laws
     assert law["interval"] == pytest.approx([0.01 * 4 ** 0.3, 0.01 * 4 ** 0.5])
     assert law["textbook"] == pytest.approx({"linear": 0.04, "sqrt": 0.02}) and not law["extrapolated"]
+    assert result.warnings == []
+    wide = Law("optimizer.lr", "batch_size", 0.2, -0.45, 1.1, (16.0, 64.0), "v-verify-lr-across-batch_size")
+    result = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1, laws=(wide,))
+    assert result.warnings == ["--batch-rule fitted: the optimizer.lr law's interval [-0.45, 1.10] holds the "
+                               "square-root (½) and the linear (1) rule, so it does not decide between them; more "
+                               "seeds, a finer --range or more values narrow it"]
     assert any(c.rule == "batch_size.fitted" and c.field == "optimizer.lr" for c in result.changes)
 
 

@@ -182,6 +182,7 @@ def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict, wa
                 raise InputError(f"{flags[axis]} fitted: {axis} {after:g} is {times:.3g}× past the range "
                                  f"{law.measured[0]:g}–{law.measured[1]:g} the law of {law.param} was measured over "
                                  f"(at most {EXTRAPOLATION:g}×); measure further or pass --extrapolate")
+            undecided(law, flags[axis], warnings)
             value = edit.get(law.param)
             new, low, high = law.scale(value, ratio)
             textbook = {"linear": value * ratio, "sqrt": value * ratio ** 0.5} if axis == "batch_size" else \
@@ -193,6 +194,16 @@ def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict, wa
                      f"{axis} {law.measured[0]:g}–{law.measured[1]:g} → [{low:.4g}, {high:.4g}]; textbook "
                      + ", ".join(f"{k} {v:.4g}" for k, v in textbook.items()) + flag)
     return records
+
+
+def undecided(law: Law, flag: str, warnings: list[str]) -> None:
+    """A law whose interval holds the textbook rules it should choose between is applied, and said to decide nothing:
+    across batch both the square root (½) and linear (1); across tokens or depth 0 (the setting kept)."""
+    rules = (0.5, 1.0) if law.axis == "batch_size" else (0.0,)
+    if all(law.low <= s <= law.high for s in rules):
+        named = "the square-root (½) and the linear (1) rule" if law.axis == "batch_size" else "0 (the setting kept)"
+        warnings.append(f"{flag} fitted: the {law.param} law's interval [{law.low:.2f}, {law.high:.2f}] holds {named}, "
+                        "so it does not decide between them; more seeds, a finer --range or more values narrow it")
 
 
 def _sde_moments(edit: _Edit, opt, kappa: float, fitted: set[str]) -> None:
