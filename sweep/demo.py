@@ -4,9 +4,10 @@ coordinate check → a proxy sweep (the packaged example `demo`, width 32) → v
 (μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300,
 600 steps (batch held), 5 LRs each → transfer to width 256 at twice the batch and twice the tokens with the
 fitted laws, and the loss predicted from the ladder → `sweep launch` of that config on the local backend → the
-HTML report. It prints two checks of the full run: does it end below every proxy's loss, inside its predicted
-interval? Every step is the command of its own name, run in this process; each
-resumes, so a second `sweep demo` only re-reads what the first one wrote.
+HTML report. It ends with two checks of the full run, the issue's promise for it: does it end below every proxy's
+loss, and inside its predicted interval? Either failing fails the demo (exit 1), as a failed coordinate check or
+verify does. Every step is the command of its own name, run in this process; each resumes, so a second
+`sweep demo` only re-reads what the first one wrote.
 """
 from __future__ import annotations
 
@@ -85,9 +86,9 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     result = read_result(RunConfig.load(config).run_dir()) or {"status": "unfinished", "step": 0, "val_loss": None}
     header(6)
     report = run_report(str(spec), storage=None, password_env=None, out=None, console=console)
-    conclude(root, name, coord_passed, RunConfig.load(config), result, console)
+    held = conclude(root, name, coord_passed, RunConfig.load(config), result, console)
     console.print(f"report: {report}")
-    return 0 if coord_passed and verify_code == 0 and launched == 0 else 1
+    return 0 if coord_passed and verify_code == 0 and launched == 0 and held else 1
 
 
 def load_best(spec: Path) -> float:
@@ -99,9 +100,9 @@ def load_best(spec: Path) -> float:
     return float(best.user_attrs.get("values", best.params)["optimizer.lr"])
 
 
-def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result: dict, console: Console) -> None:
+def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result: dict, console: Console) -> bool:
     """Print what the demo found, last whether the full run ended below every proxy's loss and inside its
-    prediction (printed, not the exit code: one seed per ladder point leaves the interval itself noisy)."""
+    prediction; returns whether it did both."""
     console.print(Rule("demo: what it found"))
     console.print(f"coordinate check: {'PASS' if coord_passed else 'FAIL'} (the zoo's gpt behaves as μP predicts)")
     for p, v in read_summary(root, name)["parametrizations"].items():
@@ -126,3 +127,4 @@ def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result:
     console.print(f"full run (width {full.model.width}, batch {full.batch_size}): {result['status']} at step "
                   f"{result['step']}, val loss {shown} — below every proxy's ({min(proxies):.4f}): "
                   f"{'yes' if below else 'NO'}; inside the prediction: {'yes' if inside else 'NO'}")
+    return below and inside
