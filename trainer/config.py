@@ -33,6 +33,7 @@ from trainer import yaml_io
 from trainer.secret_text import decoded, holds_secret
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
+MAX_BATCH = 2**24  # examples per step a run takes at most
 
 
 class ConfigError(ValueError):
@@ -387,7 +388,7 @@ class RunConfig(Strict):
     data: DataConfig = DataConfig()
     optimizer: OptimizerConfig = OptimizerConfig()
     schedule: ScheduleConfig = ScheduleConfig()
-    batch_size: int = Field(16, ge=1, le=2**24)  # global batch, in examples (sequences), per optimizer step
+    batch_size: int = Field(16, ge=1, le=MAX_BATCH)  # global batch, in examples (sequences), per optimizer step
     grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step (per process)
     # bounded where a budget stops being a number to train: 10^12 steps, 10^15 tokens (~10^3 × the largest runs)
     steps: int | None = Field(None, ge=1, le=10**12)

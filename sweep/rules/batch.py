@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+from sweep.verify.axis import sde_adam_moments
+
 
 def linear(lr: float, kappa: float) -> float:
     """η' = κ·η (Goyal et al. 2017)."""
@@ -32,19 +34,6 @@ def sqrt_adam(lr: float, beta1: float, beta2: float, eps: float, kappa: float) -
     Raises ValueError when a β' leaves (0, 1): the rule holds only while κ(1 − β) < 1.
     """
     return (lr * math.sqrt(kappa), *sde_adam_moments(beta1, beta2, eps, kappa))
-
-
-def sde_adam_moments(beta1: float, beta2: float, eps: float, kappa: float) -> tuple[float, float, float]:
-    """The square-root rule's moments alone, (1 − κ(1 − β₁), 1 − κ(1 − β₂), ε/√κ): Adam's SDE keeps its EMAs'
-    timescales in examples and ε against the gradient noise's √v ∝ 1/√κ whatever sets the LR (Malladi et al. 2022,
-    §4). Raises ValueError when a β' leaves (0, 1)."""
-    b1, b2 = 1 - kappa * (1 - beta1), 1 - kappa * (1 - beta2)
-    for name, before, after in (("beta1", beta1, b1), ("beta2", beta2, b2)):
-        if not 0 < after < 1:
-            limit = 1 / (1 - before)
-            raise ValueError(f"κ = {kappa:g} makes {name} = 1 − κ(1 − {before:g}) = {after:.4g}, outside (0, 1); "
-                             f"the SDE rule holds only for κ < {limit:.4g} (Malladi et al. 2022)")
-    return b1, b2, eps / math.sqrt(kappa)
 
 
 def noise(lr: float, batch: float, target_batch: float, b_noise: float) -> float:

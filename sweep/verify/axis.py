@@ -10,14 +10,14 @@
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from sweep.errors import InputError
-from sweep.rules.batch import sde_adam_moments
 from sweep.study.space import set_path
 from sweep.study.spec import check_search_path
-from trainer.config import RunConfig
+from trainer.config import MAX_BATCH, RunConfig
 
 PATHS = {"width": "model.width", "depth": "model.depth", "batch_size": "batch_size", "tokens": "tokens",
          "steps": "steps"}
@@ -33,13 +33,13 @@ class Axis:
     def path(self) -> str:
         return PATHS.get(self.name, self.name)
 
-    def apply(self, run: dict, at: float, base: RunConfig, base_tokens: int) -> dict:
-        """The base run at this axis value (width is set by the study, not here)."""
+    def apply(self, run: dict, at: float, base_tokens: int) -> dict:
+        """The base run at this axis value (width is set by the study, not here; AdamW's moments across batch by
+        `moved_moments`)."""
         if self.name == "width":
             return run
         if self.name == "batch_size":
             run = {**set_path(run, "batch_size", int(at)), "steps": None, "tokens": base_tokens}
-            run = moved_moments(run, base, at / base.batch_size)
         elif self.name in ("tokens", "steps"):
             run = {**run, "steps": None, "tokens": None, self.name: int(at)}
         else:
@@ -47,10 +47,24 @@ class Axis:
         return run
 
 
+def sde_adam_moments(beta1: float, beta2: float, eps: float, kappa: float) -> tuple[float, float, float]:
+    """The square-root rule's moments alone, (1 − κ(1 − β₁), 1 − κ(1 − β₂), ε/√κ): Adam's SDE keeps its EMAs'
+    timescales in examples and ε against the gradient noise's √v ∝ 1/√κ whatever sets the LR (Malladi et al. 2022,
+    §4). Raises ValueError when a β' leaves (0, 1)."""
+    b1, b2 = 1 - kappa * (1 - beta1), 1 - kappa * (1 - beta2)
+    for name, before, after in (("beta1", beta1, b1), ("beta2", beta2, b2)):
+        if not 0 < after < 1:
+            limit = 1 / (1 - before)
+            raise ValueError(f"κ = {kappa:g} makes {name} = 1 − κ(1 − {before:g}) = {after:.4g}, outside (0, 1); "
+                             f"the SDE rule holds only for κ < {limit:.4g} (Malladi et al. 2022)")
+    return b1, b2, eps / math.sqrt(kappa)
+
+
 def moved_moments(run: dict, base: RunConfig, kappa: float) -> dict:
-    """AdamW's (β₁, β₂, ε) at κ× the base batch: (1 − κ(1 − β₁), 1 − κ(1 − β₂), ε/√κ) (sweep.rules.batch)."""
+    """AdamW's (β₁, β₂, ε) at κ× the base batch: (1 − κ(1 − β₁), 1 − κ(1 − β₂), ε/√κ) (`sde_adam_moments`)."""
     opt = base.optimizer
-    if opt.name != "adamw" or kappa == 1:
+    if opt.name != "adamw" or kappa == 1 or not 1 <= run["batch_size"] <= MAX_BATCH:  # else the run refuses it
+        return run
         return run
     try:
         moments = sde_adam_moments(opt.beta1, opt.beta2, opt.eps, kappa)

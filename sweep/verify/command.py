@@ -40,7 +40,7 @@ from sweep.study.study import SweepJob, open_study, progress
 from sweep.study.trial import base_run
 from sweep.sweeps.command import run_workers
 from sweep.verify.analysis import optima, verdicts
-from sweep.verify.axis import INTEGER, Axis, label, parse_axis
+from sweep.verify.axis import INTEGER, Axis, label, moved_moments, parse_axis
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
@@ -154,8 +154,10 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
     jobs = []
     for at in axis.values:
         try:
-            vspec = verify_spec(spec, f"{folder}-{label(at)}", axis.apply(run, at, cfg, base_tokens), r.param, grid,
-                                r.seeds)
+            at_run = axis.apply(run, at, base_tokens)
+            if axis.name == "batch_size":
+                at_run = moved_moments(at_run, cfg, at / cfg.batch_size)
+            vspec = verify_spec(spec, f"{folder}-{label(at)}", at_run, r.param, grid, r.seeds)
             jobs += [(at, job(vspec, width, p)) for p in params]
         except InputError as err:
             raise InputError(f"--across {axis.name}={label(at)}: {err}") from None
