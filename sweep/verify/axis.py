@@ -65,7 +65,6 @@ def moved_moments(run: dict, base: RunConfig, kappa: float) -> dict:
     opt = base.optimizer
     if opt.name != "adamw" or kappa == 1 or not 1 <= run["batch_size"] <= MAX_BATCH:  # else the run refuses it
         return run
-        return run
     try:
         moments = sde_adam_moments(opt.beta1, opt.beta2, opt.eps, kappa)
     except ValueError as err:
