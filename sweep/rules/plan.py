@@ -6,9 +6,9 @@ Order (each step reads what the steps before it set; tests/test_transfer_rules.p
 3. budget: the target's steps or tokens (default: the proxy's tokens).
 4. batch: `none`, `linear`, `sqrt` or `noise` sets the LR (sqrt also β₁, β₂, ε); then the fitted laws
    (`--batch-rule fitted`, `--horizon-rule fitted`, `--depth-rule fitted`) scale every setting a law was measured
-   for, η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l (sweep/rules/fitted.py). A law measures the LR at the proxy's β's, so
-   `--batch-rule fitted` with AdamW moves β₁, β₂ and ε by the SDE rule (sqrt's, without its LR) unless a law
-   measured them: the LR law and the moments' rule are one change of batch, as in Malladi et al. 2022.
+   for, η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l (sweep/rules/fitted.py). `--batch-rule fitted` with AdamW also moves
+   β₁, β₂ and ε by the SDE rule (sqrt's, without its LR; Malladi et al. 2022) unless a law measured them, as the
+   batch ladder moved them at each of its values (sweep/verify/axis.py): a law is applied to the runs it measured.
 5. warmup: as a fraction of the run or as tokens; never fewer steps than the proxy's when 4 raised the LR.
 6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt's and fitted's SDE rule keeps the same half-life to
    first order, a fitted law measured it).
