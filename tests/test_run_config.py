@@ -78,7 +78,7 @@ EVERYTHING = {  # every field of every section away from its default
     "signals": {"every": 10},
     "logging": {"tensorboard": "/tmp/tb", "mlflow": {"tracking_uri": "http://127.0.0.1:5000", "experiment": "e"},
                 "wandb": {"mode": "online", "project": "p", "dir": "/tmp/wandb"}},
-    "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2},
+    "eval": {"every": 50, "batches": 4, "noise_scale_batches": 2, "seed": 7},
     "checkpoint": {"every": 100, "keep": 3},
     "output": {"root": "/tmp/studies", "study": "s1", "kind": "full", "run": "r-1"},
     "provenance": {"study": "s0", "trial": 12, "storage": "postgresql://u@db/optuna",
@@ -365,6 +365,34 @@ def test_run_id_takes_the_guard_and_z_loss_only_where_they_can_change_the_curve(
     # a full run has the guard on by default: the same settings as a proxy with it switched on
     full = RunConfig.parse(tiny(tmp_path, output={"kind": "full"}))
     assert full.guard_on() and not a.guard_on() and full.run_id() == rewind.run_id()
+
+
+def test_eval_seed_judges_runs_of_any_seed_on_the_same_held_out_batches(tmp_path):
+    """Bug caught: the held-out batches follow the training seed, so two seeds' losses differ by the draw of their
+    val batches as well as by training (at 8 batches, more than training does), and a seed spread measures both."""
+    import torch
+
+    from trainer.build import build
+    from trainer.checkpoint import list_checkpoints, load_checkpoint
+    from trainer.evaluate import evaluate
+    from trainer.loop import EVAL_SEED_OFFSET
+    from trainer.runtime import Runtime
+
+    plain = RunConfig.parse(tiny(tmp_path, seed=1))
+    assert RunConfig.parse(tiny(tmp_path, seed=1, eval={"seed": 1})).run_id() == plain.run_id()  # its own: as before
+    cfg = RunConfig.parse(tiny(tmp_path, seed=1, eval={"seed": 0}))
+    assert cfg.run_id() != plain.run_id()
+    result = train(cfg)
+    runtime = Runtime(device=torch.device("cpu"), dtype=None, rank=0, world=1)
+    built = build(cfg, runtime)
+    built.model.load_state_dict(load_checkpoint(list_checkpoints(cfg.run_dir() / "checkpoints")[-1])["model"])
+
+    def held_out(seed: int) -> float:
+        return evaluate(built.model, built.data, runtime, batches=2, batch_size=8, chunks=1,
+                        seed=seed + EVAL_SEED_OFFSET)
+
+    assert result.val_loss == pytest.approx(held_out(0), rel=1e-6)
+    assert held_out(1) != pytest.approx(held_out(0), rel=1e-6)
 
 
 # ---------------------------------------------------------------- running twice, resume

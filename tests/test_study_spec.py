@@ -61,6 +61,19 @@ def test_trial_config_sets_sampled_values_width_seed_output_and_secret_free_prov
     assert cfg.provenance.storage.startswith("sqlite:///")
 
 
+def test_a_trials_later_seeds_are_judged_on_its_first_seeds_held_out_batches(tmp_path):
+    # bug caught: each seed draws its own val batches, so seeds_per_trial averages over val draws as well as training
+    spec = parse_spec(spec_dict(run={"seed": 3}))
+    job = prepare(spec, width=16, parametrization=None, trials=None, storage=None, password_env=None,
+                  root=str(tmp_path))
+    first, second = (trial_config(job, {}, seed_index=i, run_name=f"r{i}", trial=0) for i in (0, 1))
+    assert (first.seed, second.seed) == (3, 4) and first.eval.seed is None and second.eval.seed == 3
+    own = parse_spec(spec_dict(run={"eval": {"seed": 9}}))  # a spec's own held-out seed is kept
+    job = prepare(own, width=16, parametrization=None, trials=None, storage=None, password_env=None,
+                  root=str(tmp_path))
+    assert trial_config(job, {}, seed_index=1, run_name="r", trial=0).eval.seed == 9
+
+
 def test_shipped_specs_validate(tmp_path):
     from sweep.examples import names
     from trainer.config import RunConfig

@@ -258,6 +258,9 @@ class ScheduleConfig(Strict):
 class EvalConfig(Strict):
     every: int = Field(100, ge=1)  # steps between evaluations (and one at the end)
     batches: int = Field(8, ge=1)  # held-out batches per evaluation, the same ones every time
+    # the held-out batches' seed; null: the run's seed. Runs that share it are judged on the same batches, so
+    # their difference is training's alone (a study's seeds beyond the first take the first's)
+    seed: int | None = Field(None, ge=0)
     noise_scale_batches: int = Field(8, ge=0)  # small batches for B_simple at each eval; 0: off, else ≥ 2
 
     @model_validator(mode="after")
@@ -471,8 +474,8 @@ class RunConfig(Strict):
         `activation_checkpointing`).
 
         The spike guard enters only when it can change the curve (on, and skip or rewind), z_loss only when
-        non-zero, and an optimizer's own section only when set (unset ones are not dumped), so runs named before
-        these options existed keep their names.
+        non-zero, `eval.seed` only when it differs from the run's seed, and an optimizer's own section only when set
+        (unset ones are not dumped), so runs named before these options existed keep their names.
         """
         if self.output.run:
             return self.output.run
@@ -483,6 +486,8 @@ class RunConfig(Strict):
                                                         "activation_checkpointing": True})
         if not self.z_loss:
             del content["z_loss"]
+        if self.eval.seed in (None, self.seed):  # the same held-out batches as before the field existed
+            del content["eval"]["seed"]
         if self.guard_on() and self.guard.action != "log":
             content["guard"]["enabled"] = True
         else:

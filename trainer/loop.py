@@ -446,9 +446,10 @@ class Trainer:
     def evaluate(self, row: dict) -> bool:
         """Val loss (and the noise scale) into `row`; whether to keep going, as rank 0's `on_eval` says."""
         cfg, run, step = self.cfg, self.run, self.state.step
+        held_out = cfg.seed if cfg.eval.seed is None else cfg.eval.seed
         with averaged_weights(self.optimizer):  # Schedule-Free: the val loss of its average, not of y
             self.val_loss = evaluate(self.model, self.data, run, batches=cfg.eval.batches,
-                                     batch_size=cfg.batch_size, chunks=cfg.grad_accum, seed=cfg.seed + EVAL_SEED_OFFSET)
+                                     batch_size=cfg.batch_size, chunks=cfg.grad_accum, seed=held_out + EVAL_SEED_OFFSET)
         row["val_loss"] = self.val_loss
         if cfg.eval.noise_scale_batches:
             micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass

@@ -40,7 +40,11 @@ def trial_config(job: SweepJob, values: dict[str, Any], *, seed_index: int, run_
     run = base_run(job.spec, job.width, job.parametrization)
     for path, value in values.items():
         run = set_path(run, path, value)
-    run["seed"] = run.get("seed", 0) + seed_index
+    seed = run.get("seed", 0)
+    held_out = run.get("eval") or {}
+    if seed_index and isinstance(held_out, dict) and held_out.get("seed") is None:  # the first seed's held-out set
+        run["eval"] = {**held_out, "seed": seed}
+    run["seed"] = seed + seed_index
     run["output"] = {"root": job.root, "study": job.spec.name, "kind": "proxy", "run": run_name}
     run["provenance"] = {"study": job.study_name, "trial": trial, "storage": job.storage.redacted,
                          "created_by": f"sweep proxy {package_version()}"}
