@@ -66,7 +66,8 @@ def base_run(width: int, steps: int, root: Path, every: int) -> dict:
     return {"model": {"name": "gpt", "width": width, "depth": 2, "options": {"block_size": SEQ}},
             "data": {"kind": "stdlib", "seq_len": SEQ}, "optimizer": {"wd_mode": "independent"},
             "schedule": {"kind": "cosine", "min_lr_ratio": 0.1}, "batch_size": BATCH, "steps": steps,
-            "log_every": every, "eval": {"every": every, "batches": 4, "noise_scale_batches": 0}, "device": "cpu",
+            "log_every": every, "device": "cpu",
+            "eval": {"every": every, "batches": 16, "noise_scale_batches": 0, "seed": 0},  # one held-out set for all
             "output": {"root": str(root), "study": "bench"}}
 
 
@@ -259,9 +260,10 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--n0", type=int, default=9, help="fidelity: trials at the narrowest width")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (2 on an otherwise idle 2-core machine)")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         PARTS[args.part](args, Path(tmp))

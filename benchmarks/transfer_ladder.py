@@ -43,7 +43,7 @@ def spec(steps: int, trials: int) -> dict:
                     "optimizer": {"name": "adamw", "weight_decay": 0.0, "beta1": 0.9, "beta2": 0.95},
                     "schedule": {"kind": "cosine", "warmup_fraction": 0.05, "min_lr_ratio": 0.1},
                     "batch_size": 16, "steps": steps, "log_every": 50,
-                    "eval": {"every": max(1, steps // 2), "batches": 8, "noise_scale_batches": 0}},
+                    "eval": {"every": max(1, steps // 2), "batches": 16, "noise_scale_batches": 0, "seed": 0}},
             "search": {"optimizer.lr": {"low": 2 ** -11, "high": 2 ** -3, "log": True}},
             "sampler": {"name": "tpe", "seed": 0}, "pruner": {"name": "none"}}
 

@@ -1,125 +1,23 @@
-"""RunConfig: the single, complete, validated description of one training run.
-
-A proxy trial is a RunConfig made from a study spec plus sampled values; a full run is a
-RunConfig made by transfer. It round-trips through YAML exactly (`to_yaml`/`from_yaml`), and a
-bad value or an unknown key is a `ConfigError` whose message is one line naming the key.
-
-Every written config carries `schema_version`: the layout it was written in. A config without one is
-version 1 (written before the field existed); one newer than SCHEMA_VERSION is refused before any other
-check, since its unknown keys or changed meanings would otherwise be misread.
-"""
+"""RunConfig: the run's sections put together, its budget, its name (run id) and its YAML."""
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from trainer import yaml_io
-from trainer.secret_text import decoded, holds_secret
+from trainer.config._base import ConfigError, Name, Strict
+from trainer.config._logging import LoggingConfig
+from trainer.config._optimizer import OptimizerConfig, ScheduleConfig
+from trainer.config._roles import InitMults
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 MAX_BATCH = 2**24  # examples per step a run takes at most
-
-
-class ConfigError(ValueError):
-    """A bad run config; str() is one line: `key.path: what is wrong (what is allowed)`."""
-
-
-# A name that becomes a folder (a study, a run): never `.`, `..`, hidden or flag-like, and short enough that
-# the folders made from it (NAME-w1024-mup, curve partitions) stay under the file system's 255 bytes.
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
-NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
-
-
-def check_name(value: str) -> str:
-    """`value` if it is a NAME, else a ValueError stating the rule."""
-    if not NAME.fullmatch(value):
-        shown = value if len(value) <= 40 else value[:40] + "…"
-        raise ValueError(f"a name of {NAME_RULE} (got {shown!r})")
-    return value
-
-
-Name = Annotated[str, AfterValidator(check_name)]
-
-
-class Strict(BaseModel):
-    # allow_inf_nan=False: a float field is finite whatever its bounds (`lr: .inf` passes `gt=0` otherwise)
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
-
-
-# The parameter roles of the μP table (`proxies.parametrization.ROLES`, equal by test: config imports no torch).
-ROLES = ("hidden", "input", "embedding", "readout", "tied", "bias", "norm", "other")
-# far above any trained setting, far below where float32 overflows (3.4e38) in lr × multipliers × updates
-LR_MAX = MULT_MAX = 1e4
-Mult = Annotated[float, Field(gt=0, le=MULT_MAX)]  # a positive, finite multiplier (Strict refuses inf and nan)
-
-
-def _one(value: float) -> bool:
-    return value == 1.0
-
-
-def _unset(value: RoleSettings) -> bool:
-    return value == RoleSettings()
-
-
-class InitMults(Strict):
-    """`model.init.<role>`: each parameter of that role is multiplied by it after the model's own init (μP's or
-    SP's), the same number at every width, so the init's width scaling is kept; 1 (the default) leaves it as drawn.
-    A role left at 1 is absent from dumps (here and in `RoleMults`): a config states the multipliers it changes."""
-
-    hidden: Mult = Field(1.0, exclude_if=_one)
-    input: Mult = Field(1.0, exclude_if=_one)
-    embedding: Mult = Field(1.0, exclude_if=_one)
-    readout: Mult = Field(1.0, exclude_if=_one)
-    tied: Mult = Field(1.0, exclude_if=_one)
-    bias: Mult = Field(1.0, exclude_if=_one)
-    norm: Mult = Field(1.0, exclude_if=_one)
-    other: Mult = Field(1.0, exclude_if=_one)
-
-    def given(self) -> dict[str, float]:
-        """{role: multiplier} for the roles set away from 1."""
-        return {role: v for role, v in self.model_dump().items() if v != 1.0}
-
-
-class RoleSettings(Strict):
-    """One role's multipliers: its LR is base LR × μP multiplier × lr_mult; its weight decay × weight_decay_mult."""
-
-    lr_mult: Mult = 1.0
-    weight_decay_mult: Mult = 1.0
-
-
-class RoleMults(Strict):
-    """`optimizer.roles.<role>`: per-role multipliers on top of the optimizer's μP table (roles as `sweep inspect`
-    names them); every role at 1 (the default) gives the μP groups unchanged."""
-
-    hidden: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-    input: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-    embedding: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-    readout: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-    tied: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-    bias: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-    norm: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-    other: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
-
-    def given(self) -> dict[str, tuple[float, float]]:
-        """{role: (lr_mult, weight_decay_mult)} for the roles set away from 1."""
-        return {role: (s.lr_mult, s.weight_decay_mult) for role in ROLES
-                if (s := getattr(self, role)) != RoleSettings()}
 
 
 class ModelConfig(Strict):
@@ -141,118 +39,6 @@ class DataConfig(Strict):
     vocab_size: int | None = Field(None, ge=1)
     val_fraction: float = Field(0.1, gt=0, lt=1)
     options: dict[str, Any] = {}  # kind-specific: n_tokens, in_features, classes, channels, size
-
-
-class MuonSettings(Strict):
-    """`torch.optim.Muon` on the hidden matrices; AdamW (optimizer.beta1, beta2, eps) on the rest.
-
-    `adjust_lr_fn` is torch's update scale: "original" (Keller Jordan: lr · √max(1, A/B)) or
-    "match_rms_adamw" (Moonlight, Liu et al. 2025: lr · 0.2 · √max(A, B), an update RMS like AdamW's), the
-    default here because one `optimizer.lr` drives both the Muon and the AdamW parts."""
-
-    momentum: float = Field(0.95, ge=0, lt=1)
-    nesterov: bool = True
-    ns_steps: int = Field(5, ge=1, lt=100)  # Newton–Schulz iterations (torch refuses 100 or more)
-    adjust_lr_fn: Literal["original", "match_rms_adamw"] = "match_rms_adamw"
-
-
-class LionSettings(Strict):
-    """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"): its own β's, not AdamW's."""
-
-    beta1: float = Field(0.9, ge=0, lt=1)  # interpolation of momentum and gradient inside the sign
-    beta2: float = Field(0.99, ge=0, lt=1)  # the momentum's decay
-
-
-class ScheduleFreeSettings(Strict):
-    """Schedule-Free AdamW (Defazio et al. 2024, "The Road Less Scheduled"); β's and ε are optimizer.beta1/2, eps."""
-
-    warmup_steps: int = Field(0, ge=0)  # its own linear warmup, on top of schedule.warmup_*
-    # polynomial weighting of the average: c_t ∝ t^r · lr_max^weight_lr_power, summed in Python floats (float64):
-    # at most 10 each keeps t^r · lr^power below 1e160 for any step and LR this config allows
-    r: float = Field(0.0, ge=0, le=10)
-    weight_lr_power: float = Field(2.0, ge=0, le=10)
-
-
-SETTINGS = {"muon": MuonSettings, "lion": LionSettings, "schedulefree_adamw": ScheduleFreeSettings}
-# flat fields an optimizer does not read, and where its own value lives instead
-UNUSED = {"muon": {"momentum": "optimizer.muon.momentum"},
-          "lion": {"beta1": "optimizer.lion.beta1", "beta2": "optimizer.lion.beta2", "eps": "none: Lion has no ε",
-                   "momentum": "optimizer.lion.beta2"},
-          "adam_atan2": {"eps": "none: atan2 replaces the ε division", "momentum": "optimizer.beta1"},
-          "schedulefree_adamw": {"momentum": "optimizer.beta1"},
-          "sgd": {"beta1": "optimizer.momentum", "beta2": "none: SGD has no second moment",
-                  "eps": "none: SGD divides by nothing"},
-          "adamw": {"momentum": "optimizer.beta1"}}
-
-
-class OptimizerConfig(Strict):
-    """The optimizer; the section named after it (`muon`, `lion`, `schedulefree_adamw`) holds its own settings,
-    filled with their defaults when absent, and is refused under another optimizer."""
-
-    name: Literal["adamw", "sgd", "muon", "lion", "schedulefree_adamw", "adam_atan2"] = "adamw"
-    lr: float = Field(2 ** -6, gt=0, le=LR_MAX)  # base LR: the LR at the base width, before μP multipliers
-    weight_decay: float = Field(0.0, ge=0)
-    wd_mode: Literal["coupled", "independent"] = "coupled"
-    decay_embeddings: bool = False
-    beta1: float = Field(0.9, ge=0, lt=1)
-    beta2: float = Field(0.95, ge=0, lt=1)
-    eps: float = Field(1e-8, gt=0)
-    momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
-    grad_clip: float | None = Field(1.0, gt=0)  # max global grad norm; null: no clipping
-    roles: RoleMults = Field(RoleMults(), exclude_if=lambda v: not v.given())  # per-role LR and decay multipliers
-    # absent from dumps when unset: configs and run ids written before these sections existed stay as they were
-    muon: MuonSettings | None = Field(None, exclude_if=lambda v: v is None)
-    lion: LionSettings | None = Field(None, exclude_if=lambda v: v is None)
-    schedulefree_adamw: ScheduleFreeSettings | None = Field(None, exclude_if=lambda v: v is None)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _own_section(cls, data: Any) -> Any:
-        """The chosen optimizer's section, with its defaults, so the written config states every setting."""
-        if isinstance(data, dict) and isinstance(data.get("name"), str) and data["name"] in SETTINGS \
-                and data.get(data["name"]) is None:
-            data = {**data, data["name"]: {}}
-        return data
-
-    @field_validator("beta1", "beta2", "eps", "momentum")
-    @classmethod
-    def _read_by_optimizer(cls, value: float, info: ValidationInfo) -> float:
-        instead = UNUSED.get(info.data.get("name"), {}).get(info.field_name)
-        if instead and value != cls.model_fields[info.field_name].default:
-            raise ValueError(f"{info.data['name']} does not read it (instead: {instead}); leave it at its default")
-        return value
-
-    @field_validator("muon", "lion", "schedulefree_adamw")
-    @classmethod
-    def _section_of_name(cls, value: Any, info: ValidationInfo) -> Any:
-        if value is not None and info.data.get("name") != info.field_name:
-            raise ValueError(f"settings of {info.field_name}, but optimizer.name is {info.data.get('name')} "
-                             f"(give this section only with name {info.field_name})")
-        return value
-
-    def settings(self) -> BaseModel | None:
-        """The chosen optimizer's own settings (None for adamw, sgd and adam_atan2, which have none)."""
-        return getattr(self, self.name, None) if self.name in SETTINGS else None
-
-
-class ScheduleConfig(Strict):
-    kind: Literal["cosine", "wsd", "linear", "constant"] = "cosine"
-    warmup_steps: int | None = Field(None, ge=0)
-    warmup_fraction: float | None = Field(None, ge=0, lt=1)
-    min_lr_ratio: float = Field(0.1, ge=0, le=1)
-    decay_fraction: float = Field(0.2, gt=0, le=1)  # wsd
-    decay_shape: Literal["linear", "cosine", "sqrt"] = "linear"  # wsd
-
-    @model_validator(mode="after")
-    def _one_warmup(self) -> ScheduleConfig:
-        if self.warmup_steps is not None and self.warmup_fraction is not None:
-            raise ValueError("warmup_steps and warmup_fraction: give one, not both")
-        return self
-
-    def warmup_for(self, total_steps: int) -> int:
-        if self.warmup_steps is not None:
-            return self.warmup_steps
-        return round((self.warmup_fraction or 0.0) * total_steps)
 
 
 class EvalConfig(Strict):
@@ -318,48 +104,6 @@ the process group gives up (NCCL's own default, 10 min, is shorter than a large 
     kind: Literal["ddp", "fsdp"] = "ddp"
     reshard_after_forward: bool = True
     timeout_s: float = Field(PG_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
-
-
-# beyond the shared rule, in a tracking URI: any user info (a token alone before `@`), and query keys that carry a
-# signature or credential (`?auth=`, `?sig=` of a SAS URL, `?x-api-key=`)
-CREDENTIAL_IN_URL = re.compile(r"://[^/?#]*@|[?&;#](?:auth\w*|sig|signature|credential\w*|[\w-]*key)=", re.IGNORECASE)
-
-
-class MlflowConfig(Strict):
-    """An MLflow tracking server (or a local `file:`/`sqlite:` store). Credentials come only from MLflow's own
-    environment variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_TOKEN)."""
-
-    tracking_uri: str = Field(min_length=1, max_length=2000)
-    experiment: Name | None = None  # default: output.study
-
-    @field_validator("tracking_uri")
-    @classmethod
-    def _no_secret(cls, value: str) -> str:
-        if holds_secret(value) or CREDENTIAL_IN_URL.search(decoded(value).replace("\\", "/")):  # never shown
-            raise ValueError("holds a password or token, which a config would write to disk; give the URI without "
-                             "it and set MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) "
-                             "in the environment")
-        return value
-
-
-class WandbConfig(Strict):
-    """Weights & Biases; `online` reads its key from the environment (WANDB_API_KEY), never from a config."""
-
-    mode: Literal["offline", "online"] = "offline"
-    project: Name | None = None  # default: output.study
-    dir: str | None = None  # where its run files go; default: the run's folder
-
-
-class LoggingConfig(Strict):
-    """Trackers that mirror the curve (Parquet stays the source of truth): each logged row, the guard's events and
-    the RunConfig as parameters. Each needs its optional dependency (`pip install 'mup-sweep[tensorboard]'`, …)."""
-
-    tensorboard: str | None = Field(None, min_length=1)  # a folder: events go to DIR/STUDY/RUN
-    mlflow: MlflowConfig | None = None
-    wandb: WandbConfig | None = None
-
-    def asked(self) -> list[str]:
-        return [name for name in ("tensorboard", "mlflow", "wandb") if getattr(self, name) is not None]
 
 
 class OutputConfig(Strict):

@@ -1,0 +1,33 @@
+"""What every section of the RunConfig shares: the one-line ConfigError, strict models, names that become folders."""
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+
+class ConfigError(ValueError):
+    """A bad run config; str() is one line: `key.path: what is wrong (what is allowed)`."""
+
+
+# A name that becomes a folder (a study, a run): never `.`, `..`, hidden or flag-like, and short enough that
+# the folders made from it (NAME-w1024-mup, curve partitions) stay under the file system's 255 bytes.
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
+
+
+def check_name(value: str) -> str:
+    """`value` if it is a NAME, else a ValueError stating the rule."""
+    if not NAME.fullmatch(value):
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        raise ValueError(f"a name of {NAME_RULE} (got {shown!r})")
+    return value
+
+
+Name = Annotated[str, AfterValidator(check_name)]
+
+
+class Strict(BaseModel):
+    # allow_inf_nan=False: a float field is finite whatever its bounds (`lr: .inf` passes `gt=0` otherwise)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)

@@ -1,0 +1,67 @@
+"""Per-role multipliers: `optimizer.roles.<role>` (LR and weight decay) and `model.init.<role>` (init scale)."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from trainer.config._base import Strict
+
+# The parameter roles of the μP table (`proxies.parametrization.ROLES`, equal by test: config imports no torch).
+ROLES = ("hidden", "input", "embedding", "readout", "tied", "bias", "norm", "other")
+# far above any trained setting, far below where float32 overflows (3.4e38) in lr × multipliers × updates
+LR_MAX = MULT_MAX = 1e4
+Mult = Annotated[float, Field(gt=0, le=MULT_MAX)]  # a positive, finite multiplier (Strict refuses inf and nan)
+
+
+def _one(value: float) -> bool:
+    return value == 1.0
+
+
+def _unset(value: RoleSettings) -> bool:
+    return value == RoleSettings()
+
+
+class InitMults(Strict):
+    """`model.init.<role>`: each parameter of that role is multiplied by it after the model's own init (μP's or
+    SP's), the same number at every width, so the init's width scaling is kept; 1 (the default) leaves it as drawn.
+    A role left at 1 is absent from dumps (here and in `RoleMults`): a config states the multipliers it changes."""
+
+    hidden: Mult = Field(1.0, exclude_if=_one)
+    input: Mult = Field(1.0, exclude_if=_one)
+    embedding: Mult = Field(1.0, exclude_if=_one)
+    readout: Mult = Field(1.0, exclude_if=_one)
+    tied: Mult = Field(1.0, exclude_if=_one)
+    bias: Mult = Field(1.0, exclude_if=_one)
+    norm: Mult = Field(1.0, exclude_if=_one)
+    other: Mult = Field(1.0, exclude_if=_one)
+
+    def given(self) -> dict[str, float]:
+        """{role: multiplier} for the roles set away from 1."""
+        return {role: v for role, v in self.model_dump().items() if v != 1.0}
+
+
+class RoleSettings(Strict):
+    """One role's multipliers: its LR is base LR × μP multiplier × lr_mult; its weight decay × weight_decay_mult."""
+
+    lr_mult: Mult = 1.0
+    weight_decay_mult: Mult = 1.0
+
+
+class RoleMults(Strict):
+    """`optimizer.roles.<role>`: per-role multipliers on top of the optimizer's μP table (roles as `sweep inspect`
+    names them); every role at 1 (the default) gives the μP groups unchanged."""
+
+    hidden: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+    input: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+    embedding: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+    readout: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+    tied: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+    bias: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+    norm: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+    other: RoleSettings = Field(RoleSettings(), exclude_if=_unset)
+
+    def given(self) -> dict[str, tuple[float, float]]:
+        """{role: (lr_mult, weight_decay_mult)} for the roles set away from 1."""
+        return {role: (s.lr_mult, s.weight_decay_mult) for role in ROLES
+                if (s := getattr(self, role)) != RoleSettings()}
