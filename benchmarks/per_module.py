@@ -7,8 +7,8 @@
   each over `--seeds` TPE sampler seeds; every seed's best trial is trained at the target width (4× the proxy) at
   the proxy's batch and steps with 2 training seeds. Prints the target's final val loss per method (mean ± the
   spread of its seeds) and the steps (b) needs to reach (a)'s final loss, as a fraction of the run.
-`--part drift`: each role's LR multiplier on an octave grid at the proxy width and the target width; the drift of
-  each fitted optimum (goal ≤ 0.5 octave).
+`--part drift`: each role's LR multiplier on an octave grid at half the proxy width, the proxy width and the target
+  width; the drift of each fitted optimum from the narrowest to the target (goal ≤ 0.5 octave).
 `--part sp`: SP tuned by its own LR grid at the target width against μP (a) and (b) there (the search part's runs).
 `--part fidelity`: the same global search (a) reaching the target width by four routes, each charged at every
   width's FLOPs (units: one trial at the target width): single-width TPE at the target; successive halving
@@ -23,7 +23,7 @@ Each part is sized to end in ≤ 20 min on 2 shared cores (1 torch thread, `nice
 
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part search      # proxy 32 → target 128, 150 steps
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part fidelity    # widths 32, 64, 128
-    nice -n 15 .venv/bin/python benchmarks/per_module.py --part drift       # each role's LR optimum, 32 vs 128
+    nice -n 15 .venv/bin/python benchmarks/per_module.py --part drift       # each role's LR optimum at 16, 32 and 128
     nice -n 15 .venv/bin/python benchmarks/per_module.py --part sp          # SP's own LR grid at 128 vs μP (b)
 `--part search` writes $TMPDIR/per_module.json (`--out`: best settings and target losses); drift and sp read it.
 """
@@ -212,13 +212,14 @@ def vertex(points: dict[float, float]) -> float:
 
 
 def drift_part(args, root: Path) -> None:
-    """Each role's LR multiplier on an octave grid at the proxy width and 4× it, the others at 1 (global settings:
-    the search part's best (a) when --out holds it, else lr 2^-6); the drift of each fitted optimum in octaves."""
+    """Each role's LR multiplier on an octave grid at half the proxy width, the proxy width and 4× it, the others at
+    1 (global settings: the search part's best (a) when --out holds it, else lr 2^-6); the drift of each fitted
+    optimum from the narrowest to the widest, in octaves."""
     base = {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1}
     if Path(args.out).is_file():
         base = json.loads(Path(args.out).read_text())["best"]["(a) global"][0]
     grid = [2.0 ** k for k in range(-2, 4)]
-    widths = [args.proxy, 4 * args.proxy]
+    widths = [args.proxy // 2, args.proxy, 4 * args.proxy]
     print(f"per-role LR optimum across widths {widths} (μP gpt depth 2, {args.steps} steps, grid 2^-2…2^3, 1 seed; "
           f"global lr {base['optimizer.lr']:.3g})")
     print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}")
