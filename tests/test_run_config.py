@@ -210,6 +210,12 @@ def test_unknown_key_is_one_line_starting_with_its_path_and_listing_the_allowed_
     ({"guard": {"action": "pause"}}, "guard.action:"),
     ({"z_loss": -1e-4}, "z_loss:"),
     ({"signals": {"every": -1}}, "signals.every:"),
+    # numbers the schema took that a run then looped over or allocated (found by the fuzzer's schema mutation)
+    ({"eval": {"batches": 2**63}}, "eval.batches:"),
+    ({"eval": {"noise_scale_batches": 10**30}}, "eval.noise_scale_batches:"),
+    ({"guard": {"window": 2**63}}, "guard.window:"),
+    ({"guard": {"ring_size": 10**30}}, "guard.ring_size:"),
+    ({"seed": 2**63}, "seed:"),
 ])
 def test_out_of_range_value_names_its_key_and_the_bad_value(tmp_path, changes, start):
     with pytest.raises(ConfigError) as info:
@@ -269,6 +275,8 @@ def test_load_of_a_missing_file(tmp_path):
     ({"schedule": {"warmup_steps": 6}}, "schedule.warmup_steps"),  # raised by the trainer, not the schema
     ({"data": {"kind": "nope"}}, "data.kind"),  # raised by open_data
     ({"guard": {"action": "pause"}}, "guard.action"),
+    ({"seed": 10**20}, "seed"),  # past what a torch generator takes: a traceback from the data's generator
+    ({"eval": {"seed": 2**63}}, "eval.seed"),
 ])
 def test_cli_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path, run_cli, changes, key):
     root = tmp_path / "out"

@@ -109,7 +109,7 @@ class StudySpec(Strict):
     objective: ObjectiveSpec = ObjectiveSpec()
     sampler: SamplerSpec = SamplerSpec()
     pruner: PrunerSpec = PrunerSpec()
-    seeds_per_trial: int = Field(1, ge=1)
+    seeds_per_trial: int = Field(1, ge=1, le=1000)
     storage: str | None = None
     storage_password_env: str | None = None
     storage_retry_s: float = Field(STORAGE_RETRY_S, gt=0)

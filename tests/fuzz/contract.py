@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sweep.cli import main
-from tests.fuzz.strategies import SECRET, SECRET_ENV, Case
+from tests.fuzz.strategies import SECRET, SECRET_ENV, STORAGE_FILES, Case
 
 VERDICT_VERBS = {"coord-check", "doctor", "verify", "train", "launch", "proxy"}  # exit 1 is an answer, not a fault
 HANG_S = 600  # a command of this harness's tiny budgets that runs longer is stuck (a FIFO read, say)
@@ -93,7 +93,9 @@ def run(case: Case, folder: Path) -> Outcome:
 def allowed(case: Case, path: str) -> bool:
     """Whether a successful `case` may create or change `path` (relative to the example's folder)."""
     places = ["results"] + ([case.out.rstrip("/")] if case.out else []) + (["studies"] if case.verb == "init" else [])
-    return any(path == p or path.startswith(p + "/") for p in places) or (case.out is not None and path == ".")
+    storage = [STORAGE_FILES[c.removeprefix("url:")] for c in case.classes if c.removeprefix("url:") in STORAGE_FILES]
+    return (any(path == p or path.startswith(p + "/") for p in places) or any(path.startswith(f) for f in storage)
+            or ((case.out is not None or bool(storage)) and path == "."))
 
 
 def secret_in(folder: Path, outcome: Outcome) -> list[str]:

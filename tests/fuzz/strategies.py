@@ -11,12 +11,15 @@ from __future__ import annotations
 import copy
 import math
 import os
+import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import yaml
 from hypothesis import strategies as st
+
+from trainer.config import RunConfig
 
 SECRET = "pw-Fuzz7q@x/y:z#k"  # planted in $SWEEP_FUZZ_PW: never in any output or file
 SECRET_ENV = "SWEEP_FUZZ_PW"
@@ -132,6 +135,23 @@ def odd_value():
     )
 
 
+def numeric_fields(model, prefix=()) -> list[tuple]:
+    """Every path to an int or float field of a pydantic model and its sections, from the schema alone."""
+    paths = []
+    for name, info in model.model_fields.items():
+        for kind in (info.annotation, *typing.get_args(info.annotation)):
+            if hasattr(kind, "model_fields"):
+                paths += numeric_fields(kind, prefix + (name,))
+                break
+            if kind in (int, float):
+                paths.append(prefix + (name,))
+                break
+    return paths
+
+
+NUMERIC_FIELDS = numeric_fields(RunConfig)
+
+
 def leaves(data, prefix=()) -> list[tuple]:
     """Every path (a tuple of keys) to a scalar or list inside nested mappings."""
     if not isinstance(data, dict):
@@ -169,7 +189,7 @@ def mutate_document(draw, data: dict, *, is_spec: bool) -> tuple[dict, list[str]
     odd search ranges (specs), odd data paths."""
     classes = []
     for _ in range(draw(st.integers(0, 2))):
-        kind = draw(st.sampled_from(["type", "range", "name", "key", "drop", "path"] + ["space"] * is_spec))
+        kind = draw(st.sampled_from(["type", "range", "field", "name", "key", "drop", "path"] + ["space"] * is_spec))
         paths = leaves(data)
         if kind == "type":
             path = draw(st.sampled_from(paths))
@@ -179,6 +199,9 @@ def mutate_document(draw, data: dict, *, is_spec: bool) -> tuple[dict, list[str]
                 p for p in paths if isinstance(get_at(data, p), (int, float)) and not isinstance(get_at(data, p), bool)
             ]
             path = draw(st.sampled_from(numeric or paths))
+            data = set_at(data, path, draw(st.sampled_from(ODD_NUMBERS)))
+        elif kind == "field":  # any number the schema has, set or not (an unset seed went unbounded)
+            path = ("run",) * is_spec + draw(st.sampled_from(NUMERIC_FIELDS))
             data = set_at(data, path, draw(st.sampled_from(ODD_NUMBERS)))
         elif kind == "name":
             path = ("name",) if is_spec else draw(st.sampled_from([("output", "study"), ("output", "run")]))
@@ -375,6 +398,9 @@ URLS = {
     "no-host": "postgresql://",
     "unset-env": "postgresql://u:${NO_SUCH_FUZZ_VAR}@127.0.0.1:9/db",
 }
+# the file a storage URL names in the example's folder: the user asked for it there, so a success may write it
+# (and its journal or lock beside it)
+STORAGE_FILES = {"sqlite-new": "other.db", "sqlite-relative": "rel.db", "journal-new": "j.log"}
 
 
 def storage_url(kind: str, folder: Path) -> str:

@@ -18,6 +18,7 @@ from trainer.config._roles import InitMults
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 MAX_BATCH = 2**24  # examples per step a run takes at most
+SEED_MAX = 2**62  # a torch generator takes a signed 64-bit seed; the loop adds its offsets and steps to it
 
 
 class ModelConfig(Strict):
@@ -43,11 +44,12 @@ class DataConfig(Strict):
 
 class EvalConfig(Strict):
     every: int = Field(100, ge=1)  # steps between evaluations (and one at the end)
-    batches: int = Field(8, ge=1)  # held-out batches per evaluation, the same ones every time
+    # bounds here and in the guard: what a run can do in one evaluation or hold in memory, not a loop past it
+    batches: int = Field(8, ge=1, le=10**5)  # held-out batches per evaluation, the same ones every time
     # the held-out batches' seed; null: the run's seed. Runs that share it are judged on the same batches, so
     # their difference is training's alone (a study's seeds beyond the first take the first's)
-    seed: int | None = Field(None, ge=0)
-    noise_scale_batches: int = Field(8, ge=0)  # small batches for B_simple at each eval; 0: off, else ≥ 2
+    seed: int | None = Field(None, ge=0, le=SEED_MAX)
+    noise_scale_batches: int = Field(8, ge=0, le=4096)  # small batches for B_simple at each eval; 0: off, else ≥ 2
 
     @model_validator(mode="after")
     def _two_batches(self) -> EvalConfig:
@@ -70,10 +72,10 @@ class GuardConfig(Strict):
     rule: Literal["ratio", "zscore"] = "ratio"
     factor: float = Field(1.5, gt=1)  # ratio rule: spike when loss > factor × rolling mean
     zscore: float = Field(6.0, gt=0)  # zscore rule: spike when (loss − mean) / std > zscore
-    window: int = Field(100, ge=2)  # rolling window of accepted losses; detection starts once it is full
+    window: int = Field(100, ge=2, le=10**6)  # rolling window of accepted losses; detection starts once it is full
     rewind_steps: int = Field(100, ge=1)  # N: restore the newest ring checkpoint at least N steps before the spike
     ring_every: int = Field(50, ge=1)  # steps between ring checkpoints
-    ring_size: int = Field(4, ge=2)  # ring checkpoints kept on disk
+    ring_size: int = Field(4, ge=2, le=1000)  # ring checkpoints kept on disk
     max_rewinds: int = Field(5, ge=0)  # rewinds (or skipped steps, for action skip) before the run stops
 
     @model_validator(mode="after")
@@ -142,7 +144,7 @@ class RunConfig(Strict):
     tokens: int | None = Field(None, ge=1, le=10**15)  # budget in tokens; steps = ceil(tokens / tokens per step)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
     compile: bool = False
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX)
     device: str = Field("auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
     log_every: int = Field(10, ge=1)
     divergence_factor: float = Field(2.0, gt=1)  # stop when loss stays > factor × the first step's loss (or is nan/inf)
