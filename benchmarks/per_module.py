@@ -211,24 +211,40 @@ def vertex(points: dict[float, float]) -> float:
     return math.log2(xs[i])
 
 
+def bracketed(loss, grid: list[float], most: int = 3) -> dict[float, float]:
+    """`loss` on the octave grid, extended an octave at a time past the edge the best point sits on (at most `most`
+    times), so the optimum is inside the points."""
+    points = {v: loss(v) for v in grid}
+    for _ in range(most):
+        best = min(points, key=points.get)
+        if min(points) < best < max(points):
+            break
+        step = 2.0 if best == max(points) else 0.5
+        points[best * step] = loss(best * step)
+    return points
+
+
 def drift_part(args, root: Path) -> None:
     """Each role's LR multiplier on an octave grid at half the proxy width, the proxy width and 4× it, the others at
-    1 (global settings: the search part's best (a) when --out holds it, else lr 2^-6); the drift of each fitted
-    optimum from the narrowest to the widest, in octaves."""
+    1 (global settings: the search part's best (a) when --out holds it, else lr 2^-6); the grid is extended past an
+    edge the best point sits on. The drift of each fitted optimum from the narrowest to the widest, in octaves."""
     base = {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1}
     if Path(args.out).is_file():
         base = json.loads(Path(args.out).read_text())["best"]["(a) global"][0]
     grid = [2.0 ** k for k in range(-2, 4)]
     widths = [args.proxy // 2, args.proxy, 4 * args.proxy]
-    print(f"per-role LR optimum across widths {widths} (μP gpt depth 2, {args.steps} steps, grid 2^-2…2^3, 1 seed; "
-          f"global lr {base['optimizer.lr']:.3g})")
+    print(f"per-role LR optimum across widths {widths} (μP gpt depth 2, {args.steps} steps, grid 2^-2…2^3 extended "
+          f"past an edge, 1 seed; global lr {base['optimizer.lr']:.3g})")
     print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}")
-    for role in ("embedding", "hidden", "readout", "norm"):
+    for role in args.roles.split(","):
         optima = []
         for width in widths:
-            points = {v: run({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root)[0] for v in grid}
+            def loss(v, role=role, width=width):
+                return run({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root)[0]
+
+            points = bracketed(loss, grid)
             optima.append(vertex(points))
-        print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}")
+        print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}", flush=True)
 
 
 def sp_part(args, root: Path) -> None:
@@ -261,6 +277,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--n0", type=int, default=9, help="fidelity: trials at the narrowest width")
+    parser.add_argument("--roles", default="embedding,hidden,readout,norm", help="drift: the roles whose LR to scan")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (2 on an otherwise idle 2-core machine)")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
