@@ -16,7 +16,7 @@ from rich.console import Console
 
 from sweep import errors
 from sweep.errors import InputError, as_fault, is_bad_input
-from sweep.paths import check_out_file, check_writable
+from sweep.paths import check_out_file, check_path_length, check_writable
 from trainer.preemption import Preempted
 
 try:  # typer ≥ 0.26 vendors click
@@ -423,11 +423,16 @@ def checked_flags(command: Callable, name: str) -> Callable:
     """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
     (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), and an `--out` that
     cannot be written (an existing folder where a file goes, a file in the way of a folder, a read-only place)."""
+    shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
+             for flag, p in inspect.signature(command).parameters.items()}
+
     @functools.wraps(command)
     def checked(**kwargs):
         for flag, value in kwargs.items():
             if isinstance(value, float) and not math.isfinite(value):
-                raise InputError(f"--{flag.replace('_', '-')}: must be a finite number, got {value}")
+                raise InputError(f"{shown[flag]}: must be a finite number, got {value}")
+            if isinstance(value, Path):
+                check_path_length(value, shown[flag])
         out = kwargs.get("out")
         if out is not None and name != "init":
             check_writable(out, "--out") if name in OUT_FOLDER else check_out_file(out)

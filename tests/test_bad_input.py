@@ -373,6 +373,13 @@ CASES = {
                                        ("--out:", "is a folder")),
     "transfer-out-existing-folder": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--out", root],
                                          ("--out:", "is a folder")),
+    # a name past the file system's 255 bytes: ENAMETOOLONG was a traceback when the file was opened
+    "export-out-name-too-long": Case(lambda root: ["export", "x", "--out", "x" * 300], ("--out:", "at most 255 bytes")),
+    "init-out-name-too-long": Case(lambda root: ["init", "demo", "--out", "x" * 300], ("--out:", "at most 255 bytes")),
+    "report-out-name-too-long": Case(lambda root: ["report", "x", "--out", "x" * 300], ("--out:", "at most 255 bytes")),
+    "train-config-name-too-long": Case(lambda root: ["train", "y" * 256 + ".yaml"], ("CONFIG:", "at most 255 bytes")),
+    "sql-out-path-too-long": Case(lambda root: ["sql", "select 1", "--out", "/".join(["x" * 200] * 21)],
+                                  ("--out:", "at most 4095 bytes")),
     "export-out-below-a-file": Case(lambda root: ["export", "x", "--out", file(root, "notes.txt", "x") / "export"],
                                     ("--out:", "notes.txt is a file, not a folder")),
     "sweep-root-is-a-file": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT", str(file(root, "r.txt", "x"))),

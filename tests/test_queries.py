@@ -2,6 +2,7 @@
 tiny sweep and a full run made from one of its trials; only SELECT runs, everything else is one line,
 exit 2, nothing written."""
 import io
+import sys
 
 import pandas as pd
 import pyarrow as pa
@@ -123,6 +124,18 @@ def test_table_csv_and_parquet_output(cli, swept):
     assert len(curves) == 5 + 5 + 3 and {"study", "kind", "run", "step", "val_loss"} <= set(curves.columns)
     code, _, _ = cli("sql", "SELECT number, runs FROM trials", "--format", "csv", "--out", "t.csv")
     assert code == 0 and csv_of((swept / "t.csv").read_text())["runs"].str.startswith("[w16-mup-t0000").all()
+
+
+def test_csv_to_a_text_only_stdout(cli, monkeypatch):
+    # a notebook's or a captured stdout has no binary `buffer`: writing to it was an AttributeError traceback
+    from sweep.cli import main
+
+    text = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", text)
+    monkeypatch.setattr(sys, "argv", ["sweep", "sql", "SELECT number FROM trials ORDER BY number", "--format", "csv"])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 0 and csv_of(text.getvalue())["number"].tolist() == [0, 1]
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])

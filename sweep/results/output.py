@@ -38,8 +38,15 @@ def write_result(result: duckdb.DuckDBPyRelation, out: Path | None, fmt: str) ->
     if fmt == "csv":
         result = flat(result)
     if out is None:
-        fetch(lambda: write_stream(result, pa.output_stream(sys.stdout.buffer), fmt))
         sys.stdout.flush()
+        binary = getattr(sys.stdout, "buffer", None)
+        if binary is None:  # a text-only stdout (a notebook's, a captured one): the CSV through it as text
+            sink = pa.BufferOutputStream()
+            fetch(lambda: write_stream(result, sink, fmt))
+            sys.stdout.write(sink.getvalue().to_pybytes().decode())
+            return
+        fetch(lambda: write_stream(result, pa.output_stream(binary), fmt))
+        binary.flush()
         return
     with atomic_path(out) as tmp:
         fetch(lambda: write_stream(result, tmp, fmt))

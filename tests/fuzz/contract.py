@@ -95,7 +95,7 @@ def allowed(case: Case, path: str) -> bool:
     places = ["results"] + ([case.out.rstrip("/")] if case.out else []) + (["studies"] if case.verb == "init" else [])
     storage = [STORAGE_FILES[c.removeprefix("url:")] for c in case.classes if c.removeprefix("url:") in STORAGE_FILES]
     return (any(path == p or path.startswith(p + "/") for p in places) or any(path.startswith(f) for f in storage)
-            or ((case.out is not None or bool(storage)) and path == "."))
+            or ((case.out is not None or bool(storage) or case.verb == "init") and path == "."))
 
 
 def secret_in(folder: Path, outcome: Outcome) -> list[str]:
