@@ -421,8 +421,9 @@ OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes 
 
 def checked_flags(command: Callable, name: str) -> Callable:
     """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
-    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), and an `--out` that
-    cannot be written (an existing folder where a file goes, a file in the way of a folder, a read-only place)."""
+    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a path past the file system's
+    name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder where a file
+    goes, a file in the way of a folder, a read-only place)."""
     shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
              for flag, p in inspect.signature(command).parameters.items()}
 
