@@ -16,7 +16,8 @@ from rich.console import Console
 
 from sweep import errors
 from sweep.errors import InputError, as_fault, is_bad_input
-from sweep.paths import check_out_file, check_path_length, check_writable
+from sweep.paths import check_out_file, check_writable
+from trainer.folders import check_path_length
 from trainer.preemption import Preempted
 
 try:  # typer ≥ 0.26 vendors click

@@ -54,18 +54,6 @@ def kept_inside(paths: Iterable[Path], root: Path, field: str) -> list[Path]:
     return paths
 
 
-NAME_MAX, PATH_MAX = 255, 4095  # bytes in one path component and in a whole path (Linux's limits, and most others')
-
-
-def check_path_length(path: Path, field: str) -> None:
-    """An InputError naming `field` for a path the file system would refuse with ENAMETOOLONG."""
-    encoded = os.fsencode(path)
-    longest = max((len(part) for part in encoded.split(b"/")), default=0)
-    if longest > NAME_MAX or len(encoded) > PATH_MAX:
-        raise InputError(f"{field}: a path of at most {PATH_MAX} bytes with names of at most {NAME_MAX} bytes "
-                         f"(got {len(encoded)} bytes, a name of {longest})")
-
-
 def check_out_file(out: Path | None, field: str = "--out") -> None:
     """An output file named on the command line, checked before the command works: not a folder (nor a
     FIFO or device), its parent a writable folder."""

@@ -1,7 +1,8 @@
 """A folder a run or a command will write, checked before anything is written.
 
 The folder, or its nearest parent that exists (where it will be made), must be a writable folder: a read-only
-mount, a folder without write permission, or a file, FIFO or device in the way is one line naming the field.
+mount, a folder without write permission, a file, FIFO or device in the way, or a path past the file system's
+length limits is one line naming the field.
 """
 from __future__ import annotations
 
@@ -10,9 +11,21 @@ from pathlib import Path
 
 from trainer.config import ConfigError
 
+NAME_MAX, PATH_MAX = 255, 4095  # bytes in one path component and in a whole path (Linux's limits, and most others')
+
+
+def check_path_length(path: Path, field: str) -> None:
+    """A ConfigError naming `field` for a path the file system would refuse with ENAMETOOLONG."""
+    encoded = os.fsencode(path)
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > NAME_MAX or len(encoded) > PATH_MAX:
+        raise ConfigError(f"{field}: a path of at most {PATH_MAX} bytes with names of at most {NAME_MAX} bytes "
+                          f"(got {len(encoded)} bytes, a name of {longest})")
+
 
 def check_writable(folder: Path, field: str) -> None:
     """`folder`, or the nearest parent that exists, is a writable folder; else a ConfigError naming `field`."""
+    check_path_length(folder, field)
     folder = folder.absolute()
     existing = next(p for p in [folder, *folder.parents] if p.exists())
     if not existing.is_dir():
