@@ -378,8 +378,9 @@ CASES = {
     "init-out-name-too-long": Case(lambda root: ["init", "demo", "--out", "x" * 300], ("--out:", "at most 255 bytes")),
     "report-out-name-too-long": Case(lambda root: ["report", "x", "--out", "x" * 300], ("--out:", "at most 255 bytes")),
     "train-config-name-too-long": Case(lambda root: ["train", "y" * 256 + ".yaml"], ("CONFIG:", "at most 255 bytes")),
-    "train-tensorboard-name-too-long": Case(lambda root: ["train", run_config(root, **{"logging.tensorboard": "t" * 300})],
-                                            ("logging.tensorboard:", "at most 255 bytes")),
+    "train-tensorboard-name-too-long": Case(
+        lambda root: ["train", run_config(root, **{"logging.tensorboard": "t" * 300})],
+        ("logging.tensorboard:", "at most 255 bytes")),
     "sql-out-path-too-long": Case(lambda root: ["sql", "select 1", "--out", "/".join(["x" * 200] * 21)],
                                   ("--out:", "at most 4095 bytes")),
     "export-out-below-a-file": Case(lambda root: ["export", "x", "--out", file(root, "notes.txt", "x") / "export"],
