@@ -68,8 +68,9 @@ def ladder(spec_path: Path, args, console: Console) -> None:
     w, s = args.proxy_width, args.steps
     if run_proxy(SweepRequest(spec_path, width=w, workers=args.workers), console):
         sys.exit("sweep proxy failed")
-    grid = f"2^-11,2^-3,{args.grid}"
-    for across in (f"width={w},{2 * w}", "batch_size=16,32", f"steps={s // 2},{s},{2 * s}"):
+    grid = f"{args.span},{args.grid}"
+    widths = ",".join(str(int(w * 2.0 ** k)) for k in range(-args.narrower, 2))
+    for across in (f"width={widths}", f"batch_size={args.batches}", f"steps={s // 2},{s},{2 * s}"):
         code = run_verify(VerifyRequest(spec_path, across=across, span=grid, seeds=args.ladder_seeds,
                                         parametrizations="mup", workers=args.workers), console)
         if code not in (0, 1):
@@ -97,7 +98,10 @@ def main() -> None:
     parser.add_argument("--proxy-width", type=int, default=32)
     parser.add_argument("--steps", type=int, default=150, help="the proxy's steps at batch 16")
     parser.add_argument("--trials", type=int, default=6, help="proxy sweep trials (the LR only)")
-    parser.add_argument("--grid", type=int, default=7, help="LRs per ladder value, 2^-11 … 2^-3")
+    parser.add_argument("--grid", type=int, default=7, help="LRs per ladder value, spread over --span")
+    parser.add_argument("--span", default="2^-11,2^-3", help="the ladder grid's lowest and highest LR")
+    parser.add_argument("--batches", default="16,32", help="the batch ladder (tokens held)")
+    parser.add_argument("--narrower", type=int, default=0, help="widths below the proxy's in the width ladder")
     parser.add_argument("--ladder-seeds", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=2, help="seeds per target run and direct point")
     parser.add_argument("--workers", type=int, default=2)
@@ -109,7 +113,8 @@ def main() -> None:
     spec_path = root / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(spec(args.steps, args.trials)))
     print(f"sizes: proxy gpt width {args.proxy_width} depth 2 seq 64, batch 16, {args.steps} steps; target width "
-          f"{4 * args.proxy_width}, batch 32, {args.steps} steps (2× tokens); ladder grid {args.grid} LRs × "
+          f"{4 * args.proxy_width}, batch 32, {args.steps} steps (2× tokens); ladder grid {args.grid} LRs over "
+          f"{args.span}, batches {args.batches}, {args.narrower} width(s) below the proxy's, × "
           f"{args.ladder_seeds} seed(s); target runs and direct sweep {args.seeds} seeds", flush=True)
     console = Console(width=140)
     ladder(spec_path, args, console)
