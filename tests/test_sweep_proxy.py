@@ -47,8 +47,10 @@ def alive(pid: int) -> bool:
 
 def test_sweep_runs_the_requested_trials_and_records_them(tmp_path):
     spec = write_spec(tmp_path, trials=3)
-    done = run_sweep(tmp_path, "proxy", spec, "--width", "16")
+    # its workers take OMP_NUM_THREADS as torch would (not cores // workers: that oversubscribes a shared machine)
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "16", env=sweep_env(tmp_path, OMP_NUM_THREADS="1"))
     assert done.returncode == 0, done.stderr
+    assert "1 local worker(s), 1 torch thread(s) each" in done.stdout
     study = load(tmp_path)
     assert states(study) == {"COMPLETE": 3}
     assert study.user_attrs["width"] == 16 and study.user_attrs["parametrization"] == "mup"

@@ -1,7 +1,7 @@
 """The local backend: K worker processes on this machine.
 
-Processes, not threads: each trains with its own torch threads (cores // K, at least 1, so
-workers × threads ≤ cores) and its own Python interpreter. They are spawned (not forked: a fork of
+Processes, not threads: each trains with its own torch threads (OMP_NUM_THREADS when set, else cores // K, at
+least 1, so workers × threads ≤ cores) and its own Python interpreter. They are spawned (not forked: a fork of
 a process that has started torch's thread pools can deadlock) and die with the sweep: a worker
 asks the kernel for SIGKILL when its parent exits (Linux PR_SET_PDEATHSIG), so a `kill -9` of
 `sweep proxy` leaves no orphan training on, and the next `sweep proxy` finds the trial stale.
@@ -23,6 +23,15 @@ from sweep.study.study import SweepJob
 STOP_TIMEOUT_S = 30.0
 
 
+def worker_threads(workers: int) -> int:
+    """Torch threads per worker: OMP_NUM_THREADS when it is a positive whole number (torch's own default honours
+    it, so a user who set it gets it), else the cores shared out, cores // workers, at least 1."""
+    asked = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if asked.isdigit() and int(asked) > 0:
+        return int(asked)
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 class LocalBackend(Backend):
     name = "local"
 
@@ -32,8 +41,7 @@ class LocalBackend(Backend):
         self.workers = workers
 
     def launch(self, job: SweepJob) -> LocalExecution:
-        threads = job.threads or max(1, (os.cpu_count() or 1) // self.workers)
-        job = replace(job, threads=threads)
+        job = replace(job, threads=job.threads or worker_threads(self.workers))
         context = mp.get_context("spawn")
         processes = [context.Process(target=worker_main, args=(replace(job, worker=i),), name=f"sweep-worker-{i}")
                      for i in range(self.workers)]
@@ -49,7 +57,7 @@ class LocalBackend(Backend):
                     process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        return LocalExecution(processes, threads)
+        return LocalExecution(processes, job.threads)
 
 
 class LocalExecution(Execution):
