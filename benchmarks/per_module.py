@@ -229,24 +229,27 @@ def bracketed(loss, grid: list[float], most: int = 3) -> dict[float, float]:
 def drift_part(args, root: Path) -> None:
     """Each role's LR multiplier on an octave grid at half the proxy width, the proxy width and 4× it, the others at
     1 (global settings: the search part's best (a) when --out holds it, else lr 2^-6). The narrowest width scans the
-    octave grid, each wider one the octave either side of the previous optimum; a grid is extended past an edge the
-    best point sits on. The drift of each fitted optimum from the narrowest to the widest, in octaves."""
+    octave grid, each wider one the octave either side of the previous optimum in half octaves; a grid is extended
+    past an edge the best point sits on; each point is the mean over `--drift-seeds` training seeds. The drift of
+    each fitted optimum from the narrowest to the widest, in octaves."""
     base = {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1}
     if Path(args.out).is_file():
         base = json.loads(Path(args.out).read_text())["best"]["(a) global"][0]
     grid = [2.0 ** k for k in range(-2, 4)]
     widths = [args.proxy // 2, args.proxy, 4 * args.proxy]
     print(f"per-role LR optimum across widths {widths} (μP gpt depth 2, {args.steps} steps, grid 2^-2…2^3 at the "
-          f"narrowest, ±1 octave around it wider, extended past an edge, 1 seed; global lr {base['optimizer.lr']:.3g})")
+          f"narrowest, ±1 octave around it wider in half octaves, extended past an edge, {args.drift_seeds} seed(s); "
+          f"global lr {base['optimizer.lr']:.3g})")
     print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}")
     for role in args.roles.split(","):
         optima = []
         for width in widths:
             def loss(v, role=role, width=width):
-                return run({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root)[0]
+                return statistics.mean(run({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root,
+                                           seed=seed)[0] for seed in range(args.drift_seeds))
 
-            around = 2.0 ** round(optima[-1]) if optima else None  # the narrower width's optimum, to an octave
-            points = bracketed(loss, grid if around is None else [around / 2, around, around * 2])
+            around = 2.0 ** (round(2 * optima[-1]) / 2) if optima else None  # the narrower optimum, to half an octave
+            points = bracketed(loss, grid if around is None else [around * 2 ** (k / 2) for k in range(-2, 3)])
             optima.append(vertex(points))
         print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}", flush=True)
 
@@ -281,6 +284,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--n0", type=int, default=9, help="fidelity: trials at the narrowest width")
+    parser.add_argument("--drift-seeds", type=int, default=1, help="drift: training seeds per grid point")
     parser.add_argument("--roles", default="embedding,hidden,readout,norm", help="drift: the roles whose LR to scan")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (2 on an otherwise idle 2-core machine)")
     args = parser.parse_args()

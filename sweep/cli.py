@@ -163,9 +163,11 @@ def proxy_cmd(
     timeout: float | None = typer.Option(None, help="minutes after which no new trial starts"),
     backend: Backend = typer.Option(Backend.local, help="where trials run"),
     parametrization: ParametrizationOption = None,
-    warm_start: int | None = typer.Option(None, help="enqueue the best trials of this (narrower) width's study first"),
-    warm_start_top: int = typer.Option(3, min=1, help="how many of its best trials --warm-start enqueues (with "
-                                       "--trials the same: a successive-halving rung across widths)"),
+    warm_start: int | None = typer.Option(None, min=1, help="enqueue the best trials of this (narrower) width's study "
+                                          "first"),
+    warm_start_top: int | None = typer.Option(None, min=1, help="how many of its best trials --warm-start enqueues "
+                                              "[default: 3] (with --trials the same: a successive-halving rung "
+                                              "across widths)"),
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
     backend_flags: dict = None,
 ):

@@ -94,3 +94,19 @@ def test_a_halving_rung_on_the_command_line_runs_the_best_of_the_narrower_width_
     wide = load(tmp_path, width=32).trials
     assert [t.params for t in wide] == [t.params for t in narrow]
     assert [t.user_attrs["warm_start_from"] for t in wide] == [f"tiny-w16-mup#{t.number}" for t in narrow]
+    # refused warm starts write nothing: no study at the width asked (a refused --warm-start made an empty one,
+    # which then stood in `transfer`'s list of widths and cold-started the next warm start from it)
+    names = sorted(s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{tmp_path}/tiny/optuna.db"))
+    (tmp_path / "other").mkdir()
+    other = write_spec(tmp_path / "other", trials=3, run={"steps": 30})  # the same name, another spec
+    for flags, line in ((["--width", "48", "--warm-start", "24"], "--warm-start: no study tiny-w24-mup"),
+                        (["--width", "16", "--warm-start", "32"], "--warm-start: 32 is not narrower"),
+                        (["--width", "48", "--warm-start-top", "2"], "--warm-start-top: only with --warm-start"),
+                        (["--width", "48", "--warm-start", "0"], "--warm-start")):
+        refused = run_sweep(tmp_path, "proxy", spec, *flags)
+        assert refused.returncode == 2 and line in refused.stderr and len(refused.stderr.splitlines()) == 1, \
+            refused.stderr
+    refused = run_sweep(tmp_path, "proxy", other, "--width", "48", "--warm-start", "16")
+    assert refused.returncode == 2 and "made from a different spec" in refused.stderr, refused.stderr
+    assert sorted(s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{tmp_path}/tiny/optuna.db")) \
+        == names

@@ -30,18 +30,20 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
         enqueued = [space.parse_assignments(text) for text in r.enqueue]
     except ValueError as err:
         raise InputError(f"--enqueue: {err}") from None
-    warm_start = r.warm_start
-    if warm_start is not None and warm_start == job.width:
-        raise InputError(f"--warm-start: {warm_start} is the width being swept; name a narrower study's width")
+    check_warm_start(r, job.width)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     store = open_storage(job.storage)
-    study = open_study(job, store, create=True)
+    warm = best_of(store, job, r.warm_start, r.warm_start_top or 3) if r.warm_start is not None else []
+    study = open_study(job, store, create=True)  # after every refusal: a refused command leaves no study
+    new = not study.get_trials(deepcopy=False)
     for params in enqueued:
         study.enqueue_trial(params, skip_if_exists=True)
-    if warm_start is not None:
-        warm_started = enqueue_best_of(store, job, warm_start, study, top=r.warm_start_top)
-        console.print(f"warm start: enqueued the best {warm_started} trial(s) of width {warm_start}")
+    if warm and new:  # enqueued once, into a new study
+        source = study_name(job.spec.name, r.warm_start, job.parametrization)
+        for t in warm:
+            study.enqueue_trial(t.params, user_attrs={"warm_start_from": f"{source}#{t.number}"})
+        console.print(f"warm start: enqueued the best {len(warm)} trial(s) of width {r.warm_start}")
     done, _ = progress(study)
     console.print(f"study {job.study_name} in {job.storage.redacted}: {done}/{job.n_trials} trials counted")
     if done < job.n_trials:
@@ -72,14 +74,23 @@ def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, 
     return None
 
 
-def enqueue_best_of(store, job: SweepJob, width: int, study: optuna.Study, top: int = 3) -> int:
+def check_warm_start(r: SweepRequest, width: int) -> None:
+    """The warm-start flags alone: a narrower width, and --warm-start-top only with it."""
+    if r.warm_start is None:
+        if r.warm_start_top is not None:
+            raise InputError("--warm-start-top: only with --warm-start NARROWER_WIDTH")
+        return
+    if not 1 <= r.warm_start < width:
+        raise InputError(f"--warm-start: {r.warm_start} is not narrower than the width being swept ({width}); "
+                         "name a narrower study's width")
+
+
+def best_of(store, job: SweepJob, width: int, top: int) -> list[optuna.trial.FrozenTrial]:
     """μP warm start: a narrower width's best settings are the best guess at this width (they transfer).
 
-    Enqueued once, when this study has no trials yet; returns how many were enqueued. With `top` trials asked of
-    this study, it is a rung of successive halving across widths (`sweep.study.fidelity`).
+    Its `top` best finished trials, to enqueue first. With `top` trials asked of this study, it is a rung of
+    successive halving across widths (`sweep.study.fidelity`).
     """
-    if study.get_trials(deepcopy=False):
-        return 0
     name = study_name(job.spec.name, width, job.parametrization)
     try:
         source = optuna.load_study(study_name=name, storage=store)
@@ -88,10 +99,9 @@ def enqueue_best_of(store, job: SweepJob, width: int, study: optuna.Study, top: 
     if source.user_attrs.get("spec_hash") != job.spec.spec_hash():
         raise InputError(f"--warm-start: study {name} was made from a different spec")
     complete = [t for t in source.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
-    best = sorted(complete, key=lambda t: t.value)[:top]
-    for t in best:
-        study.enqueue_trial(t.params, user_attrs={"warm_start_from": f"{name}#{t.number}"})
-    return len(best)
+    if not complete:
+        raise InputError(f"--warm-start: study {name} has no finished trial yet; run it first")
+    return sorted(complete, key=lambda t: t.value)[:top]
 
 
 def summarize(study: optuna.Study, job: SweepJob, console: Console) -> int:

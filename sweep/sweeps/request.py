@@ -19,6 +19,6 @@ class SweepRequest:
     backend: str = "local"
     parametrization: str | None = None  # mup or sp [default: the spec's]
     warm_start: int | None = None  # a narrower width whose best trials are enqueued first
-    warm_start_top: int = 3  # how many of them
+    warm_start_top: int | None = None  # how many of them [default: 3]
     backend_flags: dict = field(default_factory=dict)  # ray and slurm flags, by name (None: not given)
     detach: bool = False
