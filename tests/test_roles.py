@@ -99,14 +99,28 @@ def test_a_role_multiplier_changes_exactly_that_roles_lr_and_decay(name, role):
     or one that misses an optimizer."""
     model = build_model("gpt", 128, 1, "mup", vocab_size=64)
     roles_of = {r.name: r.role for r in parametrization.param_rules(model)}
+    wd_mult = 3.0 if role in {r.role for r in parametrization.param_rules(model) if r.decays} else 1.0  # else refused
     before = lr_and_wd(groups_of(model, name))
-    after = lr_and_wd(groups_of(model, name, {role: (4.0, 3.0)}))
+    after = lr_and_wd(groups_of(model, name, {role: (4.0, wd_mult)}))
     assert any(r == role for r in roles_of.values())
     for param, (lr, wd) in after.items():
         if roles_of[param] == role:
-            assert math.isclose(lr, 4 * before[param][0]) and math.isclose(wd, 3 * before[param][1]), param
+            assert math.isclose(lr, 4 * before[param][0]) and math.isclose(wd, wd_mult * before[param][1]), param
         else:
             assert (lr, wd) == before[param], param
+
+
+@pytest.mark.parametrize("role", ["norm", "embedding"])
+def test_a_decay_multiplier_on_a_role_that_is_never_decayed_is_refused_by_name(role):
+    """Norm gains never decay, embeddings only with decay_embeddings: a weight_decay_mult there changed nothing and
+    was taken silently (outside tester); it is a ValueError naming the path. With decay_embeddings the embedding's
+    is taken."""
+    model = build_model("gpt", 64, 1, "mup", vocab_size=64)
+    with pytest.raises(ValueError, match=rf"^optimizer\.roles\.{role}\.weight_decay_mult: no {role} parameter"):
+        groups_of(model, "adamw", {role: (1.0, 2.0)})
+    groups_of(model, "adamw", {role: (2.0, 1.0)})  # its LR multiplier is fine
+    if role == "embedding":
+        param_groups(model, 0.01, 0.1, roles={role: (1.0, 2.0)}, decay_embeddings=True)
 
 
 def test_independent_decay_keeps_the_roles_decay_timescale_when_its_lr_moves():
@@ -144,7 +158,8 @@ def test_init_multipliers_scale_exactly_that_roles_weights():
     ({"optimizer": {"roles": {"hidden": {"lr_mult": float("inf")}}}}, "optimizer.roles.hidden.lr_mult: Input should"
                                                                        " be a finite number"),
     ({"optimizer": {"roles": {"hidden": {"lr_mult": float("nan")}}}}, "optimizer.roles.hidden.lr_mult"),
-    ({"model": {"init": {"readout": 0}}}, "model.init.readout: Input should be greater than 0"),
+    ({"model": {"init": {"readout": 0}}}, "model.init.readout: Input should be greater than or equal to 0.0001"),
+    ({"model": {"init": {"readout": 1e-320}}}, "model.init.readout: Input should be greater than or equal to 0.0001"),
     ({"model": {"init": {"head": 2}}}, "model.init.head: unknown key (allowed: hidden, input, embedding"),
 ])
 def test_unknown_roles_and_non_positive_multipliers_are_one_line(settings, message):
@@ -273,11 +288,11 @@ def load_trials(root):
 
 def test_groups_split_by_role_multipliers_have_distinct_signal_names():
     """Two roles at the same LR whose decays a role multiplier sets apart are two groups, and the signals name
-    them apart (one column each); a decay multiplier on a role that does not decay makes no group of its own."""
+    them apart (one column each)."""
     from trainer.signals import group_name
 
     model = build_model("gpt", 64, 1, "mup", vocab_size=64)  # at the base width hidden and readout share lr × 1
-    groups = param_groups(model, 0.01, 0.1, roles={"readout": (1.0, 3.0), "embedding": (1.0, 5.0)})
+    groups = param_groups(model, 0.01, 0.1, roles={"readout": (1.0, 3.0)})
     names = [group_name(g) for g in groups]
     assert len(names) == len(set(names)) == len(groups_of(model, "adamw")) + 1
     assert "lr1-decay-wd3" in names

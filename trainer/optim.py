@@ -59,7 +59,7 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
     params = dict(model.named_parameters())
     grouped: dict[tuple[str, float, bool, float, float, float], list[str]] = defaultdict(list)
     rules = optimizer_rules(model, optimizer, adjust_lr_fn=adjust_lr_fn, decay_embeddings=decay_embeddings)
-    check_roles(roles or {}, {r.role for r in rules})
+    check_roles(roles or {}, rules)
     for rule in rules:
         if params[rule.name].requires_grad:
             role_lr, role_wd = (roles or {}).get(rule.role, (1.0, 1.0))
@@ -122,13 +122,20 @@ def optimizer_of(name: str, groups: list[dict], *, lr: float, betas: tuple[float
     raise ValueError(f"optimizer.name: {name!r} is not one of adamw, sgd, muon, lion, schedulefree_adamw, adam_atan2")
 
 
-def check_roles(roles: dict[str, tuple[float, float]], present: set[str]) -> None:
-    """A role given multipliers must be one the model has: `optimizer.roles.tied` on an untied model (or a role
-    the model lacks) would change nothing, and is a ValueError naming it."""
-    for role in roles:
+def check_roles(roles: dict[str, tuple[float, float]], rules: list) -> None:
+    """A role given multipliers ({role: (lr_mult, weight_decay_mult)}) must be one the model has (not
+    `optimizer.roles.tied` on an untied model), and one given a decay multiplier must have a parameter that decays
+    (norm gains and biases never do, embeddings only with `decay_embeddings`): either multiplier would change
+    nothing, and is a ValueError naming it. `rules`: the model's per-parameter rules (each with role, decays)."""
+    present, decaying = {r.role for r in rules}, {r.role for r in rules if r.decays}
+    for role, (_, wd_mult) in roles.items():
         if role not in present:
             raise ValueError(f"optimizer.roles.{role}: the model has no {role} parameter "
                              f"(its roles: {', '.join(sorted(present))})")
+        if wd_mult != 1.0 and role not in decaying:
+            raise ValueError(f"optimizer.roles.{role}.weight_decay_mult: no {role} parameter is decayed (decay "
+                             "applies to matrices; to embeddings only with optimizer.decay_embeddings), so a "
+                             "multiplier changes nothing")
 
 
 @contextmanager

@@ -52,18 +52,24 @@ def check_model_points(spec: StudySpec, cfg: RunConfig, data_options: dict) -> N
 
 def check_roles(spec: StudySpec, cfg: RunConfig, model: nn.Module) -> None:
     """Every role the run or the search gives a multiplier (`optimizer.roles.<role>.…`, `model.init.<role>`) is one
-    the model has, and an init multiplier's role is not all zeros: either would change nothing."""
-    named = {"optimizer.roles": set(cfg.optimizer.roles.given()), "model.init": set(cfg.model.init.given())}
+    the model has, a decay multiplier's role has a decayed parameter, and an init multiplier's role is not all
+    zeros: each would change nothing. A searched multiplier counts as set (its value is not known yet)."""
+    roles = cfg.optimizer.roles.given()
+    inits = set(cfg.model.init.given())
     space = spec.space()
     paths = [*space.params, *(path for cat in space.conditional().values() for choice in cat.choices
                               for path in cat.branch(choice))]
     for path in paths:
-        for where in named:
-            if path.startswith(where + "."):
-                named[where].add(path.removeprefix(where + ".").split(".")[0])
+        if path.startswith("model.init."):
+            inits.add(path.split(".")[2])
+        elif path.startswith("optimizer.roles.") and path.count(".") == 3:
+            role, field = path.split(".")[2:]
+            lr, wd = roles.get(role, (1.0, 1.0))
+            roles[role] = (2.0 if field == "lr_mult" else lr, 2.0 if field == "weight_decay_mult" else wd)
+    decay_embeddings = cfg.optimizer.decay_embeddings or "optimizer.decay_embeddings" in paths  # any branch decays
     try:
-        check_model_roles(named["optimizer.roles"], {r.role for r in param_rules(model)})
-        scale_init(model, dict.fromkeys(named["model.init"], 1.0))
+        check_model_roles(roles, param_rules(model, decay_embeddings=decay_embeddings))
+        scale_init(model, dict.fromkeys(inits, 1.0))
     except ValueError as err:  # the message names the role's path
         raise InputError(str(err)) from None
 

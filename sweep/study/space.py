@@ -32,6 +32,7 @@ named `PATH.halflife_steps` or `PATH.halflife_tokens`; the β it maps to is reco
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Literal
 
 import optuna
@@ -220,6 +221,9 @@ def check_range(low: float, high: float, log: bool) -> None:
         raise ValueError(f"low: {low} is above high {high}")
     if log and low <= 0:
         raise ValueError(f"low: a log range needs low > 0 (got {low})")
+    for name, value in (("low", low), ("high", high)):
+        if 0 < abs(value) < sys.float_info.min:  # a subnormal: the storage gives it back as 0 (a log range's low)
+            raise ValueError(f"{name}: 0 or at least {sys.float_info.min:.3g} in size (got {value})")
 
 
 def param_kind(raw: Any) -> str:

@@ -11,7 +11,8 @@ from trainer.config._base import Strict
 ROLES = ("hidden", "input", "embedding", "readout", "tied", "bias", "norm", "other")
 # far above any trained setting, far below where float32 overflows (3.4e38) in lr × multipliers × updates
 LR_MAX = MULT_MAX = 1e4
-Mult = Annotated[float, Field(gt=0, le=MULT_MAX)]  # a positive, finite multiplier (Strict refuses inf and nan)
+MULT_MIN = 1 / MULT_MAX  # a role at 1e-4 of the base is as good as frozen; below, a subnormal reaches the optimizer
+Mult = Annotated[float, Field(ge=MULT_MIN, le=MULT_MAX)]  # a finite multiplier (Strict refuses inf and nan)
 
 
 def _one(value: float) -> bool:
