@@ -15,7 +15,7 @@ from sweep.errors import InputError
 from sweep.rules import Target, transfer_run
 from sweep.rules.command import combined, explain
 from sweep.rules.fitted import Law
-from sweep.rules.ladder import ladder_points, measured_laws, predicted_loss
+from sweep.rules.ladder import ladder_points, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.scaling import predict
 from sweep.study.lookup import read_curve
 from sweep.verify.fit import vertex
@@ -356,3 +356,22 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
     assert code == 0, err
     lines = {line.split()[1]: line for line in out.splitlines() if "held" in line or "forced" in line}
     assert "OUTSIDE" in lines["forced"] and "OUTSIDE" not in lines["held"], out
+
+
+def test_the_tuning_compute_charges_every_study_of_the_sweep_at_its_own_width(tmp_path):
+    """A halving rung's narrow study (the one `--warm-start` read) is tuning too: the share counted only the study
+    transferred from (outside tester). 6·N·D per finished trial (Kaplan et al. 2020), N at the trial's own width;
+    a pruned trial up to its last report."""
+    from trainer.config import RunConfig
+
+    studies = []
+    for width, steps in ((32, 40), (64, 20)):
+        study = optuna.create_study()
+        cfg = RunConfig.parse({"model": {"name": "gpt", "width": width}, "batch_size": 4, "steps": steps})
+        study.add_trial(optuna.trial.create_trial(value=1.0, user_attrs={"config": cfg.to_yaml()}))
+        study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.PRUNED, intermediate_values={5: 2.0},
+                                                  user_attrs={"config": cfg.to_yaml()}))
+        studies.append(study)
+    tuning = tuning_compute(str(tmp_path), studies, lambda c: 1000.0 * c.model.width, 8, 1e12, "none")
+    expected = sum(6 * 1000.0 * w * (s + 5) * 4 * 8 for w, s in ((32, 40), (64, 20)))
+    assert tuning["proxy_flops"] == pytest.approx(expected) and tuning["share"] == pytest.approx(expected / 1e12)

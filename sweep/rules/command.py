@@ -9,6 +9,8 @@ the stored trial names: the storage may be someone else's.
 """
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -22,7 +24,7 @@ from sweep.rules import Change, Target, transfer_run
 from sweep.rules.ladder import measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.rules.roles import role_lines, role_records
-from sweep.study.lookup import locate, pick_trial, read_curve
+from sweep.study.lookup import load_studies, locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
 from sweep.verify.summary import read_summary
@@ -67,7 +69,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     params = [count_parameters(c.model.name, c.model.width, c.model.depth, "mup",
                                **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
     prediction = predicted_loss(root, name, params[1], full_tokens)
-    tuning = tuning_compute(root, study, params[0], tokens_per_example, 6 * params[1] * full_tokens, name)
+    tuning = tuning_compute(root, load_studies(name, url), cached_params(source.model_options()), tokens_per_example,
+                            6 * params[1] * full_tokens, name)
     provenance = Provenance(
         study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
         created_by=f"sweep transfer {package_version()}",
@@ -149,6 +152,21 @@ def measured_noise_scale(trial) -> float:
         return float(curve["noise_scale"].dropna().iloc[-1])
     raise InputError("--batch-rule noise: the proxy trial's curve holds no gradient noise scale "
                      "(eval.noise_scale_batches: 0); pick another rule or sweep with it on")
+
+
+def cached_params(options: dict) -> Callable[[RunConfig], float]:
+    """A trial config's parameter count (the data's model options under its own), counted once per shape."""
+    counts: dict[str, float] = {}
+
+    def params_of(c: RunConfig) -> float:
+        shape = {"name": c.model.name, "width": c.model.width, "depth": c.model.depth,
+                 "parametrization": c.model.parametrization, **options, **c.model.options}
+        key = json.dumps(shape, sort_keys=True, default=str)
+        if key not in counts:
+            counts[key] = count_parameters(c.model.name, c.model.width, c.model.depth, c.model.parametrization,
+                                           **{**options, **c.model.options})
+        return counts[key]
+    return params_of
 
 
 def check_one_step(config: RunConfig, tokens_per_example: int) -> None:

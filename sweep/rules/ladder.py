@@ -2,12 +2,13 @@
 predicted final loss (sweep/rules/scaling.py), and the compute the tuning spent.
 
 Compute: C ≈ 6·N·D per run (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1: forward and
-backward passes over D tokens of a model of N parameters), summed over the proxy sweep's trials (a finished
-trial's seeds × its tokens; a pruned one up to its last report) and every verify run (grid × seeds ×
-parametrizations × each axis value's tokens), as a share of the full run's.
+backward passes over D tokens of a model of N parameters), summed over the trials of every study of the sweep
+at its own width (a finished trial's seeds × its tokens; a pruned one up to its last report) and every verify
+run (grid × seeds × parametrizations × each axis value's tokens), as a share of the full run's.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -66,18 +67,21 @@ def predicted_loss(root: str, name: str, params: float, tokens: float) -> dict:
     return predict(np.array(n), np.array(d), np.array(loss), params, tokens)
 
 
-def tuning_compute(root: str, study: optuna.Study, proxy_params: float, tokens_per_example: int,
-                   full_flops: float, name: str) -> dict:
-    """{proxy, verify, full (FLOPs), share}: the tuning's compute against the full run's (module docstring)."""
+def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[RunConfig], float],
+                   tokens_per_example: int, full_flops: float, name: str) -> dict:
+    """{proxy, verify, full (FLOPs), share}: the tuning's compute against the full run's (module docstring).
+    `studies`: every study of the sweep (each width and parametrization: a narrower rung a warm start came from is
+    tuning too); `params_of`: a trial config's parameter count."""
     proxy = 0.0
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
-        cfg = RunConfig.from_yaml(t.user_attrs["config"]) if "config" in t.user_attrs else None
-        if cfg is None:
-            continue
-        steps = cfg.total_steps(tokens_per_example) if t.state == TrialState.COMPLETE else \
-            max(t.intermediate_values, default=0)
-        seeds = len(t.user_attrs.get("seed_values") or [1])
-        proxy += 6 * proxy_params * steps * cfg.batch_size * tokens_per_example * seeds
+    for study in studies:
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+            cfg = RunConfig.from_yaml(t.user_attrs["config"]) if "config" in t.user_attrs else None
+            if cfg is None:
+                continue
+            steps = cfg.total_steps(tokens_per_example) if t.state == TrialState.COMPLETE else \
+                max(t.intermediate_values, default=0)
+            seeds = len(t.user_attrs.get("seed_values") or [1])
+            proxy += 6 * params_of(cfg) * steps * cfg.batch_size * tokens_per_example * seeds
     verify = 0.0
     for path in sorted(Path(root).glob(f"{name}-verify-*/summary.json")):
         summary = load_summary(path, Path(root))
