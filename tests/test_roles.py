@@ -313,3 +313,13 @@ def test_coord_check_takes_role_settings_passes_in_mup_fails_in_sp_and_refuses_a
                            "--out", tmp_path / "never")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "the model has no embedding parameter" in err, err
     assert not (tmp_path / "never").exists()
+
+
+def test_progress_lines_tell_the_role_settings_apart():
+    """Each searched path by its shortest suffix no other path holds: the shipped per-module sweep printed
+    `lr_mult=5.7, lr_mult=1.4, …, embedding=0.26` (outside tester), four LR multipliers nobody could tell apart."""
+    from sweep.sweeps.live import short
+
+    params = {"optimizer.lr": 0.01, "optimizer.roles.embedding.lr_mult": 8.0, "optimizer.roles.hidden.lr_mult": 0.5,
+              "model.init.embedding": 2.0, "optimizer.beta2": 0.95}
+    assert short(params) == "lr=0.01, embedding.lr_mult=8, hidden.lr_mult=0.5, init.embedding=2, beta2=0.95"

@@ -20,7 +20,16 @@ REFRESH_S = 1.0
 
 
 def short(params: dict) -> str:
-    return ", ".join(f"{name.rsplit('.', 1)[-1] if '.' in name else name}={fmt(v)}" for name, v in params.items())
+    """`lr=0.01, embedding.lr_mult=8, init.embedding=2`: each name by its shortest dotted suffix that no other name
+    holds anywhere (so the role in `init.embedding` is not read as the embedding's LR)."""
+    def suffix(name: str) -> str:
+        parts = name.split(".")
+        for k in range(1, len(parts)):
+            tail = "." + ".".join(parts[-k:]) + "."
+            if not any(o != name and tail in f".{o}." for o in params):
+                return tail.strip(".")
+        return name
+    return ", ".join(f"{suffix(name)}={fmt(v)}" for name, v in params.items())
 
 
 def fmt(value) -> str:
