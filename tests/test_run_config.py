@@ -216,6 +216,10 @@ def test_unknown_key_is_one_line_starting_with_its_path_and_listing_the_allowed_
     ({"guard": {"window": 2**63}}, "guard.window:"),
     ({"guard": {"ring_size": 10**30}}, "guard.ring_size:"),
     ({"seed": 2**63}, "seed:"),
+    # a boolean where a number goes (pydantic's lax mode read `true` as 1; found by an outside tester)
+    ({"optimizer": {"roles": {"hidden": {"lr_mult": True}}}}, "optimizer.roles.hidden.lr_mult:"),
+    ({"optimizer": {"weight_decay": True}}, "optimizer.weight_decay:"),
+    ({"batch_size": False}, "batch_size:"),
 ])
 def test_out_of_range_value_names_its_key_and_the_bad_value(tmp_path, changes, start):
     with pytest.raises(ConfigError) as info:

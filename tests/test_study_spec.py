@@ -359,3 +359,12 @@ def test_a_setting_only_some_choices_read_is_accepted_under_their_when():
         "choices": ["adamw", "lion", "schedulefree_adamw"],
         "when": {"adamw": {"optimizer.eps": EPS, "schedule.kind": {"choices": ["constant", "cosine"]}}}}})
     prepare(parse_spec(spec), width=32, parametrization="mup", trials=None, storage=None, password_env=None)
+
+
+def test_a_boolean_is_in_no_numeric_range():
+    """`--enqueue optimizer.roles.embedding.lr_mult=true` ran a trial at 1.0 (a bool is an int to Python; outside
+    tester): no number range holds True or False."""
+    for raw in ({"low": 0.5, "high": 2.0}, {"low": 0, "high": 3, "type": "int"}, {"type": "halflife", "low": 0.5,
+                                                                                    "high": 700}):
+        param = parse_param(raw)
+        assert param.contains(1) and not param.contains(True) and not param.contains(False), raw

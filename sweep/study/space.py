@@ -86,7 +86,7 @@ class FloatParam(Param):
         return trial.suggest_float(name, self.low, self.high, log=self.log, step=self.step)
 
     def contains(self, value: Any) -> bool:
-        return isinstance(value, (int, float)) and self.low <= value <= self.high
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and self.low <= value <= self.high
 
     def extremes(self) -> list[Any]:
         return [self.low, self.high]
@@ -110,7 +110,7 @@ class IntParam(Param):
         return trial.suggest_int(name, self.low, self.high, log=self.log, step=self.step)
 
     def contains(self, value: Any) -> bool:
-        return isinstance(value, int) and self.low <= value <= self.high
+        return isinstance(value, int) and not isinstance(value, bool) and self.low <= value <= self.high
 
     def extremes(self) -> list[Any]:
         return [self.low, self.high]
@@ -201,7 +201,7 @@ class HalflifeParam(Param):
         return trial.suggest_float(name, self.low, self.high, log=self.log)
 
     def contains(self, value: Any) -> bool:
-        return isinstance(value, (int, float)) and self.low <= value <= self.high
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and self.low <= value <= self.high
 
     def beta(self, halflife: float, tokens_per_step: int) -> float:
         steps = halflife / tokens_per_step if self.unit == "tokens" else halflife

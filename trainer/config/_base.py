@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 
 
 class ConfigError(ValueError):
@@ -28,6 +28,23 @@ def check_name(value: str) -> str:
 Name = Annotated[str, AfterValidator(check_name)]
 
 
+def takes_bool(annotation) -> bool:
+    """Whether a field's type admits a boolean (bool itself, Any, or a union or Annotated holding one)."""
+    if annotation is bool or annotation is Any:
+        return True
+    if get_origin(annotation) is Literal:
+        return any(isinstance(v, bool) for v in get_args(annotation))
+    return any(takes_bool(a) for a in get_args(annotation) if not isinstance(a, (str, int, float)) or a is None)
+
+
 class Strict(BaseModel):
     # allow_inf_nan=False: a float field is finite whatever its bounds (`lr: .inf` passes `gt=0` otherwise)
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value, info: ValidationInfo):
+        """`lr_mult: true` read as 1 (pydantic's lax mode takes a bool for a number): a YAML typo trained."""
+        if isinstance(value, bool) and not takes_bool(cls.model_fields[info.field_name].annotation):
+            raise ValueError(f"a boolean is not allowed here (got {str(value).lower()})")
+        return value
