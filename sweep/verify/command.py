@@ -47,7 +47,7 @@ from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import VerifyRequest
 from sweep.verify.summary import axis_folder, certificate, interval_text, write_summary
 from trainer.atomic import atomic_path
-from trainer.config import RunConfig
+from trainer.config import RunConfig, check_name
 
 DEFAULT_MAX_DRIFT = 1.0
 
@@ -73,6 +73,7 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         raise InputError(f"--seeds: at least 1, got {r.seeds}")
     if not r.max_drift > 0:
         raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
+    check_study_names(spec, r.param, axis)
     chosen, source, width = settings(r, spec, axis)
     run, centre = base_values(spec, chosen, r.param, width)
     if axis.path == r.param:
@@ -112,6 +113,18 @@ def width_axis(widths: str) -> Axis:
     if width_list[0] < 1 or len(width_list) < 2:
         raise InputError(f"--widths: at least two positive widths, got {widths!r}")
     return Axis("width", tuple(float(w) for w in width_list))
+
+
+def check_study_names(spec: StudySpec, param: str, axis: Axis) -> None:
+    """A valid spec name can give a study name past the name rule once verify's suffix is added: one line."""
+    folder = axis_folder(spec.name, param, axis.name)
+    longest = max([folder, *(f"{folder}-{label(at)}" for at in axis.values if axis.name != "width")], key=len)
+    try:
+        check_name(longest)
+    except ValueError:
+        room = 100 - (len(longest) - len(spec.name))
+        raise InputError(f"name: this verify's study {longest[:40]}… is longer than 100 characters; a spec name of "
+                         f"at most {room} characters leaves room for its suffix") from None
 
 
 def settings(r: VerifyRequest, spec: StudySpec, axis: Axis) -> tuple[dict, str, int]:
