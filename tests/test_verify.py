@@ -105,7 +105,9 @@ def test_bad_verify_flags_are_one_line_and_write_nothing(tmp_path):
                            (["--values", ",".join(str(2 ** -k) for k in range(65))], "--values: 3 to 64 values"),
                            (["--values", "1e-3,x,3"], "--values: 'x' is not a number"),
                            (["--parametrizations", "mup,ntk"], "--parametrizations:"),
-                           (["--param", "model.width"], "search.model.width: set by the sweep"),
+                           (["--param", "model.width"], "--param model.width: set by the sweep"),
+                           (["--param", "optimizer.roles.embeding.lr_mult"],  # named the spec's search (tester)
+                            "--param optimizer.roles.embeding.lr_mult: not a RunConfig field"),
                            (["--trials-from", "best"], "study: no sweep named 'v'")):
         done = run_sweep(tmp_path, "verify", spec, *["--trials-from", "spec", "--widths", "32,64", *flags])
         assert done.returncode == 2, (flags, done.stdout, done.stderr)

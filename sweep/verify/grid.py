@@ -63,7 +63,7 @@ def grid_values(centre: float | None, values: str | None, span: str | None) -> l
 
 def base_values(spec: StudySpec, values: dict[str, Any], param: str, width: int) -> tuple[dict, Any]:
     """(the spec's run with `values` set except `param`, the value of `param` there or its default)."""
-    check_search_path(param)
+    check_search_path(param, f"--param {param}")
     run = dict(spec.run)
     for path, value in values.items():
         if path != param:
