@@ -81,14 +81,14 @@ def test_a_bad_halving_rate_is_refused():
 
 
 def test_a_halving_rung_on_the_command_line_runs_the_best_of_the_narrower_width_as_they_are(tmp_path):
-    """`sweep proxy --width 32 --warm-start 16 --warm-start-top 2 --trials 2`: the width-32 study trains exactly the
+    """`sweep proxy --width 32 --warm-start 16 --warm-start-top 5 --trials 2`: the width-32 study trains exactly the
     width-16 study's best 2, with their settings, each naming where it came from."""
     from tests.sweep_helpers import load, run_sweep, write_spec
 
     spec = write_spec(tmp_path, trials=3)
     assert run_sweep(tmp_path, "proxy", spec, "--width", "16", timeout=600).returncode == 0  # a bound for a loaded host
-    done = run_sweep(tmp_path, "proxy", spec, "--width", "32", "--warm-start", "16", "--warm-start-top", "2",
-                     "--trials", "2", timeout=600)
+    done = run_sweep(tmp_path, "proxy", spec, "--width", "32", "--warm-start", "16", "--warm-start-top", "5",
+                     "--trials", "2", timeout=600)  # a top past the trials asked enqueues only what runs (tester)
     assert done.returncode == 0, done.stdout + done.stderr
     narrow = sorted(load(tmp_path, width=16).trials, key=lambda t: (t.value, t.number))[:2]
     wide = load(tmp_path, width=32).trials

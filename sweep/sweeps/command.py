@@ -39,8 +39,9 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
     new = not study.get_trials(deepcopy=False)
     for params in enqueued:
         study.enqueue_trial(params, skip_if_exists=True)
-    if warm and new:  # enqueued once, into a new study
+    if warm and new:  # enqueued once, into a new study; never more than the trials asked (the rest would wait)
         source = study_name(job.spec.name, r.warm_start, job.parametrization)
+        warm = warm[:max(0, job.n_trials - len(enqueued))]
         for t in warm:
             study.enqueue_trial(t.params, user_attrs={"warm_start_from": f"{source}#{t.number}"})
         console.print(f"warm start: enqueued the best {len(warm)} trial(s) of width {r.warm_start}")
