@@ -229,6 +229,9 @@ CASES = {
     "spec-width-differs-from-existing-study": Case(existing_study_then(run={"model": {"width": 32}}),
                                                    ("run.model.width: 32 differs from 16", "tiny-w16-mup")),
     # ---- flags
+    "warm-start-from-a-storage-never-made": Case(proxy("--width", "32", "--warm-start", "16"),
+                                                 ("--warm-start: no study tiny-w16-mup",)),
+    "warm-start-top-alone": Case(proxy("--width", "32", "--warm-start-top", "2"), ("--warm-start-top:", "only with")),
     "width-zero": Case(proxy("--width", "0"), ("--width:", "must be a positive integer")),
     "width-negative": Case(proxy("--width", "-16"), ("--width:", "must be a positive integer")),
     "width-not-a-multiple-of-the-head-dim": Case(proxy("--width", "24"),

@@ -33,8 +33,8 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
     check_warm_start(r, job.width)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warm = best_of(job, r.warm_start, r.warm_start_top or 3) if r.warm_start is not None else []
     store = open_storage(job.storage)
-    warm = best_of(store, job, r.warm_start, r.warm_start_top or 3) if r.warm_start is not None else []
     study = open_study(job, store, create=True)  # after every refusal: a refused command leaves no study
     new = not study.get_trials(deepcopy=False)
     for params in enqueued:
@@ -86,15 +86,19 @@ def check_warm_start(r: SweepRequest, width: int) -> None:
                          "name a narrower study's width")
 
 
-def best_of(store, job: SweepJob, width: int, top: int) -> list[optuna.trial.FrozenTrial]:
+def best_of(job: SweepJob, width: int, top: int) -> list[optuna.trial.FrozenTrial]:
     """μP warm start: a narrower width's best settings are the best guess at this width (they transfer).
 
-    Its `top` best finished trials, to enqueue first. With `top` trials asked of this study, it is a rung of
-    successive halving across widths (`sweep.study.fidelity`).
+    Its `top` best finished trials, to enqueue first, read with the storage opened read-only (a missing one is
+    not created). With `top` trials asked of this study, it is a rung of successive halving across widths
+    (`sweep.study.fidelity`).
     """
     name = study_name(job.spec.name, width, job.parametrization)
+    missing = job.storage.file() is not None and not job.storage.file().is_file()
     try:
-        source = optuna.load_study(study_name=name, storage=store)
+        if missing:
+            raise KeyError(name)
+        source = optuna.load_study(study_name=name, storage=open_storage(job.storage, read_only=True))
     except KeyError:
         raise InputError(f"--warm-start: no study {name} in {job.storage.redacted}") from None
     if source.user_attrs.get("spec_hash") != job.spec.spec_hash():
