@@ -159,12 +159,10 @@ def cached_params(options: dict) -> Callable[[RunConfig], float]:
     counts: dict[str, float] = {}
 
     def params_of(c: RunConfig) -> float:
-        shape = {"name": c.model.name, "width": c.model.width, "depth": c.model.depth,
-                 "parametrization": c.model.parametrization, **options, **c.model.options}
-        key = json.dumps(shape, sort_keys=True, default=str)
+        m, merged = c.model, {**options, **c.model.options}
+        key = json.dumps([m.name, m.width, m.depth, m.parametrization, merged], sort_keys=True, default=str)
         if key not in counts:
-            counts[key] = count_parameters(c.model.name, c.model.width, c.model.depth, c.model.parametrization,
-                                           **{**options, **c.model.options})
+            counts[key] = count_parameters(m.name, m.width, m.depth, m.parametrization, **merged)
         return counts[key]
     return params_of
 

@@ -94,13 +94,13 @@ def best_of(job: SweepJob, width: int, top: int) -> list[optuna.trial.FrozenTria
     (`sweep.study.fidelity`).
     """
     name = study_name(job.spec.name, width, job.parametrization)
-    missing = job.storage.file() is not None and not job.storage.file().is_file()
+    absent = InputError(f"--warm-start: no study {name} in {job.storage.redacted}")
+    if job.storage.file() is not None and not job.storage.file().is_file():  # no storage file, so no study
+        raise absent
     try:
-        if missing:
-            raise KeyError(name)
         source = optuna.load_study(study_name=name, storage=open_storage(job.storage, read_only=True))
     except KeyError:
-        raise InputError(f"--warm-start: no study {name} in {job.storage.redacted}") from None
+        raise absent from None
     if source.user_attrs.get("spec_hash") != job.spec.spec_hash():
         raise InputError(f"--warm-start: study {name} was made from a different spec")
     complete = [t for t in source.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
