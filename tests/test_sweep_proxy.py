@@ -15,8 +15,9 @@ import pytest
 from optuna.trial import TrialState
 
 from sweep.study.study import counts
+from tests.rendezvous import GATED, REPO, rendezvous_env
 from tests.services import free_port, missing
-from tests.sweep_helpers import load, run_sweep, states, sweep_cmd, sweep_env, write_spec
+from tests.sweep_helpers import TINY_SPEC, load, run_sweep, states, sweep_cmd, sweep_env, write_spec
 
 
 def counted(study) -> int:
@@ -122,8 +123,10 @@ def test_two_processes_on_one_journal_study_run_every_trial_once(tmp_path):
 
 
 def test_two_workers_on_postgresql_and_the_password_is_never_written(tmp_path, postgres):
-    spec = write_spec(tmp_path, trials=4, name="pg")
-    env = sweep_env(tmp_path, PGPASS_SWEEP=postgres.password)
+    # each worker's first step waits for the other's: both train a trial however slowly either starts
+    spec = write_spec(tmp_path, trials=4, name="pg", run={"model": {**TINY_SPEC["run"]["model"], "name": GATED}})
+    env = sweep_env(tmp_path, PGPASS_SWEEP=postgres.password, PYTHONPATH=str(REPO),
+                    **rendezvous_env(tmp_path / "rendezvous", peers=2))
     done = run_sweep(tmp_path, "proxy", spec, "--width", "16", "--workers", "2", "--storage", postgres.url,
                      "--storage-password-env", "PGPASS_SWEEP", env=env)
     assert done.returncode == 0, done.stderr
@@ -136,6 +139,7 @@ def test_two_workers_on_postgresql_and_the_password_is_never_written(tmp_path, p
     assert all(t.user_attrs["reason"].startswith("surplus") for t in study.trials if not counts(t))  # a lost race
     workers = {t.system_attrs["sweep:worker"]["pid"] for t in ran}
     assert len(workers) == 2  # both workers ran trials
+    assert {int(p.name) for p in (tmp_path / "rendezvous").iterdir()} == workers  # no other process stepped
     secret = postgres.password.encode()
     for path in tmp_path.rglob("*"):
         if path.is_file():

@@ -19,21 +19,24 @@ from sweep.study.storage import open_storage
 from sweep.study.study import claim_once, counts, open_study, seed_by_first_trial
 from tests.fault.files import assert_whole_files, curve_steps
 from tests.fault.kill import fault_repeats
-from tests.sweep_helpers import load, sweep_cmd, sweep_env, write_spec
+from tests.rendezvous import GATED, REPO, rendezvous_env
+from tests.sweep_helpers import TINY_SPEC, load, sweep_cmd, sweep_env, write_spec
 
 LOGGED = [1, 5, 10, 15, 20]  # the tiny spec's logged steps
 
 
-def run_side_by_side(root: Path, commands: list[list]) -> None:
-    """Run `sweep …` commands at the same time, each as its own process; all must succeed."""
-    procs = [subprocess.Popen(sweep_cmd(*command), env=sweep_env(root), cwd=root, stdout=subprocess.PIPE,
+def run_side_by_side(root: Path, commands: list[list], peers: int) -> None:
+    """Run `sweep …` commands at the same time, each as its own process; all must succeed. The first step of
+    each of the `peers` workers waits for the others' (tests/rendezvous.py): each trains at least one trial."""
+    env = sweep_env(root, PYTHONPATH=str(REPO), **rendezvous_env(root / "rendezvous", peers))
+    procs = [subprocess.Popen(sweep_cmd(*command), env=env, cwd=root, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for command in commands]
     for proc in procs:
         out, err = proc.communicate(timeout=400)
         assert proc.returncode == 0, err
 
 
-def assert_each_trial_once(root: Path, storage: str, n_trials: int) -> None:
+def assert_each_trial_once(root: Path, storage: str, n_trials: int, peers: int) -> None:
     study = load(root, storage=storage)
     trials = study.get_trials(deepcopy=False)
     ran = [t for t in trials if counts(t)]
@@ -50,7 +53,7 @@ def assert_each_trial_once(root: Path, storage: str, n_trials: int) -> None:
         assert curve_steps(t.user_attrs["curves"]) == LOGGED  # each step once: no two workers wrote a curve
     assert len({tuple(sorted(t.params.items())) for t in ran}) == n_trials  # no point trained twice
     workers = {t.system_attrs[WORKER]["pid"] for t in ran}
-    assert len(workers) >= 2, "the trials ran one after another in one worker"
+    assert len(workers) == peers, "the trials ran one after another in one worker"
     assert any(a.datetime_start < b.datetime_complete and b.datetime_start < a.datetime_complete
                for a in ran for b in ran if a.system_attrs[WORKER] != b.system_attrs[WORKER])  # at the same time
     assert_whole_files(root / "tiny")
@@ -65,10 +68,10 @@ def commands(spec: Path, journal: str, form: str, k: int) -> list[list]:
 @pytest.mark.parametrize("form, k", fault_repeats([("workers", 2)], [("workers", 2), ("workers", 4), ("processes", 4)]))
 def test_k_workers_on_one_journal_study_train_each_requested_trial_once(tmp_path, form, k):
     n_trials = 2 * k + 1  # an odd count: the last place is raced for
-    spec = write_spec(tmp_path, trials=n_trials)
+    spec = write_spec(tmp_path, trials=n_trials, run={"model": {**TINY_SPEC["run"]["model"], "name": GATED}})
     journal = f"journal:{tmp_path / 'tiny.log'}"
-    run_side_by_side(tmp_path, commands(spec, journal, form, k))
-    assert_each_trial_once(tmp_path, journal, n_trials)
+    run_side_by_side(tmp_path, commands(spec, journal, form, k), peers=k)
+    assert_each_trial_once(tmp_path, journal, n_trials, peers=k)
 
 
 def test_workers_that_open_the_study_at_the_same_count_sample_different_points(tmp_path):
