@@ -301,6 +301,8 @@ def transfer_cmd(
                                      "(the law `sweep verify --across tokens=…` measured)"),
     depth_rule: str = typer.Option("model", help="depth: the model's own rule (depth_alpha) or fitted "
                                    "(the law `sweep verify --across depth=…` measured)"),
+    role_rule: str = typer.Option("kept", help="per-role multipliers: kept as tuned (μP's width-free reading), or "
+                                  "fitted (each by the width law `sweep verify --param PATH` measured)"),
     extrapolate: bool = typer.Option(False, help="apply a fitted law past 2× its measured range (flagged)"),
     warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
                                                      "fraction|tokens"),
@@ -322,7 +324,7 @@ def transfer_cmd(
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
-                    depth_rule=depth_rule, extrapolate=extrapolate)
+                    depth_rule=depth_rule, role_rule=role_rule, extrapolate=extrapolate)
     run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
                  password_env=storage_password_env, out=out, console=console, device_memory_gb=device_memory)
 

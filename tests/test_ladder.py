@@ -15,7 +15,7 @@ from sweep.errors import InputError
 from sweep.rules import Target, transfer_run
 from sweep.rules.command import combined, explain
 from sweep.rules.fitted import Law
-from sweep.rules.ladder import ladder_points, measured_laws, predicted_loss, tuning_compute
+from sweep.rules.ladder import ladder_points, measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.scaling import predict
 from sweep.study.lookup import read_curve
 from sweep.verify.fit import vertex
@@ -296,6 +296,7 @@ def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_
     done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
                      "--out", out)
     assert done.returncode == 0, done.stderr
+    assert "optimizer.lr starts from the trial's value" in " ".join(done.stdout.split())  # batch 32 not on the ladder
     cfg = RunConfig.load(out)
     (fitted,) = [r for r in cfg.provenance.laws if r["param"] == "optimizer.lr"]
     assert cfg.optimizer.lr == pytest.approx(fitted["after"]) and fitted["slope"] == pytest.approx(law["slope"])
@@ -375,3 +376,51 @@ def test_the_tuning_compute_charges_every_study_of_the_sweep_at_its_own_width(tm
     tuning = tuning_compute(str(tmp_path), studies, lambda c: 1000.0 * c.model.width, 8, 1e12, "none")
     expected = sum(6 * 1000.0 * w * (s + 5) * 4 * 8 for w, s in ((32, 40), (64, 20)))
     assert tuning["proxy_flops"] == pytest.approx(expected) and tuning["share"] == pytest.approx(expected / 1e12)
+
+
+def anchor_summary(root: Path, axis: str, source: str, optima: dict, poor: tuple = ()) -> None:
+    """A verify summary along `axis` from the settings of `source`: the μP optimum at each axis value (width 32,
+    depth 2; the token budget held across batch, the batch held across steps)."""
+    shapes = [{"at": float(v), "width": 32, "depth": 2, "batch_size": v if axis == "batch_size" else 32,
+               "tokens": 1280 if axis == "batch_size" else v * 32} for v in optima]
+    rows = [{"parametrization": "mup", axis: v, "optimum": o, "fitted": True, "poor_fit": v in poor}
+            for v, o in optima.items()]
+    write_summary(root / f"v-verify-lr-across-{axis}",
+                  {"source": source, "shapes": shapes, "optima": rows,
+                   "laws": {"mup": {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [float(v) for v in optima]}}})
+
+
+def test_a_fitted_law_starts_from_the_optimum_measured_at_the_proxys_point_not_the_trials_value(tmp_path):
+    """Classic bug (the winner's curse): the best of many single-seed trials sits off the optimum (issue 20's ladder:
+    the trial's LR 0.0033, the optimum measured at its point 0.0054), and a law that multiplies the trial's LR
+    carries the miss to the target. The anchor counts only vertices verify measured from this trial at the proxy's
+    width, depth, batch and tokens; both values stay in provenance."""
+    point = {"width": 32, "depth": 2, "batch_size": 32, "tokens": 1280}
+    anchor_summary(tmp_path, "batch_size", "v-w32-mup#3", {16: 0.01, 32: 0.02, 64: 0.03})
+    anchor_summary(tmp_path, "steps", "v-w32-mup#3", {20: 0.02, 40: 0.08, 80: 0.1})
+    assert measured_anchors(str(tmp_path), "v", "v-w32-mup#3", point) == {"optimizer.lr": {
+        "value": pytest.approx(0.04), "optima": [0.02, 0.08],
+        "sources": ["v-verify-lr-across-batch_size", "v-verify-lr-across-steps"]}}
+    assert measured_anchors(str(tmp_path), "v", "v-w32-mup#4", point) == {}  # another trial's settings
+    assert measured_anchors(str(tmp_path), "v", "v-w32-mup#3", {**point, "width": 64}) == {}  # another point
+    anchor_summary(tmp_path, "steps", "v-w32-mup#3", {20: 0.02, 40: 0.08, 80: 0.1}, poor=(40,))
+    assert measured_anchors(str(tmp_path), "v", "v-w32-mup#3", point)["optimizer.lr"]["optima"] == [0.02]
+
+    anchors = {"optimizer.lr": {"value": 0.04, "optima": [0.02, 0.08], "sources": ["a", "b"]}}
+    fitted = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1, laws=(LR_BATCH,),
+                          anchors=anchors)
+    assert fitted.config.optimizer.lr == pytest.approx(0.04 * 4 ** 0.4) and fitted.warnings == []
+    (anchor,) = [c for c in fitted.changes if c.rule == "anchor"]
+    assert (anchor.field, anchor.before, anchor.after) == ("optimizer.lr", 0.01, 0.04)
+    assert fitted.laws[0]["before"] == 0.04
+    # the AdamW timescale rule keeps 1/(η·λ) of the anchored pair (the pair the ladder measured): λ' = λ·(η/η')·(B'/B)
+    assert fitted.config.optimizer.weight_decay == pytest.approx(0.1 * 4 ** -0.4 * 4)
+    sqrt = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="sqrt"), 1, laws=(LR_BATCH,),
+                        anchors=anchors)
+    assert sqrt.config.optimizer.lr == pytest.approx(0.02)  # no fitted rule: the trial's value, as textbook rules do
+    bare = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1, laws=(LR_BATCH,),
+                        anchors={})
+    assert bare.config.optimizer.lr == pytest.approx(0.01 * 4 ** 0.4)
+    assert bare.warnings == ["optimizer.lr starts from the trial's value: no `sweep verify` of it from this trial "
+                             "measured the optimum at the proxy's own point, and the best of single-seed trials sits "
+                             "off it"]

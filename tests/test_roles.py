@@ -17,6 +17,7 @@ from proxies.data import open_data
 from proxies.optimizers import OPTIMIZERS
 from proxies.registry import build_model
 from sweep.coordcheck import check as cc
+from sweep.errors import InputError
 from trainer import config as run_config
 from trainer.build import build_net
 from trainer.checkpoint import list_checkpoints
@@ -278,6 +279,53 @@ def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp
     text = " ".join(done.stdout.split())
     assert "not verified: model.init.embedding" in text
     assert (f"drifts: {param}" in text) == (drift > 0.001) and (f"carried {param}" in text) == (drift <= 0.001)
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--role-rule", "fitted", "--out", out)
+    assert done.returncode == 0, done.stdout + done.stderr  # one seed on 3 values: a law without an interval
+    assert "--role-rule fitted: no per-role setting of the trial has a width law" in " ".join(done.stdout.split())
+    assert RunConfig.load(out).optimizer.roles == proxy.optimizer.roles
+
+
+def test_a_drifting_role_is_carried_by_its_measured_width_law_under_the_role_rule(tmp_path):
+    """Issue 21's drift (the embedding's LR optimum falls ~0.4 octave per doubling of width on the built-in corpus,
+    where μP's table keeps it): `--role-rule fitted` carries the multiplier by the law verify measured,
+    mult' = mult·(W'/W)^s, records it beside the value kept, refuses a width far past the measured ones, and by
+    default keeps it as tuned."""
+    from rich.console import Console
+
+    from sweep.rules import Target, transfer_run
+    from sweep.rules.command import explain
+    from sweep.rules.roles import role_laws, role_lines
+    from sweep.verify.summary import write_summary
+    from trainer.config import Provenance
+
+    proxy = RunConfig.parse({"model": {"name": "gpt", "width": 32, "depth": 1, "options": {"block_size": 16}},
+                             "data": {"kind": "synthetic-tokens", "seq_len": 16},
+                             "optimizer": {"lr": 0.01, "roles": {"embedding": {"lr_mult": 8.0}}}, "steps": 10})
+    law = {"slope": -0.4, "low": -0.6, "high": -0.2, "at": [32, 64, 128]}
+    write_summary(tmp_path / "v-verify-embedding-lr_mult", {"laws": {"mup": law}})
+    write_summary(tmp_path / "v-verify-init-readout", {"laws": {"mup": law}})  # a setting the trial leaves at 1
+    (found,) = role_laws(tmp_path, "v", proxy)
+    assert (found.param, found.axis, found.measured) == ("optimizer.roles.embedding.lr_mult", "width", (32, 128))
+    assert transfer_run(proxy, Target(width=128), 1, laws=(found,)).config.optimizer.roles.embedding.lr_mult == 8.0
+    fitted = transfer_run(proxy, Target(width=128, role_rule="fitted"), 1, laws=(found,))
+    assert fitted.config.optimizer.roles.embedding.lr_mult == pytest.approx(8.0 * 4 ** -0.4)
+    (record,) = fitted.laws
+    assert record["interval"] == pytest.approx([8.0 * 4 ** -0.6, 8.0 * 4 ** -0.2]) and record["textbook"] == {
+        "kept": 8.0}
+    assert fitted.config.optimizer.lr == 0.01  # the base LR and every other role as they were
+    with pytest.raises(InputError, match=r"--role-rule fitted: width 1024 is 8× past the widths 32–128 the law of "
+                                         r"optimizer.roles.embedding.lr_mult was measured over"):
+        transfer_run(proxy, Target(width=1024, role_rule="fitted"), 1, laws=(found,))
+    far = transfer_run(proxy, Target(width=1024, role_rule="fitted", extrapolate=True), 1, laws=(found,))
+    assert far.laws[0]["extrapolated"]
+    line = role_lines({found.param: {"value": 8.0, "fitted": 8.0 * 4 ** -0.4, "drift": 0.8, "widths": [32, 128],
+                                     "passed": False}})
+    assert line == [f"fitted {found.param}: 8 → {8.0 * 4 ** -0.4:.4g} by its width law (verify: drift 0.80 octaves "
+                    "over widths 32–128)"]
+    console = Console(width=300, record=True)
+    explain(Provenance(laws=fitted.laws, tuning={"proxy_flops": 1, "verify_flops": 1, "full_flops": 4, "share": 0.5}),
+            None, [], tmp_path / "spec.yaml", console)
+    assert f"fitted {found.param} across width: 8 → {8.0 * 4 ** -0.4:.4g}" in console.export_text()
 
 
 def load_trials(root):

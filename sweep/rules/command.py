@@ -21,9 +21,9 @@ from proxies.registry import count_parameters
 from sweep.errors import InputError
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
-from sweep.rules.ladder import measured_laws, predicted_loss, tuning_compute
+from sweep.rules.ladder import measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
-from sweep.rules.roles import role_lines, role_records
+from sweep.rules.roles import role_laws, role_lines, role_records
 from sweep.study.lookup import load_studies, locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
@@ -50,7 +50,12 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     tokens_per_example = source.tokens_per_example
     b_noise = measured_noise_scale(chosen) if target.batch_rule == "noise" else None
     root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
-    result = transfer_run(proxy, target, tokens_per_example, b_noise, measured_laws(root, name))
+    proxy_steps = proxy.total_steps(tokens_per_example)
+    point = {"width": proxy.model.width, "depth": proxy.model.depth, "batch_size": proxy.batch_size,
+             "tokens": proxy_steps * proxy.batch_size * tokens_per_example}
+    anchors = measured_anchors(root, name, f"{study.study_name}#{chosen.number}", point)
+    laws = measured_laws(root, name) + role_laws(root, name, proxy)
+    result = transfer_run(proxy, target, tokens_per_example, b_noise, laws, anchors)
     check_one_step(result.config, tokens_per_example)
 
     changes = list(result.changes)
@@ -65,6 +70,9 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
         changes.append(Change("full-run", "checkpoint.every", 0, every, why))
     verify = read_summary(root, name)
     roles = role_records(root, name, proxy)
+    for law in result.laws:
+        if law["param"] in roles and law["axis"] == "width":
+            roles[law["param"]]["fitted"] = law["after"]
     full_tokens = result.config.total_steps(tokens_per_example) * result.config.batch_size * tokens_per_example
     params = [count_parameters(c.model.name, c.model.width, c.model.depth, "mup",
                                **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
@@ -74,9 +82,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     provenance = Provenance(
         study=study.study_name, trial=chosen.number, storage=url.redacted, trial_value=chosen.value,
         created_by=f"sweep transfer {package_version()}",
-        proxy={"width": proxy.model.width, "depth": proxy.model.depth, "parametrization": proxy.model.parametrization,
-               "batch_size": proxy.batch_size, "steps": proxy.total_steps(tokens_per_example),
-               "tokens": proxy.total_steps(tokens_per_example) * proxy.batch_size * tokens_per_example},
+        proxy={**point, "parametrization": proxy.model.parametrization, "steps": proxy_steps},
         verify=verify_record(verify, roles), rules=[c.record() for c in changes], laws=result.laws,
         prediction=prediction, tuning=tuning)
     sized = with_sharding(result.config) if sharding is not None else result.config

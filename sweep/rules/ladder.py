@@ -42,6 +42,29 @@ def measured_laws(root: str, name: str) -> tuple[Law, ...]:
     return tuple(laws.values())
 
 
+def measured_anchors(root: str, name: str, source: str, point: dict) -> dict[str, dict]:
+    """{setting: {value, optima, sources}}: per setting of FITTED_PARAMS, the μP optima `sweep verify` (along any
+    axis) measured at the proxy's `point` ({width, depth, batch_size, tokens}) from the settings of `source`
+    (STUDY#TRIAL, the trial being transferred), and their geometric mean. Only fitted vertices count: an optimum
+    at the grid's edge, or a poor fit, is a bound, not a measurement. The point is in every ladder through it (the
+    width, batch and steps ladders all train the proxy's own shape): a value two ladders share is one run, once."""
+    anchors = {}
+    for param in FITTED_PARAMS:
+        optima, sources = [], []
+        for axis in ("width", "batch_size", "tokens", "steps", "depth"):
+            summary = read_summary(root, name, param, axis)
+            if not summary or summary.get("source") != source:
+                continue
+            at = {s["at"] for s in summary.get("shapes", []) if all(s.get(k) == v for k, v in point.items())}
+            rows = [r for r in summary["optima"] if r["parametrization"] == "mup" and r.get(axis) in at
+                    and r.get("fitted") and not r.get("poor_fit") and (r.get("optimum") or 0) > 0]
+            optima += [r["optimum"] for r in rows if r["optimum"] not in optima]  # one run in two ladders: once
+            sources += [axis_folder(name, param, axis)] * bool(rows)
+        if optima:
+            anchors[param] = {"value": float(np.exp(np.mean(np.log(optima)))), "optima": optima, "sources": sources}
+    return anchors
+
+
 def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[float]]:
     """(N, D, loss) of every μP axis value verify measured the LR across width, tokens or steps; the loss is the
     best grid point's (a run, not the vertex's value, which a coarse grid's parabola can put below any run)."""

@@ -1,7 +1,13 @@
 """The rules composed: a proxy trial's RunConfig and a target → the full-size RunConfig and what changed.
 
 Order (each step reads what the steps before it set; tests/test_transfer_rules.py holds it):
-1. width: μP keeps the base settings; the multipliers follow m = width / base width.
+0. anchor: a setting a fitted law will move starts from the optimum `sweep verify` measured at the proxy's own
+   point (its width, depth, batch and tokens, with the trial's other settings) where one was measured, not from
+   the trial's value: the best of many single-seed trials sits off the optimum (the winner's curse), and the law
+   was measured around the optimum.
+1. width: μP keeps the base settings; the multipliers follow m = width / base width. Under `--role-rule fitted` a
+   per-role multiplier whose optimum `sweep verify --param PATH` measured moving with width follows that law,
+   mult' = mult·(W'/W)^s (sweep/rules/fitted.py), where μP's table left a role's exponent off.
 2. depth: only under the proxy's own depth rule (`model.options.depth_alpha`, CompleteP).
 3. budget: the target's steps or tokens (default: the proxy's tokens).
 4. batch: `none`, `linear`, `sqrt` or `noise` sets the LR (sqrt also β₁, β₂, ε); then the fitted laws
@@ -37,6 +43,7 @@ from trainer.config import ConfigError, RunConfig
 BATCH_RULES = ("none", "linear", "sqrt", "noise", "fitted")
 HORIZON_RULES = ("none", "fitted")
 DEPTH_RULES = ("model", "fitted")
+ROLE_RULES = ("kept", "fitted")
 WARMUP_RULES = ("fraction", "tokens")
 BETA2_RULES = ("halflife", "none")
 SECOND_MOMENT_BETA2 = ("adamw", "adam_atan2", "schedulefree_adamw", "muon")  # optimizer.beta2: an Adam v EMA
@@ -58,12 +65,14 @@ class Target:
     weight_decay: str = "tokens"
     horizon: str = "none"  # the LR across the token budget: kept, or the fitted law
     depth_rule: str = "model"  # the model's own depth rule (depth_alpha), or the fitted law
+    role_rule: str = "kept"  # per-role multipliers kept (width-free under μP), or each by its measured width law
     extrapolate: bool = False  # apply a fitted law past EXTRAPOLATION× its measured range (flagged)
 
     def check(self) -> None:
         for flag, value, allowed in (("--batch-rule", self.batch_rule, BATCH_RULES),
                                      ("--horizon-rule", self.horizon, HORIZON_RULES),
                                      ("--depth-rule", self.depth_rule, DEPTH_RULES),
+                                     ("--role-rule", self.role_rule, ROLE_RULES),
                                      ("--warmup-rule", self.warmup, WARMUP_RULES),
                                      ("--beta2-rule", self.beta2, BETA2_RULES),
                                      ("--wd-rule", self.weight_decay, WEIGHT_DECAY_RULES)):
@@ -110,12 +119,18 @@ class _Edit:
 
 
 def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
-                 b_noise: float | None = None, laws: tuple[Law, ...] = ()) -> Transferred:
-    """Apply the rules in order (module docstring) to the proxy's RunConfig; bad targets are InputErrors."""
+                 b_noise: float | None = None, laws: tuple[Law, ...] = (),
+                 anchors: dict[str, dict] | None = None) -> Transferred:
+    """Apply the rules in order (module docstring) to the proxy's RunConfig; bad targets are InputErrors.
+    `anchors`: {setting: {value, optima, sources}} measured at the proxy's point (`sweep.rules.ladder`); None when
+    nobody looked (a setting without one is then carried from the trial without a remark)."""
     target.check()
     edit, warnings = _Edit(proxy), []
+    if anchors is not None:
+        proxy = _anchor(edit, proxy, target, laws, anchors, warnings)
     opt = proxy.optimizer
     _width(edit, proxy, target)
+    records = _roles(edit, proxy, target, laws, warnings)
     _depth(edit, proxy, target)
 
     batch, tps = proxy.batch_size, proxy.batch_size * tokens_per_example
@@ -133,7 +148,7 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
     ratios = {"batch_size": (batch, new_batch, target.batch_rule == "fitted"),
               "tokens": (proxy_steps * tps, new_steps * new_tps, target.horizon == "fitted"),
               "depth": (proxy.model.depth, edit.get("model.depth"), target.depth_rule == "fitted")}
-    records = _fitted(edit, target, laws, ratios, warnings)
+    records += _fitted(edit, target, laws, ratios, warnings)
     fitted = {r["param"] for r in records}
     sde = target.batch_rule == "fitted" and opt.name == "adamw" and kappa != 1
     if sde:
@@ -158,6 +173,52 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
     except ConfigError as err:
         raise InputError(f"transfer: the transferred config is invalid ({err})") from None
     return Transferred(config, edit.changes, warnings, records)
+
+
+def _anchor(edit: _Edit, proxy: RunConfig, target: Target, laws: tuple[Law, ...], anchors: dict[str, dict],
+            warnings: list[str]) -> RunConfig:
+    """Step 0: the proxy with each setting a fitted law will move at its measured optimum, where one was measured."""
+    asked = {"batch_size": target.batch_rule, "tokens": target.horizon, "depth": target.depth_rule}
+    moved = sorted({law.param for law in laws if asked.get(law.axis) == "fitted"})
+    update = {}
+    for param in moved:
+        field = param.removeprefix("optimizer.")
+        if param not in anchors:
+            warnings.append(f"{param} starts from the trial's value: no `sweep verify` of it from this trial measured "
+                            "the optimum at the proxy's own point, and the best of single-seed trials sits off it")
+            continue
+        anchor = anchors[param]
+        update[field] = anchor["value"]
+        optima = ", ".join(f"{v:.4g}" for v in anchor["optima"])
+        edit.set("anchor", param, anchor["value"],
+                 f"the optimum measured at the proxy's point (geometric mean of {optima}: "
+                 f"{', '.join(anchor['sources'])}) in place of the trial's, the best of single-seed trials")
+    return proxy.model_copy(update={"optimizer": proxy.optimizer.model_copy(update=update)}) if update else proxy
+
+
+def _roles(edit: _Edit, proxy: RunConfig, target: Target, laws: tuple[Law, ...], warnings: list[str]) -> list[dict]:
+    """Step 1 under `--role-rule fitted`: each per-role multiplier with a width law, by that law."""
+    found = {law.param: law for law in laws if law.axis == "width"}
+    if target.role_rule != "fitted":
+        return []
+    if not found:
+        warnings.append("--role-rule fitted: no per-role setting of the trial has a width law with an interval "
+                        "(`sweep verify SPEC --param optimizer.roles.ROLE.lr_mult`); every role kept as tuned")
+    records = []
+    for path, law in found.items():
+        times = law.beyond(target.width)
+        if times > EXTRAPOLATION and not target.extrapolate:
+            raise InputError(f"--role-rule fitted: width {target.width} is {times:.3g}× past the widths "
+                             f"{law.measured[0]:g}–{law.measured[1]:g} the law of {path} was measured over "
+                             f"(at most {EXTRAPOLATION:g}×); measure wider or pass --extrapolate")
+        value, ratio = edit.get(path), target.width / proxy.model.width
+        new, low, high = law.scale(value, ratio)
+        records.append(law.record(value, new, (low, high), ratio, times > EXTRAPOLATION, {"kept": value}))
+        edit.set("width.fitted", path, new,
+                 f"×({target.width}/{proxy.model.width})^{law.slope:.3f} [{law.low:.3f}, {law.high:.3f}] measured over "
+                 f"width {law.measured[0]:g}–{law.measured[1]:g} → [{low:.4g}, {high:.4g}]"
+                 + (" EXTRAPOLATED" if times > EXTRAPOLATION else ""))
+    return records
 
 
 def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict, warnings: list[str]) -> list[dict]:

@@ -4,13 +4,15 @@ A role's multipliers (`optimizer.roles.<role>.lr_mult`, `.weight_decay_mult`, `m
 under μP (a role's LR is base LR × μP multiplier × lr_mult), so the full run keeps the proxy's values. Whether
 each optimum really stays put is `sweep verify --param PATH`'s question; its summary, when there is one, goes into
 the full run's provenance (`provenance.verify.roles`), and a setting whose μP optimum drifted past verify's bound,
-or that was never verified, is reported by name rather than carried in silence.
+or that was never verified, is reported by name rather than carried in silence. Under `--role-rule fitted` a
+setting whose verify measured a width law with an interval follows it instead (`role_laws`, sweep/rules/plan.py).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from sweep.verify.summary import read_summary
+from sweep.rules.fitted import Law
+from sweep.verify.summary import axis_folder, has_interval, read_summary
 from trainer.config import RunConfig
 
 
@@ -38,6 +40,19 @@ def role_records(root: str | Path, spec_name: str, cfg: RunConfig) -> dict[str, 
     return records
 
 
+def role_laws(root: str | Path, spec_name: str, cfg: RunConfig) -> tuple[Law, ...]:
+    """The μP width law `sweep verify --param PATH` measured for each per-role setting of `cfg`, where it has an
+    interval."""
+    laws = []
+    for path in role_settings(cfg):
+        summary = read_summary(root, spec_name, path)
+        law = (summary or {}).get("laws", {}).get("mup")
+        if law is not None and has_interval(law):
+            laws.append(Law(path, "width", law["slope"], law["low"], law["high"], (min(law["at"]), max(law["at"])),
+                            axis_folder(spec_name, path), tuple(law.get("poor_at", ()))))
+    return tuple(laws)
+
+
 def role_lines(records: dict[str, dict]) -> list[str]:
     """One console line per carried role setting: verified and held, drifted, or not verified."""
     lines = []
@@ -45,10 +60,13 @@ def role_lines(records: dict[str, dict]) -> list[str]:
         if "passed" not in r:
             lines.append(f"[yellow]not verified[/]: {path} = {r['value']:.4g} carried from the proxy; "
                          f"`sweep verify SPEC --param {path}` checks that its optimum holds across width")
+        elif "fitted" in r:
+            lines.append(f"fitted {path}: {r['value']:.4g} → {r['fitted']:.4g} by its width law (verify: drift "
+                         f"{r['drift']:.2f} octaves over widths {r['widths'][0]}–{r['widths'][-1]})")
         elif r["passed"] is False:
             lines.append(f"[red]drifts[/]: {path} = {r['value']:.4g}: its μP optimum moved {r['drift']:.2f} octaves "
-                         f"over widths {r['widths'][0]}–{r['widths'][-1]}; carried as tuned, re-tune it nearer the "
-                         "target width")
+                         f"over widths {r['widths'][0]}–{r['widths'][-1]}; carried as tuned: `--role-rule fitted` "
+                         "carries it by its width law, or re-tune it nearer the target width")
         else:
             lines.append(f"carried {path} = {r['value']:.4g} (verify: drift {r['drift']:.2f} ± {r['noise']:.2f} "
                          "octaves)")
