@@ -9,6 +9,10 @@
   spread of its seeds) and the steps (b) needs to reach (a)'s final loss, as a fraction of the run.
 `--part drift`: each role's LR multiplier on an octave grid at half the proxy width, the proxy width and the target
   width; the drift of each fitted optimum from the narrowest to the target (goal ≤ 0.5 octave).
+`--part carry`: (b)'s best settings trained at the target with each role's LR multiplier carried by a width law,
+  mult' = mult·(W'/W)^s (`sweep transfer --role-rule fitted`'s rule, sweep/rules/fitted.py), against the same
+  settings kept as tuned (both trained here); s per role from `--slopes` (octaves per doubling of
+  width, e.g. the drift part's: embedding=-0.387,norm=-0.387), the same 2 training seeds.
 `--part sp`: SP tuned by its own LR grid at the target width against μP (a) and (b) there (the search part's runs).
 `--part fidelity`: the same global search (a) reaching the target width by four routes, each charged at every
   width's FLOPs (units: one trial at the target width): single-width TPE at the target; successive halving
@@ -43,6 +47,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from proxies.registry import build_model  # noqa: E402
+from sweep.rules.fitted import Law  # noqa: E402
 from sweep.study import fidelity  # noqa: E402
 from sweep.study.space import Space, parse_param, set_path  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402
@@ -274,9 +279,31 @@ def sp_part(args, root: Path) -> None:
               + " ".join(f"{v:.4f}" for v in losses))
 
 
+def carry_part(args, root: Path) -> None:
+    """--part carry (module docstring)."""
+    saved = json.loads(Path(args.out).read_text())
+    target, ratio = 4 * saved["proxy"], 4.0
+    slopes = {role: float(s) for role, _, s in (item.partition("=") for item in args.slopes.split(","))}
+    kept, carried = [], []
+    print(f"(b)'s best at width {target}: role LR multipliers kept, and carried ×4^s with s {slopes}")
+    for i, values in enumerate(saved["best"]["(b) global+roles"]):
+        moved = dict(values)
+        for role, slope in slopes.items():
+            path = f"optimizer.roles.{role}.lr_mult"
+            law = Law(path, "width", slope, slope, slope, (saved["proxy"] / 2, target), "--slopes")
+            moved[path] = law.scale(values.get(path, 1.0), ratio)[0]
+        as_tuned = [run(values, target, saved["steps"], root, seed=seed)[0] for seed in (0, 1)]
+        losses = [run(moved, target, saved["steps"], root, seed=seed)[0] for seed in (0, 1)]
+        kept, carried = kept + as_tuned, carried + losses
+        print(f"  sampler seed {i}: kept {as_tuned[0]:.4f} {as_tuned[1]:.4f} → carried {losses[0]:.4f} "
+              f"{losses[1]:.4f}", flush=True)
+    print(f"mean: kept {statistics.mean(kept):.4f}, carried {statistics.mean(carried):.4f} "
+          f"({statistics.mean(carried) - statistics.mean(kept):+.4f} nats)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("search", "fidelity", "drift", "sp"), required=True)
+    parser.add_argument("--part", choices=tuple(PARTS), required=True)
     parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "per_module.json"),
                         help="the search part's best settings and losses (written by --part search, read by drift, sp)")
     parser.add_argument("--proxy", type=int, default=32)
@@ -286,6 +313,8 @@ def main() -> None:
     parser.add_argument("--n0", type=int, default=9, help="fidelity: trials at the narrowest width")
     parser.add_argument("--drift-seeds", type=int, default=1, help="drift: training seeds per grid point")
     parser.add_argument("--roles", default="embedding,hidden,readout,norm", help="drift: the roles whose LR to scan")
+    parser.add_argument("--slopes", default="embedding=-0.387,norm=-0.387",
+                        help="carry: ROLE=octaves per doubling of width, comma-separated")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (2 on an otherwise idle 2-core machine)")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -296,7 +325,7 @@ def main() -> None:
     print(f"wall {time.perf_counter() - start:.0f} s")
 
 
-PARTS = {"search": search_part, "fidelity": fidelity_part, "drift": drift_part, "sp": sp_part}
+PARTS = {"search": search_part, "fidelity": fidelity_part, "drift": drift_part, "sp": sp_part, "carry": carry_part}
 
 if __name__ == "__main__":
     main()
