@@ -198,9 +198,9 @@ def _anchor(edit: _Edit, proxy: RunConfig, target: Target, laws: tuple[Law, ...]
 
 def _roles(edit: _Edit, proxy: RunConfig, target: Target, laws: tuple[Law, ...], warnings: list[str]) -> list[dict]:
     """Step 1 under `--role-rule fitted`: each per-role multiplier with a width law, by that law."""
-    found = {law.param: law for law in laws if law.axis == "width"}
     if target.role_rule != "fitted":
         return []
+    found = {law.param: law for law in laws if law.axis == "width"}
     if not found:
         warnings.append("--role-rule fitted: no per-role setting of the trial has a width law with an interval "
                         "(`sweep verify SPEC --param optimizer.roles.ROLE.lr_mult`); every role kept as tuned")
