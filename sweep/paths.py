@@ -39,8 +39,13 @@ def sweep_name(name: str, field: str) -> str:
 
 
 def inside_root(path: Path, root: Path, field: str) -> Path:
-    """`path` resolved (symlinks followed), refused unless it stays inside the resolved `root`."""
-    resolved, top = path.resolve(), root.resolve()
+    """`path` resolved (symlinks followed), refused unless it stays inside the resolved `root`; a link loop is
+    refused too."""
+    try:
+        resolved, top = path.resolve(), root.resolve()
+    except (OSError, RuntimeError) as err:  # RuntimeError: Python's own "Symlink loop from …"
+        raise InputError(f"{field}: {path} cannot be resolved ({type(err).__name__}: a symlink loop?); refused") \
+            from None
     if resolved != top and top not in resolved.parents:
         raise InputError(f"{field}: {path} leads out of the results root {top} (to {resolved}); refused")
     return resolved

@@ -21,9 +21,9 @@ from sweep.study.lookup import read_curve
 from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
 from sweep.verify.law import LEVEL, fit_law
-from sweep.verify.summary import certificate, interval_text, load_summary, write_summary
+from sweep.verify.summary import certificate, interval_text, load_summary, read_summary, write_summary
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
-from tests.sweep_helpers import run_sweep
+from tests.sweep_helpers import load, run_sweep
 from trainer.config import Provenance, RunConfig
 
 
@@ -89,14 +89,54 @@ def test_a_law_without_an_interval_claims_nothing_and_is_strict_json(tmp_path):
         parse_number("2^9999", "--values")
 
 
-@pytest.mark.parametrize("edit, field", [({"slope": 2000}, "slope"), ({"slope": "abc"}, "slope"),
-                                         ({"high": math.nan}, "high"), ({"at": []}, "at"), ({"at": [0, 32]}, "at")])
-def test_a_hand_edited_law_is_one_line_naming_its_field(tmp_path, edit, field):
-    """Found by an outside tester: these were an OverflowError, a TypeError, a ValueError, or (0) a config written."""
-    law = {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [16, 64], **edit}
-    (tmp_path / "summary.json").write_text(json.dumps({"laws": {"mup": law}}))
-    with pytest.raises(InputError, match=f"summary.json: law field {field}: .*; rerun the `sweep verify`"):
+GOOD = {"axis": "batch_size", "source": "v-w32-mup#0", "grid": [0.001, 0.1],
+        "laws": {"mup": {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [16, 64]}},
+        "shapes": [{"at": 16, "width": 32, "depth": 2, "batch_size": 16, "params": 1000, "tokens": 1280}],
+        "optima": [{"parametrization": "mup", "batch_size": 16, "optimum": 0.01, "fitted": True, "poor_fit": False}]}
+
+
+@pytest.mark.parametrize("edit, field", [
+    (("laws", "mup", "slope", 2000), "laws.mup.slope"), (("laws", "mup", "slope", "abc"), "laws.mup.slope"),
+    (("laws", "mup", "high", math.nan), "laws.mup.high"), (("laws", "mup", "at", []), "laws.mup.at"),
+    (("laws", "mup", "at", [0, 32]), "laws.mup.at"),
+    # found by a second outside tester: a string or a bool was read as a number, a missing key or a list where a
+    # number goes was a traceback, a slope outside its own interval was applied
+    (("laws", "mup", "slope", "0.45"), "laws.mup.slope"), (("laws", "mup", "at", ["16", "64"]), "laws.mup.at.0"),
+    (("laws", "mup", "slope", 5.0), "laws.mup"), (("optima", 0, "optimum", "0.006"), "optima.0.optimum"),
+    (("optima", 0, "optimum", True), "optima.0.optimum"), (("optima", 0, "optimum", -0.01), "optima.0.optimum"),
+    (("optima", 0, "parametrization", None), "optima.0.parametrization"), (("optima", 0, "batch_size", [16]), "optima"),
+    (("optima", {"a": 1}), "optima"), (("optima", 0, "x"), "optima.0"), (("shapes", "x"), "shapes"),
+    (("shapes", 0, "at", [8]), "shapes.0.at"), (("shapes", 0, "at", None), "shapes.0.at"),
+    (("source", 5), "source"), (("grid", ["a"]), "grid.0"), (("widths", ["32"]), "widths.0"),
+    (("parametrizations", {"mup": {"drift": "0.2"}}), "parametrizations.mup.drift")])
+def test_a_hand_edited_summary_is_one_line_naming_its_field(tmp_path, edit, field):
+    """Found by outside testers: these were an OverflowError, a TypeError, a KeyError, a ValueError, or a config
+    written from a value no verify could write."""
+    summary, (*where, last, value) = json.loads(json.dumps(GOOD)), edit
+    node = summary
+    for key in where:
+        node = node[key]
+    node[last] = value
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(InputError, match=f"summary.json: field {field}: .*; rerun the `sweep verify`"):
         load_summary(tmp_path / "summary.json", tmp_path)
+    (tmp_path / "summary.json").write_text(json.dumps(GOOD))
+    assert load_summary(tmp_path / "summary.json", tmp_path) == GOOD
+
+
+def test_a_summary_that_names_another_setting_or_axis_or_loops_is_refused(tmp_path):
+    folder = tmp_path / "v-verify-lr-across-batch_size"
+    write_summary(folder, {**GOOD, "param": "optimizer.weight_decay"})
+    with pytest.raises(InputError, match="field param: 'optimizer.weight_decay', where its folder holds "
+                                         "'optimizer.lr'"):
+        read_summary(tmp_path, "v", "optimizer.lr", "batch_size")
+    write_summary(folder, {**GOOD, "axis": "steps", "optima": [{**GOOD["optima"][0], "steps": 40}]})
+    with pytest.raises(InputError, match="field axis: 'steps', where its folder holds 'batch_size'"):
+        read_summary(tmp_path, "v", "optimizer.lr", "batch_size")
+    (folder / "summary.json").unlink()
+    (folder / "summary.json").symlink_to("summary.json")  # a link to itself
+    with pytest.raises(InputError, match="verify summary: .*summary.json cannot be resolved"):
+        read_summary(tmp_path, "v", "optimizer.lr", "batch_size")
 
 
 def test_one_seed_on_too_few_points_gives_no_interval_rather_than_a_false_one():
@@ -145,8 +185,16 @@ def test_a_fitted_batch_law_moves_adams_moments_by_the_sde_rule_unless_a_law_mea
 
 def test_a_target_past_the_measured_range_is_refused_unless_asked_and_then_flagged():
     target = Target(width=64, batch_size=256, batch_rule="fitted")  # 4× past the range 16–64
-    with pytest.raises(InputError, match=r"--batch-rule fitted: batch_size 256 is 4× past the range 16–64"):
+    with pytest.raises(InputError, match=r"--batch-rule fitted: batch_size 32 → 256 reaches 4× past the range 16–64"):
         transfer_run(PROXY, target, 1, laws=(LR_BATCH,))
+    # found by an outside tester: only the target's end was checked, so a law measured over batch 128–256 carried
+    # the proxy's batch 32 across 32–128, where nothing was measured
+    high = Law("optimizer.lr", "batch_size", 0.4, 0.3, 0.5, (128.0, 256.0), "v-verify-lr-across-batch_size")
+    with pytest.raises(InputError, match=r"batch_size 32 → 256 reaches 4× past the range 128–256"):
+        transfer_run(PROXY, target, 1, laws=(high,))
+    edge = Law("optimizer.lr", "batch_size", 0.4, 0.3, 0.5, (16.0, 63.99999999), "v-verify-lr-across-batch_size")
+    with pytest.raises(InputError, match=r"reaches more than 2× past the range 16–64 .* \(at most 2×\)"):
+        transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1, laws=(edge,))
     result = transfer_run(PROXY, Target(**{**target.__dict__, "extrapolate": True}), 1, laws=(LR_BATCH,))
     fitted = [c for c in result.changes if c.rule == "batch_size.fitted"]
     assert result.laws[0]["extrapolated"] and "EXTRAPOLATED" in fitted[0].formula
@@ -203,7 +251,7 @@ def test_a_tokens_and_a_steps_ladder_are_one_horizon_law_and_one_set_of_loss_poi
         optima = [{axis: v, "parametrization": "mup", "best_loss": loss}
                   for v, loss in zip(values, (3.0, 2.8, 2.7), strict=True)]
         law = {"slope": -0.3, "low": -0.5, "high": -0.1, "at": values}
-        summary = {"laws": {"mup": law}, "shapes": shapes, "optima": optima}
+        summary = {"axis": axis, "laws": {"mup": law}, "shapes": shapes, "optima": optima}
         write_summary(tmp_path / f"v-verify-lr-across-{axis}", summary)
     (horizon,) = measured_laws(str(tmp_path), "v")
     assert (horizon.axis, horizon.source, horizon.measured) == ("tokens", "v-verify-lr-across-tokens", (640, 2560))
@@ -298,6 +346,12 @@ def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_
     assert done.returncode == 0, done.stderr
     assert "optimizer.lr starts from the trial's value" in " ".join(done.stdout.split())  # batch 32 not on the ladder
     cfg = RunConfig.load(out)
+    other = next(t.number for t in load(tmp_path, "v", 32).trials if t.number != cfg.provenance.trial)
+    warned = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                       "--trial", str(other), "--out", tmp_path / "other.yaml")
+    assert warned.returncode == 0, warned.stderr  # found by an outside tester: another trial's law, applied silently
+    assert (f"the law of optimizer.lr across batch_size was measured from the settings of v-w32-mup#"
+            f"{cfg.provenance.trial}, not this trial's (v-w32-mup#{other})") in " ".join(warned.stdout.split())
     (fitted,) = [r for r in cfg.provenance.laws if r["param"] == "optimizer.lr"]
     assert cfg.optimizer.lr == pytest.approx(fitted["after"]) and fitted["slope"] == pytest.approx(law["slope"])
     assert fitted["before"] * 4 ** law["low"] == pytest.approx(min(fitted["interval"]))
@@ -386,7 +440,7 @@ def anchor_summary(root: Path, axis: str, source: str, optima: dict, poor: tuple
     rows = [{"parametrization": "mup", axis: v, "optimum": o, "fitted": True, "poor_fit": v in poor}
             for v, o in optima.items()]
     write_summary(root / f"v-verify-lr-across-{axis}",
-                  {"source": source, "shapes": shapes, "optima": rows,
+                  {"axis": axis, "source": source, "grid": [0.001, 0.2], "shapes": shapes, "optima": rows,
                    "laws": {"mup": {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [float(v) for v in optima]}}})
 
 
@@ -405,6 +459,8 @@ def test_a_fitted_law_starts_from_the_optimum_measured_at_the_proxys_point_not_t
     assert measured_anchors(str(tmp_path), "v", "v-w32-mup#3", {**point, "width": 64}) == {}  # another point
     anchor_summary(tmp_path, "steps", "v-w32-mup#3", {20: 0.02, 40: 0.08, 80: 0.1}, poor=(40,))
     assert measured_anchors(str(tmp_path), "v", "v-w32-mup#3", point)["optimizer.lr"]["optima"] == [0.02]
+    anchor_summary(tmp_path, "steps", "v-w32-mup#3", {20: 0.02, 40: 0.5, 80: 0.1})  # outside the grid 0.001–0.2
+    assert measured_anchors(str(tmp_path), "v", "v-w32-mup#3", point)["optimizer.lr"]["optima"] == [0.02]
 
     anchors = {"optimizer.lr": {"value": 0.04, "optima": [0.02, 0.08], "sources": ["a", "b"]}}
     fitted = transfer_run(PROXY, Target(width=64, batch_size=128, batch_rule="fitted"), 1, laws=(LR_BATCH,),
@@ -422,5 +478,5 @@ def test_a_fitted_law_starts_from_the_optimum_measured_at_the_proxys_point_not_t
                         anchors={})
     assert bare.config.optimizer.lr == pytest.approx(0.01 * 4 ** 0.4)
     assert bare.warnings == ["optimizer.lr starts from the trial's value: no `sweep verify` of it from this trial "
-                             "measured the optimum at the proxy's own point, and the best of single-seed trials sits "
-                             "off it"]
+                             "fitted an optimum at the proxy's own point (a vertex inside its grid, not a poor fit), "
+                             "and the best of single-seed trials sits off it"]

@@ -294,6 +294,7 @@ def test_a_drifting_role_is_carried_by_its_measured_width_law_under_the_role_rul
 
     from sweep.rules import Target, transfer_run
     from sweep.rules.command import explain
+    from sweep.rules.fitted import Law
     from sweep.rules.roles import role_laws, role_lines
     from sweep.verify.summary import write_summary
     from trainer.config import Provenance
@@ -313,9 +314,12 @@ def test_a_drifting_role_is_carried_by_its_measured_width_law_under_the_role_rul
     assert record["interval"] == pytest.approx([8.0 * 4 ** -0.6, 8.0 * 4 ** -0.2]) and record["textbook"] == {
         "kept": 8.0}
     assert fitted.config.optimizer.lr == 0.01  # the base LR and every other role as they were
-    with pytest.raises(InputError, match=r"--role-rule fitted: width 1024 is 8× past the widths 32–128 the law of "
-                                         r"optimizer.roles.embedding.lr_mult was measured over"):
+    with pytest.raises(InputError, match=r"--role-rule fitted: width 32 → 1024 reaches 8× past the range 32–128 the "
+                                         r"law of optimizer.roles.embedding.lr_mult was measured over"):
         transfer_run(proxy, Target(width=1024, role_rule="fitted"), 1, laws=(found,))
+    wide = Law(found.param, "width", -0.4, -0.6, -0.2, (128.0, 256.0), found.source)  # the proxy's 32 is 4× below
+    with pytest.raises(InputError, match=r"width 32 → 256 reaches 4× past the range 128–256"):
+        transfer_run(proxy, Target(width=256, role_rule="fitted"), 1, laws=(wide,))
     far = transfer_run(proxy, Target(width=1024, role_rule="fitted", extrapolate=True), 1, laws=(found,))
     assert far.laws[0]["extrapolated"]
     line = role_lines({found.param: {"value": 8.0, "fitted": 8.0 * 4 ** -0.4, "drift": 0.8, "widths": [32, 128],

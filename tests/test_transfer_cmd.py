@@ -58,6 +58,7 @@ def test_a_named_trial_is_taken_as_is(swept):
     (["--width", "64", "--batch-size", "8", "--batch-rule", "noise"], "--batch-rule noise: "),
     (["--width", "64", "--proxy-width", "32"], "study: sweep 'tiny' has no study at width 32"),
     (["--width", "64", "--role-rule", "measured"], "--role-rule: 'measured' is not one of kept, fitted"),
+    (["--width", "64", "--trial", "０"], "--trial: '０' is not 'best' nor a trial number"),  # a full-width digit
 ])
 def test_bad_transfer_inputs_are_one_line_exit_2_and_write_nothing(swept, flags, message):
     root, spec = swept

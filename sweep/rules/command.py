@@ -53,9 +53,13 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     proxy_steps = proxy.total_steps(tokens_per_example)
     point = {"width": proxy.model.width, "depth": proxy.model.depth, "batch_size": proxy.batch_size,
              "tokens": proxy_steps * proxy.batch_size * tokens_per_example}
-    anchors = measured_anchors(root, name, f"{study.study_name}#{chosen.number}", point)
+    this = f"{study.study_name}#{chosen.number}"
+    anchors = measured_anchors(root, name, this, point)
     laws = measured_laws(root, name) + role_laws(root, name, proxy)
     result = transfer_run(proxy, target, tokens_per_example, b_noise, laws, anchors)
+    result.warnings += [f"the law of {law['param']} across {law['axis']} was measured from the settings of "
+                        f"{law['trial'] or 'an unnamed source'}, not this trial's ({this})"
+                        for law in result.laws if law["trial"] != this]
     check_one_step(result.config, tokens_per_example)
 
     changes = list(result.changes)

@@ -25,20 +25,30 @@ class Law:
     measured: tuple[float, float]  # the axis values the law was measured over, in the axis's unit
     source: str  # the verify folder it came from
     poor_at: tuple[float, ...] = ()  # axis values whose optimum the grid did not resolve (sweep verify's poor fit)
+    trial: str | None = None  # the settings it was measured from (STUDY#TRIAL, or "spec")
 
     def scale(self, value: float, ratio: float) -> tuple[float, float, float]:
         """(θ', and the interval's ends) for θ at the proxy and v'/v = ratio."""
         ends = sorted((value * ratio ** self.low, value * ratio ** self.high))
         return value * ratio ** self.slope, ends[0], ends[1]
 
-    def beyond(self, target: float) -> float:
-        """How many times past the measured range `target` lies (1 inside it)."""
+    def beyond(self, *values: float) -> float:
+        """How many times past the measured range the farthest of `values` (the proxy's and the target's) lies (1
+        inside it): a law carries a setting from one end to the other, and both must be where it was measured."""
         low, high = self.measured
-        return max(low / target, target / high, 1.0)
+        return max(max(low / v, v / high) for v in (*values, low))
+
+    def past(self, values: tuple[float, ...], flag: str, what: str) -> str:
+        """The refusal of a carry more than EXTRAPOLATION× past the measured range (`beyond`)."""
+        times = self.beyond(*values)
+        shown = f"{times:.3g}×" if f"{times:.3g}" != f"{EXTRAPOLATION:g}" else f"more than {EXTRAPOLATION:g}×"
+        return (f"{flag} fitted: {what} {' → '.join(f'{v:g}' for v in values)} reaches {shown} past the range "
+                f"{self.measured[0]:g}–{self.measured[1]:g} the law of {self.param} was measured over "
+                f"(at most {EXTRAPOLATION:g}×); measure further or pass --extrapolate")
 
     def record(self, before: float, after: float, interval: tuple[float, float], ratio: float,
                extrapolated: bool, textbook: dict[str, float]) -> dict:
         return {"param": self.param, "axis": self.axis, "slope": self.slope, "interval_slope": [self.low, self.high],
                 "measured": list(self.measured), "ratio": ratio, "before": before, "after": after,
                 "interval": list(interval), "extrapolated": extrapolated, "textbook": textbook, "source": self.source,
-                "poor_at": list(self.poor_at)}
+                "poor_at": list(self.poor_at), "trial": self.trial}

@@ -15,6 +15,7 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from sweep.errors import InputError
 from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
 from sweep.verify.summary import axis_folder, has_interval, load_summary, read_summary
@@ -27,7 +28,7 @@ def measured_laws(root: str, name: str) -> tuple[Law, ...]:
     """The μP laws `sweep verify --across` measured for this sweep (LR, weight decay, β2 × batch, tokens or steps,
     depth), one per setting and axis; a steps law is measured in tokens (its runs' token counts), the unit a target's
     budget is in, so where both a tokens and a steps ladder exist (the same horizon, the batch held) the tokens one
-    is the law, never both: the horizon would move the setting twice."""
+    is the law, never both: the horizon would move the setting twice. Each names the trial it was measured from."""
     laws = {}
     for param in FITTED_PARAMS:
         for axis in ("batch_size", "tokens", "steps", "depth"):
@@ -36,10 +37,20 @@ def measured_laws(root: str, name: str) -> tuple[Law, ...]:
             law = (summary or {}).get("laws", {}).get("mup")
             if (param, unit) in laws or law is None or not has_interval(law):  # measured already, or not a law
                 continue
-            at = [s["tokens"] for s in summary["shapes"]] if axis in ("tokens", "steps") else law["at"]
+            at = horizon_tokens(summary, axis) if axis in ("tokens", "steps") else law["at"]
             laws[param, unit] = Law(param, unit, law["slope"], law["low"], law["high"], (min(at), max(at)),
-                                    axis_folder(name, param, axis), tuple(law.get("poor_at", ())))
+                                    axis_folder(name, param, axis), tuple(law.get("poor_at", ())),
+                                    summary.get("source"))
     return tuple(laws.values())
+
+
+def horizon_tokens(summary: dict, axis: str) -> list[float]:
+    """The token count of each value of a tokens or steps ladder (its shapes), the unit a horizon law is in."""
+    tokens = [s.get("tokens") for s in summary.get("shapes", [])]
+    if len(tokens) < 2 or None in tokens:
+        raise InputError(f"verify summary across {axis}: field shapes: each value's tokens are needed for the horizon "
+                         "law; rerun the `sweep verify` that wrote it")
+    return tokens
 
 
 def measured_anchors(root: str, name: str, source: str, point: dict) -> dict[str, dict]:
@@ -56,8 +67,10 @@ def measured_anchors(root: str, name: str, source: str, point: dict) -> dict[str
             if not summary or summary.get("source") != source:
                 continue
             at = {s["at"] for s in summary.get("shapes", []) if all(s.get(k) == v for k, v in point.items())}
-            rows = [r for r in summary["optima"] if r["parametrization"] == "mup" and r.get(axis) in at
-                    and r.get("fitted") and not r.get("poor_fit") and (r.get("optimum") or 0) > 0]
+            grid = summary.get("grid") or [0.0]
+            rows = [r for r in summary.get("optima", []) if r["parametrization"] == "mup" and r.get(axis) in at
+                    and r.get("fitted") and not r.get("poor_fit") and r.get("optimum")
+                    and min(grid) <= r["optimum"] <= max(grid)]
             optima += [r["optimum"] for r in rows if r["optimum"] not in optima]  # one run in two ladders: once
             sources += [axis_folder(name, param, axis)] * bool(rows)
         if optima:

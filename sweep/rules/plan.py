@@ -184,8 +184,9 @@ def _anchor(edit: _Edit, proxy: RunConfig, target: Target, laws: tuple[Law, ...]
     for param in moved:
         field = param.removeprefix("optimizer.")
         if param not in anchors:
-            warnings.append(f"{param} starts from the trial's value: no `sweep verify` of it from this trial measured "
-                            "the optimum at the proxy's own point, and the best of single-seed trials sits off it")
+            warnings.append(f"{param} starts from the trial's value: no `sweep verify` of it from this trial fitted "
+                            "an optimum at the proxy's own point (a vertex inside its grid, not a poor fit), and the "
+                            "best of single-seed trials sits off it")
             continue
         anchor = anchors[param]
         update[field] = anchor["value"]
@@ -206,11 +207,9 @@ def _roles(edit: _Edit, proxy: RunConfig, target: Target, laws: tuple[Law, ...],
                         "(`sweep verify SPEC --param optimizer.roles.ROLE.lr_mult`); every role kept as tuned")
     records = []
     for path, law in found.items():
-        times = law.beyond(target.width)
+        times = law.beyond(proxy.model.width, target.width)
         if times > EXTRAPOLATION and not target.extrapolate:
-            raise InputError(f"--role-rule fitted: width {target.width} is {times:.3g}× past the widths "
-                             f"{law.measured[0]:g}–{law.measured[1]:g} the law of {path} was measured over "
-                             f"(at most {EXTRAPOLATION:g}×); measure wider or pass --extrapolate")
+            raise InputError(law.past((proxy.model.width, target.width), "--role-rule", "width"))
         value, ratio = edit.get(path), target.width / proxy.model.width
         new, low, high = law.scale(value, ratio)
         records.append(law.record(value, new, (low, high), ratio, times > EXTRAPOLATION, {"kept": value}))
@@ -238,11 +237,9 @@ def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict, wa
                              f"{axis}; run `sweep verify SPEC --across {axis}=…` first (2+ seeds, or 5+ grid values "
                              "each, for an interval)")
         for law in found:
-            ratio, times = after / before, law.beyond(after)
+            ratio, times = after / before, law.beyond(before, after)
             if times > EXTRAPOLATION and not target.extrapolate:
-                raise InputError(f"{flags[axis]} fitted: {axis} {after:g} is {times:.3g}× past the range "
-                                 f"{law.measured[0]:g}–{law.measured[1]:g} the law of {law.param} was measured over "
-                                 f"(at most {EXTRAPOLATION:g}×); measure further or pass --extrapolate")
+                raise InputError(law.past((before, after), flags[axis], axis))
             undecided(law, flags[axis], warnings)
             value = edit.get(law.param)
             new, low, high = law.scale(value, ratio)

@@ -49,7 +49,7 @@ def role_laws(root: str | Path, spec_name: str, cfg: RunConfig) -> tuple[Law, ..
         law = (summary or {}).get("laws", {}).get("mup")
         if law is not None and has_interval(law):
             laws.append(Law(path, "width", law["slope"], law["low"], law["high"], (min(law["at"]), max(law["at"])),
-                            axis_folder(spec_name, path), tuple(law.get("poor_at", ()))))
+                            axis_folder(spec_name, path), tuple(law.get("poor_at", ())), summary.get("source")))
     return tuple(laws)
 
 

@@ -60,7 +60,7 @@ def pick_trial(name: str, url: StorageURL, *, width: int | None, parametrization
         if not complete:
             raise InputError(f"--trial: study {study.study_name} has no complete trial yet")
         return study, min(complete, key=lambda t: t.value)
-    if not trial.isdigit():
+    if not (trial.isascii() and trial.isdigit()):
         raise InputError(f"--trial: {trial!r} is not 'best' nor a trial number")
     chosen = next((t for t in study.get_trials(deepcopy=False) if t.number == int(trial)), None)
     if chosen is None:

@@ -14,7 +14,7 @@ import json
 import math
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from sweep.errors import InputError
 from sweep.paths import inside_root
@@ -87,39 +87,47 @@ def finite(tree):
 
 
 def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", axis: str = "width") -> dict | None:
+    """The summary of `param` across `axis`, None when verify never wrote it; one that says it holds another setting
+    or axis than its folder's is bad input."""
     path = Path(root) / axis_folder(spec_name, param, axis) / "summary.json"
-    return load_summary(path, Path(root)) if path.exists() or path.is_symlink() else None
+    if not (path.exists() or path.is_symlink()):
+        return None
+    summary = load_summary(path, Path(root))
+    for field, value in (("param", param), ("axis", axis)):
+        if summary.get(field, value) != value:
+            raise InputError(f"verify summary {path}: field {field}: {summary[field]!r}, where its folder holds "
+                             f"{value!r}; rerun the `sweep verify` that wrote it")
+    return summary
 
 
 def load_summary(path: Path, root: Path) -> dict:
-    """A summary.json under the results root (never through a link out of it); a broken one is bad input naming
-    it, as is a law whose interval runs backwards."""
+    """A summary.json under the results root (never through a link out of it), as `sweep verify` writes it: a
+    broken one is bad input naming it and its first bad field (`_Summary`); the values are read as they are."""
     inside_root(path, root, "verify summary")
     try:
         summary = json.loads(path.read_text()) if path.is_file() else None
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise InputError(f"verify summary {path}: unreadable ({type(err).__name__}); rerun the `sweep verify` that "
                          "wrote it") from None
-    laws = summary.get("laws", {}) if isinstance(summary, dict) else None
-    if not isinstance(laws, dict) or any(not isinstance(law, dict) for law in laws.values()):
+    if not isinstance(summary, dict):
         raise InputError(f"verify summary {path}: not a summary `sweep verify` writes; rerun it")
-    for law in laws.values():
-        try:
-            checked = _Law.model_validate(law)
-        except ValidationError as err:
-            where = ".".join(str(part) for part in err.errors()[0]["loc"])
-            raise InputError(f"verify summary {path}: law field {where}: {err.errors()[0]['msg']}; rerun the "
-                             "`sweep verify` that wrote it") from None
-        if checked.low is not None and checked.high is not None and checked.low > checked.high:
-            raise InputError(f"verify summary {path}: a law's interval runs backwards ({law['low']} > "
-                             f"{law['high']}); rerun the `sweep verify` that wrote it")
+    try:
+        _Summary.model_validate(summary)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InputError(f"verify summary {path}: field {where}: {first['msg']}; rerun the `sweep verify` that "
+                         "wrote it") from None
     return summary
+
+
+_STRICT = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)  # no string or bool read as a number
 
 
 class _Law(BaseModel):
     """What a reader relies on in a law: finite slopes within ±SLOPE_LIMIT (a larger one scales a setting by 2^64
-    per doubling: no law a grid can measure), and two or more positive axis values."""
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    per doubling: no law a grid can measure) inside their interval, and two or more positive axis values."""
+    model_config = _STRICT
     slope: float = Field(ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
     low: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
     high: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
@@ -132,3 +140,64 @@ class _Law(BaseModel):
         if any(not v > 0 for v in at):
             raise ValueError(f"axis values must be positive, got {at}")
         return at
+
+    @model_validator(mode="after")
+    def _inside(self) -> _Law:
+        if self.low is not None and self.high is not None and not self.low <= self.slope <= self.high:
+            raise ValueError(f"the slope {self.slope} lies outside its interval [{self.low}, {self.high}]")
+        return self
+
+
+class _Shape(BaseModel):
+    """One axis value's run shape: where `sweep transfer` looks for the proxy's own point."""
+    model_config = _STRICT
+    at: float = Field(gt=0)
+    width: int | None = Field(None, ge=1)
+    depth: int | None = Field(None, ge=1)
+    batch_size: int | None = Field(None, ge=1)
+    params: float | None = Field(None, gt=0)
+    tokens: float | None = Field(None, gt=0)
+
+
+class _Optimum(BaseModel):
+    """One axis value's optimum per parametrization: the vertex (null when none was fitted) and its losses."""
+    model_config = _STRICT
+    parametrization: str
+    optimum: float | None = Field(None, gt=0)
+    fitted: bool = False
+    poor_fit: bool = False
+    loss: float | None = None
+    best_loss: float | None = None
+
+
+class _Verdict(BaseModel):
+    """A parametrization's verdict across the axis: its drift and noise in octaves, and whether it passed."""
+    model_config = _STRICT
+    drift: float | None = None
+    noise: float | None = None
+    passed: bool | None = None
+
+
+class _Summary(BaseModel):
+    """The fields readers of a summary use (`sweep transfer`, `sweep report`, the demo), each of its type; every
+    optima row names its axis value, a positive number."""
+    model_config = _STRICT
+    param: str | None = None
+    axis: str | None = None
+    source: str | None = None
+    grid: list[float] = []
+    widths: list[int] = []
+    parametrizations: dict[str, _Verdict] = {}
+    laws: dict[str, _Law] = {}
+    shapes: list[_Shape] = []
+    optima: list[_Optimum] = []
+
+    @field_validator("optima")
+    @classmethod
+    def _rows_name_their_value(cls, optima: list[_Optimum], info: ValidationInfo) -> list[_Optimum]:
+        axis = info.data.get("axis") or "width"
+        for row in optima:
+            value = (row.model_extra or {}).get(axis)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"a row's {axis} must be a positive number, got {value!r}")
+        return optima
