@@ -499,5 +499,5 @@ def fail(err: Exception) -> NoReturn:
 
 
 def exit_with(line: str, code: int) -> NoReturn:
-    print(line, file=sys.stderr)
+    print(errors.printable(line), file=sys.stderr)
     sys.exit(code)

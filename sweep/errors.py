@@ -44,6 +44,12 @@ DISK_ERRNOS = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EDQUOT: "the dis
                errno.EROFS: "the file system is read-only (EROFS)"}
 
 
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (a newline, a terminal escape, a NUL) written as its
+    Python escape: a line made from a file's contents stays one line and cannot drive the user's terminal."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def is_bad_input(err: BaseException) -> bool:
     """Whether `err` is bad input: an InputError, or a DataError, ModelError, ResourceError or ConfigError from
     below."""

@@ -6,9 +6,12 @@
   `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed.
 - An output file (`--out`) is checked before any work: not an existing folder, its parent a writable folder
   (`check_writable`, shared with the trainer's own folders).
+- A JSON object the tool wrote there and reads back (`read_json`) is bad input when it is not one: unreadable,
+  not JSON, nested past Python's recursion limit, or another type.
 """
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -49,6 +52,20 @@ def inside_root(path: Path, root: Path, field: str) -> Path:
     if resolved != top and top not in resolved.parents:
         raise InputError(f"{field}: {path} leads out of the results root {top} (to {resolved}); refused")
     return resolved
+
+
+def read_json(path: Path, field: str) -> dict | None:
+    """The JSON object in `path`, None when there is no such file; anything else is an InputError naming it."""
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise InputError(f"{field}: {path} is unreadable ({type(err).__name__}); it is a file the tool writes") \
+            from None
+    if not isinstance(value, dict):
+        raise InputError(f"{field}: {path} holds a {type(value).__name__}, not the object the tool writes")
+    return value
 
 
 def kept_inside(paths: Iterable[Path], root: Path, field: str) -> list[Path]:

@@ -194,6 +194,9 @@ CASES = {
                                ("spec:", "must be a mapping of keys (name, run, search")),
     "spec-binary-garbage": Case(spec_text(GARBAGE), ("spec:", "YAML")),
     "spec-unknown-key": Case(proxy(serach={}), ("serach: unknown key", "allowed: name, trials, run, search")),
+    # an outside tester's terminal escape in a file reached stderr raw: every error line is printable, one line
+    "spec-unknown-key-holding-a-terminal-escape": Case(proxy(run={"optimizer": {"lr\x1b]0;pwn\x07\n": 0.01}}),
+                                                       ("run.optimizer.lr\\x1b]0;pwn\\x07\\n: unknown key",)),
     "spec-unknown-run-key": Case(proxy(run={"optimizer": {"lrr": 0.01}}),
                                  ("run.optimizer.lrr: unknown key", "allowed: name, lr, weight_decay")),
     "spec-wrong-type": Case(proxy(trials="many"), ("trials:", "valid integer", "'many'")),

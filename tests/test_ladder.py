@@ -2,6 +2,7 @@
 and the run held to it, on synthetic data and on real (tiny) runs."""
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,11 @@ def test_a_known_exponent_is_recovered_within_its_interval_at_the_stated_coverag
 def test_a_noiseless_ladder_has_the_exact_slope_and_no_width():
     law = fit_law(ladder(-0.3, np.random.default_rng(0), seeds=1, jitter=0, noise=0), "batch_size", resamples=50)
     assert law["slope"] == pytest.approx(-0.3, abs=1e-9) and law["high"] - law["low"] == pytest.approx(0, abs=1e-9)
+    # found by an outside tester: equal optima at every width fit a slope of -8e-17 with no width, and μP's
+    # certificate said the interval excluded 0: FAIL, beside a drift of 0.00 octaves
+    flat = {"slope": -8.1e-17, "low": -8.1e-17, "high": -8.1e-17, "at": [16, 32], "level": 0.95}
+    assert certificate("width", "mup", flat, 1.0)["passed"] is True
+    assert "holds 0" in certificate("width", "mup", flat, 1.0)["certificate"]
 
 
 def test_a_law_without_an_interval_claims_nothing_and_is_strict_json(tmp_path):
@@ -107,7 +113,10 @@ GOOD = {"axis": "batch_size", "source": "v-w32-mup#0", "grid": [0.001, 0.1],
     (("optima", 0, "parametrization", None), "optima.0.parametrization"), (("optima", 0, "batch_size", [16]), "optima"),
     (("optima", {"a": 1}), "optima"), (("optima", 0, "x"), "optima.0"), (("shapes", "x"), "shapes"),
     (("shapes", 0, "at", [8]), "shapes.0.at"), (("shapes", 0, "at", None), "shapes.0.at"),
-    (("source", 5), "source"), (("grid", ["a"]), "grid.0"), (("widths", ["32"]), "widths.0"),
+    (("source", 5), "source"), (("source", "t-w16-mup#0\u001b[31mRED\u0007"), "source"), (("grid", ["a"]), "grid.0"),
+    (("laws", "\u001b]0;pwn", {}), "laws.\\x1b]0;pwn.[key]"),
+    (("optima", 0, "parametrization", "μp"), "optima.0.parametrization"),
+    (("widths", ["32"]), "widths.0"),
     (("parametrizations", {"mup": {"drift": "0.2"}}), "parametrizations.mup.drift")])
 def test_a_hand_edited_summary_is_one_line_naming_its_field(tmp_path, edit, field):
     """Found by outside testers: these were an OverflowError, a TypeError, a KeyError, a ValueError, or a config
@@ -118,8 +127,10 @@ def test_a_hand_edited_summary_is_one_line_naming_its_field(tmp_path, edit, fiel
         node = node[key]
     node[last] = value
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    with pytest.raises(InputError, match=f"summary.json: field {field}: .*; rerun the `sweep verify`"):
+    with pytest.raises(InputError, match=f"summary.json: field {re.escape(field)}: .*; rerun the `sweep verify`") \
+            as err:
         load_summary(tmp_path / "summary.json", tmp_path)
+    assert str(err.value).isprintable()  # no terminal escape from the file reaches the screen
     (tmp_path / "summary.json").write_text(json.dumps(GOOD))
     assert load_summary(tmp_path / "summary.json", tmp_path) == GOOD
 
@@ -310,13 +321,15 @@ def test_the_scaling_law_is_recovered_from_synthetic_losses():
                         "not 1290; use whole numbers of steps"),
     ("width=16,1e9", "--across width: run.model.width"),
     ("batch_size=16,512", "--across batch_size=512: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
+    # found by an outside tester: --widths beside --across was dropped in silence
+    ("batch_size=16,32 --widths 32,64", "--widths: not used with --across batch_size=16,32"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({**SPEC, "run": {**SPEC["run"], "grad_accum": 4}}))
     before = sorted(tmp_path.rglob("*"))
-    code, out, err = run_cli("verify", spec, "--trials-from", "spec", "--across", across)
+    code, out, err = run_cli("verify", spec, "--trials-from", "spec", "--across", *across.split())
     assert code == 2 and err.count("\n") == 1 and message in err, (out, err)
     assert sorted(tmp_path.rglob("*")) == before
 
@@ -411,6 +424,22 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
     assert code == 0, err
     lines = {line.split()[1]: line for line in out.splitlines() if "held" in line or "forced" in line}
     assert "OUTSIDE" in lines["forced"] and "OUTSIDE" not in lines["held"], out
+    # found by an outside tester: a hand-edited prediction was a traceback (a string), or taken (a bool, NaN, an
+    # interval running backwards); a corrupt result.json was a traceback
+    config = runs["held"].run_dir() / "config.yaml"
+    text = config.read_text()
+    for edit, field in (("loss: 'abc'", "provenance.prediction.loss"), ("low: true", "provenance.prediction.low"),
+                        ("high: .nan", "provenance.prediction.high"), ("low: 200.0", "the interval runs backwards")):
+        key = edit.split(":")[0]
+        config.write_text(re.sub(rf"(\n\s+){key}: [^\n]*", rf"\g<1>{edit}", text, count=1))
+        for command in (("status",), ("compare", "held", "forced")):
+            code, out, err = run_cli(*command)
+            assert code == 2 and err.count("\n") == 1 and field in err, (edit, command, out, err)
+    config.write_text(text)
+    result = runs["held"].run_dir() / "result.json"
+    result.write_text("[" * 100_000 + "]" * 100_000)
+    code, out, err = run_cli("status")
+    assert code == 2 and err.count("\n") == 1 and "result.json is unreadable (RecursionError)" in err, (out, err)
 
 
 def test_the_tuning_compute_charges_every_study_of_the_sweep_at_its_own_width(tmp_path):
@@ -480,3 +509,15 @@ def test_a_fitted_law_starts_from_the_optimum_measured_at_the_proxys_point_not_t
     assert bare.warnings == ["optimizer.lr starts from the trial's value: no `sweep verify` of it from this trial "
                              "fitted an optimum at the proxy's own point (a vertex inside its grid, not a poor fit), "
                              "and the best of single-seed trials sits off it"]
+
+
+def test_an_integer_builder_option_can_be_an_axis():
+    """Found by an outside tester: `--across model.options.block_size=16,32` gave the builder 16.0, which it refused
+    as not a positive integer; a fractional option keeps its value."""
+    from sweep.verify.axis import parse_axis
+
+    run = {"model": {"name": "gpt", "options": {"block_size": 64}}}
+    assert parse_axis("model.options.block_size=16,32").apply(run, 16.0, 0)["model"]["options"]["block_size"] == 16
+    assert isinstance(parse_axis("model.options.block_size=16,32").apply(run, 16.0, 0)["model"]["options"][
+        "block_size"], int)
+    assert parse_axis("model.options.output_mult=0.5,2").apply(run, 0.5, 0)["model"]["options"]["output_mult"] == 0.5

@@ -63,3 +63,15 @@ def test_a_report_before_verify_and_transfer_says_which_command_makes_each_secti
     text = (tmp_path / "tiny" / "report.html").read_text()
     for command in ("sweep coord-check --model gpt", "sweep verify tiny", "sweep transfer tiny --width W"):
         assert f"not run yet: <code>{command}" in text
+    # found by an outside tester: a broken verify summary was refused only after the plots were written, and one
+    # nested past the recursion limit was a traceback
+    folder = tmp_path / "tiny-verify-lr"
+    folder.mkdir()
+    for broken in ('{"laws": {"mup": {"slope": "0.8", "at": [16, 32]}}}', "[" * 100_000 + "]" * 100_000):
+        (folder / "summary.json").write_text(broken)
+        shutil.rmtree(tmp_path / "tiny" / "plots", ignore_errors=True)
+        before = sorted(tmp_path.rglob("*"))
+        refused = run_sweep(tmp_path, "report", "tiny", "--out", tmp_path / "again.html")
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "verify summary" in refused.stderr
+        assert sorted(tmp_path.rglob("*")) == before  # no plot, no page

@@ -19,7 +19,7 @@ def read_meta(folder: Path) -> dict:
         return {}
     try:
         meta = json.loads(meta_path.read_text())
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise DataError(f"data.path: {meta_path} is not valid JSON ({err})") from None
     if not isinstance(meta, dict):
         raise DataError(f'data.path: {meta_path} must hold an object like {{"vocab_size": N}}')

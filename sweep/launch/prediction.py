@@ -9,16 +9,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from sweep.errors import InputError
+from trainer.config import RunConfig
+
+
+class _Prediction(BaseModel):
+    """What status and compare read of a prediction: finite numbers (not strings, not booleans), low ≤ high."""
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+    loss: float
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Prediction:
+        if self.low > self.high:
+            raise ValueError(f"the interval runs backwards ({self.low} > {self.high})")
+        return self
 
 
 def read_prediction(run_dir: str | Path) -> dict:
-    """The run's predicted loss record, {} when its config has none (a proxy, a run not transferred)."""
+    """The run's predicted loss record, {} when its config has none (a proxy, a run not transferred); a config
+    or a prediction that is not what `sweep transfer` writes is bad input naming the field."""
     path = Path(run_dir) / "config.yaml"
     if not path.is_file():
         return {}
-    config = yaml.safe_load(path.read_text()) or {}
-    return (config.get("provenance") or {}).get("prediction") or {}
+    prediction = RunConfig.load(path).provenance.prediction
+    if prediction:
+        try:
+            _Prediction.model_validate(prediction)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in ("provenance", "prediction", *first["loc"]))
+            raise InputError(f"{path}: {where}: {first['msg']}") from None
+    return prediction
 
 
 def held_to(prediction: dict, val_loss: float | None, final: bool) -> tuple[str, bool]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sweep.paths import curve_folder
+from sweep.paths import curve_folder, read_json
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 from trainer.curves import read_run
@@ -35,14 +35,12 @@ def write_record(cfg: RunConfig, record: dict) -> dict:
 
 
 def read_record(run_dir: Path) -> dict | None:
-    path = Path(run_dir) / RECORD
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(Path(run_dir) / RECORD, "launch record")
 
 
 def read_result(run_dir: Path) -> dict | None:
     """The trainer's result.json (status, step, losses, reason), once the run has ended."""
-    path = Path(run_dir) / "result.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(Path(run_dir) / "result.json", "run result")
 
 
 def finished_state(run_dir: Path) -> str | None:

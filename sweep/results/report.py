@@ -82,14 +82,19 @@ def verify_section(root: Path, name: str, spec: str) -> str:
     if summary is None:
         return missing(f"sweep verify {spec}")
     folder = root / verify_name(name, "optimizer.lr")
-    rows = "".join(f"<tr><td>{p}</td><td>{v['drift']:.2f}</td><td>±{v['noise']:.2f}</td>"
+    rows = "".join(f"<tr><td>{p}</td><td>{octaves(v.get('drift'))}</td><td>±{octaves(v.get('noise'))}</td>"
                    f"<td>{'' if v['passed'] is None else 'pass' if v['passed'] else 'FAIL'}</td></tr>"
                    for p, v in summary["parametrizations"].items())
-    return (f"<p>optimum of {summary['param']} across widths {summary['widths']}, {summary['seeds']} seed(s); "
-            f"bound {summary['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
+    shown = {key: html.escape(str(summary.get(key, "?"))) for key in ("param", "widths", "seeds", "max_drift")}
+    return (f"<p>optimum of {shown['param']} across widths {shown['widths']}, {shown['seeds']} seed(s); "
+            f"bound {shown['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
             f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
             + "".join(ladder_section(root, name, axis) for axis in ("batch_size", "tokens", "steps", "depth")))
+
+
+def octaves(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def ladder_section(root: Path, name: str, axis: str) -> str:
@@ -135,14 +140,15 @@ def build_report(spec_or_name: str, *, storage: str | None, password_env: str | 
     mup = [s for s in studies if s.user_attrs.get("parametrization") == "mup"] or studies
     proxy = mup[-1]  # the widest μP study
     model = proxy.user_attrs.get("spec", {}).get("run", {}).get("model", {}).get("name", "gpt")
-    plots = sweep_sections(proxy, root / name / "plots" / proxy.study_name)
+    verify = verify_section(root, name, spec_or_name)  # read (and refused when bad) before any plot is written
     transfer = transfer_section(root, name, spec_or_name)
+    plots = sweep_sections(proxy, root / name / "plots" / proxy.study_name)
     parts = [
         section("coord-check", "Coordinate check", coord_check_section(root, model)),
         section("history", f"Sweep history ({proxy.study_name})", plots["history"]),
         section("importance", "Parameter importance (PED-ANOVA)", plots["importance"]),
         section("parallel", "Parallel coordinates", plots["parallel"]),
-        section("verify", "Verify: the optimum across widths (Figure 1)", verify_section(root, name, spec_or_name)),
+        section("verify", "Verify: the optimum across widths (Figure 1)", verify),
         section("transfer", "Transferred config and its provenance", transfer),
         section("curves", "Full runs beside their proxy trials", proxy_vs_full_section(Scope(root, name, (url,)))),
     ]

@@ -2,12 +2,11 @@
 result.json; a run without a result is `unfinished`, its last step read off its curve parts' names."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from sweep.paths import inside_root
+from sweep.paths import inside_root, read_json
 from sweep.results.scope import Scope
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import PART
@@ -31,7 +30,7 @@ def run_row(run_dir: Path, root: Path) -> dict:
     except ConfigError as err:
         raise ConfigError(f"runs: {run_dir / 'config.yaml'}: {err}") from None
     result = inside_root(run_dir / "result.json", root, "runs")
-    done = json.loads(result.read_text()) if result.is_file() else {}
+    done = read_json(result, "runs") or {}
     curve = (run_dir.parent.parent / "curves" / f"study={cfg.output.study}" / f"kind={cfg.output.kind}"
              / f"run={run_dir.name}")
     prov = cfg.provenance

@@ -43,7 +43,9 @@ class Axis:
         elif self.name in ("tokens", "steps"):
             run = {**run, "steps": None, "tokens": None, self.name: int(at)}
         else:
-            run = set_path(run, self.path, int(at) if self.name in INTEGER else at)
+            # a builder option takes a whole value as the int a spec's YAML would give it (block_size, n_head)
+            whole = self.name in INTEGER or (self.path.startswith("model.options.") and float(at).is_integer())
+            run = set_path(run, self.path, int(at) if whole else at)
         return run
 
 

@@ -65,6 +65,9 @@ def parse_list(text: str, flag: str, cast=str) -> list:
 def run_verify(request: VerifyRequest, console: Console) -> int:
     r = request
     spec = load_spec(r.spec)
+    if r.across and r.widths != VerifyRequest.widths:
+        raise InputError(f"--widths: not used with --across {r.across} (the ladder runs at the proxy's width; "
+                         "widths are an axis of their own: --across width=…)")
     axis = parse_axis(r.across) if r.across else width_axis(r.widths)
     params = parse_list(r.parametrizations or ("mup,sp" if axis.name == "width" else "mup"), "--parametrizations")
     if any(p not in NAMES for p in params):

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from sweep.errors import InputError
+from sweep.errors import InputError, printable
 from sweep.paths import inside_root
 from trainer.atomic import atomic_path
 
 SLOPE_LIMIT = 64.0  # |slope| a law may have
+ROUNDING = 1e-9  # a slope this close to a rule's value is that value (floating-point noise of the fit)
 
 
 def verify_name(spec_name: str, param: str) -> str:
@@ -42,7 +44,7 @@ def certificate(axis: str, parametrization: str, law: dict, max_drift: float) ->
     """{certificate: one line, passed: bool | None} for a law {slope, low, high, at} along `axis`."""
     if not has_interval(law):
         return {"certificate": "no certificate without an interval (add seeds or grid values)", "passed": None}
-    low, high = law["low"], law["high"]
+    low, high = law["low"] - ROUNDING, law["high"] + ROUNDING  # equal optima fit a slope of ±1e-17, not a drift
     inside = "inside" if low <= 1 <= high else "outside"
     if axis == "width" and parametrization == "mup":
         band = max_drift / math.log2(max(law["at"]) / min(law["at"]))
@@ -106,7 +108,7 @@ def load_summary(path: Path, root: Path) -> dict:
     inside_root(path, root, "verify summary")
     try:
         summary = json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise InputError(f"verify summary {path}: unreadable ({type(err).__name__}); rerun the `sweep verify` that "
                          "wrote it") from None
     if not isinstance(summary, dict):
@@ -115,13 +117,15 @@ def load_summary(path: Path, root: Path) -> dict:
         _Summary.model_validate(summary)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
+        where = printable(".".join(map(str, first["loc"])))
         raise InputError(f"verify summary {path}: field {where}: {first['msg']}; rerun the `sweep verify` that "
                          "wrote it") from None
     return summary
 
 
 _STRICT = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)  # no string or bool read as a number
+SOURCE = r"^(spec|[A-Za-z0-9_][A-Za-z0-9._-]*#[0-9]+)$"  # where verify took its settings: the spec, or STUDY#TRIAL
+Parametrization = Literal["mup", "sp"]
 
 
 class _Law(BaseModel):
@@ -162,7 +166,7 @@ class _Shape(BaseModel):
 class _Optimum(BaseModel):
     """One axis value's optimum per parametrization: the vertex (null when none was fitted) and its losses."""
     model_config = _STRICT
-    parametrization: str
+    parametrization: Parametrization
     optimum: float | None = Field(None, gt=0)
     fitted: bool = False
     poor_fit: bool = False
@@ -184,11 +188,13 @@ class _Summary(BaseModel):
     model_config = _STRICT
     param: str | None = None
     axis: str | None = None
-    source: str | None = None
+    source: str | None = Field(None, pattern=SOURCE)  # printed: never a terminal escape from a hand-edited file
     grid: list[float] = []
+    seeds: int | None = Field(None, ge=1)
+    max_drift: float | None = Field(None, gt=0)
     widths: list[int] = []
-    parametrizations: dict[str, _Verdict] = {}
-    laws: dict[str, _Law] = {}
+    parametrizations: dict[Parametrization, _Verdict] = {}
+    laws: dict[Parametrization, _Law] = {}
     shapes: list[_Shape] = []
     optima: list[_Optimum] = []
 
