@@ -12,7 +12,8 @@ point of the averaged curve moves by a normal draw with the standard deviation o
 least-squares parabola through five around the best, which is 0 when the valley is an exact parabola). Each
 resample's curves go through the same vertex fit as the point estimate. With one seed and fewer than five
 finite points at some axis value neither noise is seen: the interval is NaN (not measured), and `sweep
-transfer` does not apply such a law.
+transfer` does not apply such a law. Where the resamples' percentiles leave the estimate out (a skewed resample
+distribution), the interval is widened to hold it.
 """
 from __future__ import annotations
 
@@ -69,5 +70,7 @@ def fit_law(points: pd.DataFrame, axis: str, resamples: int = RESAMPLES, seed: i
         if np.isfinite(tops).all():
             draws.append(slope(values, tops))
     low, high = np.quantile(draws, [(1 - LEVEL) / 2, (1 + LEVEL) / 2]) if draws else (np.nan, np.nan)
+    if draws:  # a skewed resample distribution can leave the estimate outside its percentiles: widened to hold it
+        low, high = min(low, estimate), max(high, estimate)
     return {"slope": estimate, "low": float(low), "high": float(high), "level": LEVEL,
             "at": [float(v) for v in values], "optimum_x": [float(v.x) for v in found]}

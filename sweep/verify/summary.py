@@ -147,7 +147,8 @@ class _Law(BaseModel):
 
     @model_validator(mode="after")
     def _inside(self) -> _Law:
-        if self.low is not None and self.high is not None and not self.low <= self.slope <= self.high:
+        if self.low is not None and self.high is not None and \
+                not self.low - ROUNDING <= self.slope <= self.high + ROUNDING:
             raise ValueError(f"the slope {self.slope} lies outside its interval [{self.low}, {self.high}]")
         return self
 
