@@ -26,7 +26,7 @@ from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.study.lookup import load_studies, locate
-from sweep.verify.summary import axis_folder, interval_text, read_summary, verify_name
+from sweep.verify.summary import axis_folder, interval_text, octaves, read_summary, verify_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 
@@ -91,10 +91,6 @@ def verify_section(root: Path, name: str, spec: str) -> str:
             f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
             + "".join(ladder_section(root, name, axis) for axis in ("batch_size", "tokens", "steps", "depth")))
-
-
-def octaves(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def ladder_section(root: Path, name: str, axis: str) -> str:

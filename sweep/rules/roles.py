@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep.rules.fitted import Law
-from sweep.verify.summary import axis_folder, has_interval, read_summary
+from sweep.verify.summary import axis_folder, has_interval, octaves, read_summary
 from trainer.config import RunConfig
 
 
@@ -33,8 +33,8 @@ def role_records(root: str | Path, spec_name: str, cfg: RunConfig) -> dict[str, 
         summary = read_summary(root, spec_name, path)
         record = {"value": value}
         if summary:
-            mup = summary["parametrizations"].get("mup", {})
-            record.update(widths=summary["widths"], drift=mup.get("drift"), noise=mup.get("noise"),
+            mup = summary.get("parametrizations", {}).get("mup", {})
+            record.update(widths=summary.get("widths", []), drift=mup.get("drift"), noise=mup.get("noise"),
                           passed=mup.get("passed"))
         records[path] = record
     return records
@@ -62,12 +62,16 @@ def role_lines(records: dict[str, dict]) -> list[str]:
                          f"`sweep verify SPEC --param {path}` checks that its optimum holds across width")
         elif "fitted" in r:
             lines.append(f"fitted {path}: {r['value']:.4g} → {r['fitted']:.4g} by its width law (verify: drift "
-                         f"{r['drift']:.2f} octaves over widths {r['widths'][0]}–{r['widths'][-1]})")
+                         f"{octaves(r['drift'])} octaves over widths {span(r['widths'])})")
         elif r["passed"] is False:
-            lines.append(f"[red]drifts[/]: {path} = {r['value']:.4g}: its μP optimum moved {r['drift']:.2f} octaves "
-                         f"over widths {r['widths'][0]}–{r['widths'][-1]}; carried as tuned: `--role-rule fitted` "
+            lines.append(f"[red]drifts[/]: {path} = {r['value']:.4g}: its μP optimum moved {octaves(r['drift'])} "
+                         f"octaves over widths {span(r['widths'])}; carried as tuned: `--role-rule fitted` "
                          "carries it by its width law, or re-tune it nearer the target width")
         else:
-            lines.append(f"carried {path} = {r['value']:.4g} (verify: drift {r['drift']:.2f} ± {r['noise']:.2f} "
-                         "octaves)")
+            lines.append(f"carried {path} = {r['value']:.4g} (verify: drift {octaves(r['drift'])} ± "
+                         f"{octaves(r['noise'])} octaves)")
     return lines
+
+
+def span(widths: list[int]) -> str:
+    return f"{widths[0]}–{widths[-1]}" if widths else "?"

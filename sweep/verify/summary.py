@@ -73,6 +73,11 @@ def interval_text(law: dict, digits: int = 3) -> str:
     return f"[{low:.{digits}f}, {high:.{digits}f}] ({law['level']:.0%} bootstrap)"
 
 
+def octaves(value: float | None) -> str:
+    """A drift or noise in octaves as shown: two decimals, or ? where verify measured none."""
+    return "?" if value is None else f"{value:.2f}"
+
+
 def write_summary(folder: Path, summary: dict) -> None:
     """summary.json as strict JSON: a number that is not finite (a law without an interval) is null."""
     with atomic_path(folder / "summary.json") as tmp:
