@@ -73,7 +73,8 @@ def test_the_verify_drift_reaches_the_provenance(swept, tmp_path):
     root, spec = swept
     folder = root / "tiny-verify-lr"
     folder.mkdir(exist_ok=True)
-    summary = {"param": "optimizer.lr", "widths": [16, 32], "grid": [1e-3], "seeds": 2, "source": "x", "max_drift": 1.0,
+    summary = {"param": "optimizer.lr", "widths": [16, 32], "grid": [1e-3], "seeds": 2, "source": "tiny-w16-mup#0",
+               "max_drift": 1.0,
                "parametrizations": {"mup": {"drift": 0.25, "noise": 0.1, "passed": True}}}
     (folder / "summary.json").write_text(json.dumps(summary))
     try:
