@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from sweep.errors import InputError, printable
-from sweep.paths import inside_root
+from sweep.paths import inside_root, read_json
 from trainer.atomic import atomic_path
 
 SLOPE_LIMIT = 64.0  # |slope| a law may have
@@ -111,13 +111,9 @@ def load_summary(path: Path, root: Path) -> dict:
     """A summary.json under the results root (never through a link out of it), as `sweep verify` writes it: a
     broken one is bad input naming it and its first bad field (`_Summary`); the values are read as they are."""
     inside_root(path, root, "verify summary")
-    try:
-        summary = json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise InputError(f"verify summary {path}: unreadable ({type(err).__name__}); rerun the `sweep verify` that "
-                         "wrote it") from None
-    if not isinstance(summary, dict):
-        raise InputError(f"verify summary {path}: not a summary `sweep verify` writes; rerun it")
+    summary = read_json(path, "verify summary")
+    if summary is None:  # a folder, a FIFO or a device where the file should be
+        raise InputError(f"verify summary: {path} is not a file `sweep verify` writes; rerun it")
     try:
         _Summary.model_validate(summary)
     except ValidationError as err:
