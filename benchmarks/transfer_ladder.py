@@ -2,7 +2,9 @@
 
 A μP gpt (depth 2, head dim 16, seq 64, cosine) on the built-in corpus. The proxy sweep tunes the LR at
 `--proxy-width` (batch 16, `--steps` steps); the ladder measures, at the proxy's width, the optimal LR across
-batch 16, 32 (tokens held) and across steps S/2, S, 2S (batch held), and across widths W, 2W for the loss law.
+batch 16, 32 (tokens held) and across steps S/2, S, 2S (batch held), and across widths W, 2W for the loss law,
+and across steps S, 2S at width 2W (the loss law's width × tokens term: the target sits off the cross the other
+ladders draw).
 `sweep transfer` then writes the target (width 4W, batch 32, twice the tokens) three ways: (a) no rule (the
 proxy's settings), (b) the textbook rules (square root across batch, Malladi et al. 2022; β2 half-life and AdamW
 timescale), (c) the fitted laws (batch and horizon). Each trains on `--seeds` seeds; the truth is a direct LR
@@ -70,9 +72,11 @@ def ladder(spec_path: Path, args, console: Console) -> None:
         sys.exit("sweep proxy failed")
     grid = f"{args.span},{args.grid}"
     widths = ",".join(str(int(w * 2.0 ** k)) for k in range(-args.narrower, 2))
-    for across in (f"width={widths}", f"batch_size={args.batches}", f"steps={s // 2},{s},{2 * s}"):
+    ladders = [(f"width={widths}", None), (f"batch_size={args.batches}", None), (f"steps={s // 2},{s},{2 * s}", None),
+               (f"steps={s},{2 * s}", 2 * w)]  # the second width: the loss law's width × tokens term
+    for across, at_width in ladders:
         code = run_verify(VerifyRequest(spec_path, across=across, span=grid, seeds=args.ladder_seeds,
-                                        parametrizations="mup", workers=args.workers), console)
+                                        parametrizations="mup", ladder_width=at_width, workers=args.workers), console)
         if code not in (0, 1):
             sys.exit(f"sweep verify --across {across} failed ({code})")
 
@@ -105,6 +109,8 @@ def main() -> None:
     parser.add_argument("--ladder-seeds", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=2, help="seeds per target run and direct point")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-direct", action="store_true", help="measure the rules and the prediction only, not "
+                        "the direct sweep at the target (the LR goals need it)")
     parser.add_argument("--root", default=str(Path(tempfile.gettempdir()) / "sweep-bench-ladder"))
     args = parser.parse_args()
     root = Path(args.root)
@@ -125,10 +131,16 @@ def main() -> None:
 def report(configs: dict[str, RunConfig], args) -> None:
     fitted, textbook = configs["fitted"], configs["textbook"]
     measured = {name: mean_loss(cfg, cfg.optimizer.lr, args.seeds) for name, cfg in configs.items()}
+    if args.skip_direct:
+        for name, (loss, seeds) in measured.items():
+            shown = ", ".join(f"{v:.4f}" for v in seeds)
+            print(f"{name:<10}{configs[name].optimizer.lr:>10.4g}{loss:>10.4f}   {shown}")
+        return predicted(fitted, measured["fitted"][0])
     direct = {}
     for k in np.arange(-1.5, 1.51, 0.5):
         lr = textbook.optimizer.lr * 2 ** k
         direct[lr] = mean_loss(textbook, lr, args.seeds)
+
     def others(cfg: RunConfig) -> dict:  # what the direct sweep holds fixed
         return {k: v for k, v in cfg.model_dump(mode="json").items() if k not in ("provenance", "output")} | \
             {"optimizer": {**cfg.optimizer.model_dump(mode="json"), "lr": None}}
@@ -149,14 +161,17 @@ def report(configs: dict[str, RunConfig], args) -> None:
     for law in fitted.provenance.laws:
         print(f"law {law['param']} across {law['axis']}: slope {law['slope']:.3f} "
               f"[{law['interval_slope'][0]:.3f}, {law['interval_slope'][1]:.3f}] over {law['measured']}")
+    predicted(fitted, measured["fitted"][0])
+    print(f"tuning compute share: {fitted.provenance.tuning['share']:.1%}")
+    print(f"fitted / direct best loss: {measured['fitted'][0] / best:.4f}")
+
+
+def predicted(fitted: RunConfig, loss: float) -> None:
     p = fitted.provenance.prediction
     if p:
-        loss = measured["fitted"][0]
         inside = p["low"] <= loss <= p["high"]
         print(f"predicted {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({p['form']}, {p['points']} points) vs "
               f"measured {loss:.4f}: error {abs(p['loss'] - loss) / loss:.2%}, {'inside' if inside else 'OUTSIDE'}")
-    print(f"tuning compute share: {fitted.provenance.tuning['share']:.1%}")
-    print(f"fitted / direct best loss: {measured['fitted'][0] / best:.4f}")
 
 
 if __name__ == "__main__":

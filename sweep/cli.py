@@ -267,6 +267,9 @@ def verify_cmd(
                                            "spec's defaults"),
     proxy_width: int | None = typer.Option(None, help="the sweep's width whose best trial is used "
                                                       "[default: its only one]"),
+    ladder_width: int | None = typer.Option(None, help="the width a ladder across another axis runs at, its own "
+                                            "folder …-across-AXIS-wWIDTH [default: the proxy's]; a steps ladder at a "
+                                            "second width lets `sweep transfer` fit the loss's width × tokens term"),
     max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
     backend: Backend = typer.Option(Backend.local, help="where the runs go"),
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
@@ -282,8 +285,9 @@ def verify_cmd(
 
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
-                            proxy_width=proxy_width, max_drift=max_drift, backend=backend.value, workers=workers,
-                            storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
+                            proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
+                            backend=backend.value, workers=workers, storage=storage,
+                            password_env=storage_password_env, backend_flags=backend_flags)
     raise typer.Exit(run_verify(request, console))
 
 

@@ -2,7 +2,8 @@
 
 coordinate check → a proxy sweep (the packaged example `demo`, width 32) → verify over widths 32, 64, 128
 (μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300,
-600 steps (batch held), 5 LRs each → transfer to width 256 at twice the batch and twice the tokens with the
+600 steps (batch held), and across 300, 600 steps at width 64 (the loss law's width × tokens term), 5 LRs
+each → transfer to width 256 at twice the batch and twice the tokens with the
 fitted laws, and the loss predicted from the ladder → `sweep launch` of that config on the local backend → the
 HTML report. It ends with two checks of the full run, the issue's promise for it: does it end below every proxy's
 loss, and inside its predicted interval? Either failing fails the demo (exit 1), as a failed coordinate check or
@@ -37,7 +38,7 @@ from trainer.config import RunConfig
 
 PROXY_WIDTH = 32
 VERIFY_WIDTHS = "32,64,128"
-LADDER = ("batch_size=16,32", "steps=150,300,600")
+LADDER = (("batch_size=16,32", None), ("steps=150,300,600", None), ("steps=300,600", 2 * PROXY_WIDTH))
 TARGET = Target(width=256, batch_size=32, tokens=2 * 300 * 16 * 64, batch_rule="fitted", horizon="fitted")
 
 
@@ -73,9 +74,9 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
         return verify_code
     header(3)
     best = load_best(spec)  # the grid: the best LR × 2^-2 … 2^2
-    for across in LADDER:
+    for across, width in LADDER:
         code = run_verify(VerifyRequest(spec, across=across, span=f"{best / 4},{best * 4},5", seeds=1,
-                                        workers=workers), console)
+                                        ladder_width=width, workers=workers), console)
         if code:
             return code
     header(4)

@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 from sweep.errors import InputError
 from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
-from sweep.verify.summary import axis_folder, has_interval, load_summary, read_summary
+from sweep.verify.summary import axis_folder, has_interval, ladder_widths, load_summary, read_summary
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
@@ -79,11 +79,14 @@ def measured_anchors(root: str, name: str, source: str, point: dict) -> dict[str
 
 
 def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[float]]:
-    """(N, D, loss) of every μP axis value verify measured the LR across width, tokens or steps; the loss is the
-    best grid point's (a run, not the vertex's value, which a coarse grid's parabola can put below any run)."""
+    """(N, D, loss) of every μP axis value verify measured the LR across width, tokens or steps (at the proxy's width
+    and at any other `--ladder-width`); the loss is the best grid point's (a run, not the vertex's value, which a
+    coarse grid's parabola can put below any run)."""
     points = {}  # one loss per (N, D): a tokens and a steps ladder at one batch train the same runs
-    for axis in ("width", "tokens", "steps"):
-        summary = read_summary(root, name, "optimizer.lr", axis)
+    ladders = [(axis, None) for axis in ("width", "tokens", "steps")]
+    ladders += [(axis, w) for axis in ("tokens", "steps") for w in ladder_widths(root, name, "optimizer.lr", axis)]
+    for axis, width in ladders:
+        summary = read_summary(root, name, "optimizer.lr", axis, width)
         if not summary or "shapes" not in summary:
             continue
         shapes = {s["at"]: s for s in summary["shapes"]}

@@ -76,15 +76,17 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         raise InputError(f"--seeds: at least 1, got {r.seeds}")
     if not r.max_drift > 0:
         raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
-    check_study_names(spec, r.param, axis)
     chosen, source, width = settings(r, spec, axis)
+    ladder = ladder_width(r, axis, width)
+    width = ladder or width
+    check_study_names(spec, r.param, axis, ladder)
     run, centre = base_values(spec, chosen, r.param, width)
     if axis.path == r.param:
         raise InputError(f"--across {axis.name}: the axis cannot be the setting on the grid (--param {r.param})")
     check_builder_named(model_name(run), spec, f"the settings from {source}")
     grid = grid_values(centre, r.values, r.span)
-    jobs = plan(spec, r, axis, run, grid, params, width)  # every value is checked before anything is written
-    out = Path(jobs[0][1].root) / axis_folder(spec.name, r.param, axis.name)
+    jobs = plan(spec, r, axis, run, grid, params, width, ladder)  # every value is checked before anything is written
+    out = Path(jobs[0][1].root) / axis_folder(spec.name, r.param, axis.name, ladder)
     inside_root(out, Path(jobs[0][1].root), "verify results")  # never written through a link out of the root
     executor = get_backend(r.backend, jobs[0][1].spec, r.workers, r.backend_flags)
     for _, job in jobs:
@@ -118,9 +120,22 @@ def width_axis(widths: str) -> Axis:
     return Axis("width", tuple(float(w) for w in width_list))
 
 
-def check_study_names(spec: StudySpec, param: str, axis: Axis) -> None:
+def ladder_width(r: VerifyRequest, axis: Axis, width: int) -> int | None:
+    """The width a ladder runs at when `--ladder-width` moves it off the proxy's (None: the proxy's own, the default
+    folder): a second width's ladder measures how the loss law's width and token terms interact."""
+    if r.ladder_width is None:
+        return None
+    if axis.name == "width":
+        raise InputError("--ladder-width: for a ladder across another axis (--across AXIS=…); across width the widths "
+                         "are the axis")
+    if r.ladder_width < 1:
+        raise InputError(f"--ladder-width: a positive width, got {r.ladder_width}")
+    return None if r.ladder_width == width else r.ladder_width
+
+
+def check_study_names(spec: StudySpec, param: str, axis: Axis, ladder: int | None) -> None:
     """A valid spec name can give a study name past the name rule once verify's suffix is added: one line."""
-    folder = axis_folder(spec.name, param, axis.name)
+    folder = axis_folder(spec.name, param, axis.name, ladder)
     longest = max([folder, *(f"{folder}-{label(at)}" for at in axis.values if axis.name != "width")], key=len)
     try:
         check_name(longest)
@@ -149,12 +164,12 @@ def settings(r: VerifyRequest, spec: StudySpec, axis: Axis) -> tuple[dict, str, 
 
 
 def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[float], params: list[str],
-         width: int) -> list[tuple[float, SweepJob]]:
+         width: int, ladder: int | None) -> list[tuple[float, SweepJob]]:
     """(axis value, job) for every study: one spec over the widths, or one spec per value of another axis."""
     def job(vspec: StudySpec, w: int, p: str) -> SweepJob:
         return prepare(vspec, width=w, parametrization=p, trials=None, storage=r.storage, password_env=r.password_env)
 
-    folder = axis_folder(spec.name, r.param, axis.name)
+    folder = axis_folder(spec.name, r.param, axis.name, ladder)
     if axis.name == "width":
         vspec = verify_spec(spec, folder, run, r.param, grid, r.seeds)
         try:

@@ -18,6 +18,7 @@ class VerifyRequest:
     seeds: int = 2
     trials_from: str = "best"  # the sweep's best trial, or the spec's defaults: best|spec
     proxy_width: int | None = None  # the sweep's width whose best trial is used [default: its only one]
+    ladder_width: int | None = None  # the width a ladder across another axis runs at [default: the proxy's]
     max_drift: float = 1.0  # octaves
     backend: str = "local"
     workers: int = 1

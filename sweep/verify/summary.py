@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -34,10 +35,13 @@ def verify_name(spec_name: str, param: str) -> str:
     return f"{spec_name}-verify-{parts[-1]}"
 
 
-def axis_folder(spec_name: str, param: str, axis: str = "width") -> str:
-    """NAME-verify-SETTING across width (as before axes existed), NAME-verify-SETTING-across-AXIS otherwise."""
+def axis_folder(spec_name: str, param: str, axis: str = "width", width: int | None = None) -> str:
+    """NAME-verify-SETTING across width (as before axes existed), NAME-verify-SETTING-across-AXIS otherwise, and
+    NAME-verify-SETTING-across-AXIS-wWIDTH for a ladder run at a width other than the proxy's (`--ladder-width`)."""
     name = verify_name(spec_name, param)
-    return name if axis == "width" else f"{name}-across-{axis.rsplit('.', 1)[-1]}"
+    if axis == "width":
+        return name
+    return f"{name}-across-{axis.rsplit('.', 1)[-1]}" + (f"-w{width}" if width is not None else "")
 
 
 def certificate(axis: str, parametrization: str, law: dict, max_drift: float) -> dict:
@@ -93,18 +97,28 @@ def finite(tree):
     return None if isinstance(tree, float) and not math.isfinite(tree) else tree
 
 
-def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", axis: str = "width") -> dict | None:
-    """The summary of `param` across `axis`, None when verify never wrote it; one that says it holds another setting
-    or axis than its folder's is bad input."""
-    path = Path(root) / axis_folder(spec_name, param, axis) / "summary.json"
+def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", axis: str = "width",
+                 width: int | None = None) -> dict | None:
+    """The summary of `param` across `axis` (at `width` for a ladder at another width than the proxy's), None when
+    verify never wrote it; one that says it holds another setting, axis or width than its folder's is bad input."""
+    path = Path(root) / axis_folder(spec_name, param, axis, width) / "summary.json"
     if not (path.exists() or path.is_symlink()):
         return None
     summary = load_summary(path, Path(root))
-    for field, value in (("param", param), ("axis", axis)):
+    held = (("param", param), ("axis", axis)) + ((("widths", [width]),) if width is not None else ())
+    for field, value in held:
         if summary.get(field, value) != value:
             raise InputError(f"verify summary {path}: field {field}: {summary[field]!r}, where its folder holds "
                              f"{value!r}; rerun the `sweep verify` that wrote it")
     return summary
+
+
+def ladder_widths(root: str | Path, spec_name: str, param: str, axis: str) -> list[int]:
+    """The widths other than the proxy's a ladder of `param` across `axis` was run at (`--ladder-width`), from
+    their folders' names: ROOT/NAME-verify-SETTING-across-AXIS-wWIDTH."""
+    folder = axis_folder(spec_name, param, axis)
+    found = (re.fullmatch(r"-w([1-9][0-9]{0,6})", path.name[len(folder):]) for path in Path(root).glob(f"{folder}-w*"))
+    return sorted(int(match.group(1)) for match in found if match)
 
 
 def load_summary(path: Path, root: Path) -> dict:
