@@ -75,3 +75,18 @@ def test_a_report_before_verify_and_transfer_says_which_command_makes_each_secti
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert "verify summary" in refused.stderr
         assert sorted(tmp_path.rglob("*")) == before  # no plot, no page
+
+
+def test_a_ladder_at_a_second_width_has_its_own_section_beside_the_proxys(tmp_path):
+    """Each ladder folder shows its law: the proxy width's, and a second width's (`--ladder-width`) titled by it."""
+    from sweep.results.report import ladder_section
+    from sweep.verify.summary import write_summary
+
+    for folder, width in (("tiny-verify-lr-across-steps", 16), ("tiny-verify-lr-across-steps-w32", 32)):
+        law = {"slope": -0.25 * width / 16, "low": -1.0, "high": 0.0, "at": [20, 40], "certificate": "horizon",
+               "level": 0.95}
+        write_summary(tmp_path / folder, {"axis": "steps", "widths": [width], "laws": {"mup": law}})
+        (tmp_path / folder / "figure1.png").write_bytes(b"\x89PNG")
+    proxy, second = ladder_section(tmp_path, "tiny", "steps", None), ladder_section(tmp_path, "tiny", "steps", 32)
+    assert "<h3>across steps</h3>" in proxy and "s = -0.250" in proxy
+    assert "<h3>across steps at width 32</h3>" in second and "s = -0.500" in second

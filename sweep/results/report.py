@@ -26,7 +26,7 @@ from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.study.lookup import load_studies, locate
-from sweep.verify.summary import axis_folder, interval_text, octaves, read_summary, verify_name
+from sweep.verify.summary import axis_folder, interval_text, ladder_widths, octaves, read_summary, verify_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 
@@ -90,17 +90,20 @@ def verify_section(root: Path, name: str, spec: str) -> str:
             f"bound {shown['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
             f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
-            + "".join(ladder_section(root, name, axis) for axis in ("batch_size", "tokens", "steps", "depth")))
+            + "".join(ladder_section(root, name, axis, width) for axis in ("batch_size", "tokens", "steps", "depth")
+                      for width in (None, *ladder_widths(root, name, "optimizer.lr", axis))))
 
 
-def ladder_section(root: Path, name: str, axis: str) -> str:
-    """A `sweep verify --across AXIS` law, its certificate and its Figure 1 ("" when not measured)."""
-    summary = read_summary(root, name, axis=axis)
+def ladder_section(root: Path, name: str, axis: str, width: int | None) -> str:
+    """A `sweep verify --across AXIS` law (at a second width: `--ladder-width`), its certificate and its Figure 1
+    ("" when not measured)."""
+    summary = read_summary(root, name, axis=axis, width=width)
     law = (summary or {}).get("laws", {}).get("mup")
     if not law:
         return ""
-    folder = root / axis_folder(name, "optimizer.lr", axis)
-    return (f"<h3>across {html.escape(axis)}</h3><p>optimal LR ∝ {html.escape(axis)}^s, s = {law['slope']:.3f} "
+    folder = root / axis_folder(name, "optimizer.lr", axis, width)
+    at = f" at width {width}" if width else ""
+    return (f"<h3>across {html.escape(axis)}{at}</h3><p>optimal LR ∝ {html.escape(axis)}^s, s = {law['slope']:.3f} "
             f"{html.escape(interval_text(law))}; "
             f"{html.escape(law['certificate'])}</p>"
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), f"figure 1 across {axis}"))

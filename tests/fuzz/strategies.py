@@ -543,6 +543,7 @@ VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_
         "--seeds": ["1", "0"],
         "--trials-from": ["spec", "best", "worst"],
         "--max-drift": ["1", "nan", "-1"],
+        "--ladder-width": ["16", "32", "0", "-8", "x"],
         "--workers": ["1", "0"],
     },
     "transfer": {
