@@ -109,8 +109,8 @@ def main() -> None:
     parser.add_argument("--ladder-seeds", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=2, help="seeds per target run and direct point")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--skip-direct", action="store_true", help="measure the rules and the prediction only, not "
-                        "the direct sweep at the target (the LR goals need it)")
+    parser.add_argument("--skip-direct", action="store_true", help="train the fitted config only, for the prediction "
+                        "(no other rule, no direct sweep at the target: the LR goals need them)")
     parser.add_argument("--root", default=str(Path(tempfile.gettempdir()) / "sweep-bench-ladder"))
     args = parser.parse_args()
     root = Path(args.root)
@@ -130,7 +130,8 @@ def main() -> None:
 
 def report(configs: dict[str, RunConfig], args) -> None:
     fitted, textbook = configs["fitted"], configs["textbook"]
-    measured = {name: mean_loss(cfg, cfg.optimizer.lr, args.seeds) for name, cfg in configs.items()}
+    measured = {name: mean_loss(cfg, cfg.optimizer.lr, args.seeds) for name, cfg in configs.items()
+                if name == "fitted" or not args.skip_direct}
     if args.skip_direct:
         for name, (loss, seeds) in measured.items():
             shown = ", ".join(f"{v:.4f}" for v in seeds)

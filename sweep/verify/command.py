@@ -146,7 +146,8 @@ def check_study_names(spec: StudySpec, param: str, axis: Axis, ladder: int | Non
 
 
 def settings(r: VerifyRequest, spec: StudySpec, axis: Axis) -> tuple[dict, str, int]:
-    """(the chosen trial's values, where they came from, the width the grid runs at when the axis is not width)."""
+    """(the chosen trial's values, where they came from, the proxy's width: the one the grid runs at when the axis
+    is not width, unless `--ladder-width` moves it)."""
     width = r.proxy_width
     if r.trials_from == "best":
         name, url = locate(str(r.spec), storage=r.storage, password_env=r.password_env)
@@ -158,9 +159,9 @@ def settings(r: VerifyRequest, spec: StudySpec, axis: Axis) -> tuple[dict, str, 
     width = width or get_path(spec.run, "model.width")
     if axis.name == "width":
         return chosen, source, int(axis.values[0])
-    if width is None:
+    if width is None and r.ladder_width is None:
         raise InputError(f"--proxy-width: the width to verify across {axis.name} at (or set run.model.width)")
-    return chosen, source, int(width)
+    return chosen, source, int(width or r.ladder_width)
 
 
 def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[float], params: list[str],
