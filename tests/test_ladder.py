@@ -40,6 +40,20 @@ def test_the_vertex_loss_never_sits_above_the_best_run_point_on_an_asymmetric_va
     assert exact.residual == pytest.approx(0.0, abs=1e-12) and not exact.poor
 
 
+def test_a_run_that_blew_up_but_ended_finite_is_diverged_not_a_neighbour_of_the_vertex():
+    """Found by an outside tester: a 10-step run at the top LR ended at loss 8598 (too short for the trainer to stop
+    it) beside the best point; the parabola through it put the optimum's loss at −1073, not flagged poor."""
+    from sweep.verify.analysis import optima
+
+    x = np.arange(-5.0, 2.0)
+    loss = [1.30, 1.25, 1.20, 1.15, 1.10, 1.05, 8598.47]  # the best point beside the blown-up one
+    points = pd.DataFrame({"parametrization": "mup", "steps": 10, "x": x, "value": 2.0 ** x, "seed": 0,
+                           "loss": loss, "loss_init": 1.39, "trial": range(7)})
+    (row,) = optima(points, "steps").to_dict(orient="records")
+    assert row["diverged"] == 1 and not row["fitted"] and row["poor_fit"]
+    assert row["loss"] == row["best_loss"] == 1.05 and row["optimum"] == 1.0  # the best run, beside a divergence
+
+
 def test_a_valley_the_grid_does_not_resolve_is_flagged_poor():
     x = np.arange(7.0)
     assert vertex(x, np.array([3.0, 2.5, 2.0, 2.0, 1.9, 2.4, 2.6])).poor is False
@@ -95,7 +109,7 @@ def test_a_law_without_an_interval_claims_nothing_and_is_strict_json(tmp_path):
         parse_number("2^9999", "--values")
 
 
-GOOD = {"axis": "batch_size", "source": "v-w32-mup#0", "grid": [0.001, 0.1],
+GOOD = {"axis": "batch_size", "source": "v-w32-mup#0", "grid": [0.001, 0.1], "values": [16, 64], "widths": [32],
         "laws": {"mup": {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [16, 64]}},
         "shapes": [{"at": 16, "width": 32, "depth": 2, "batch_size": 16, "params": 1000, "tokens": 1280}],
         "optima": [{"parametrization": "mup", "batch_size": 16, "optimum": 0.01, "fitted": True, "poor_fit": False}]}
@@ -117,7 +131,11 @@ GOOD = {"axis": "batch_size", "source": "v-w32-mup#0", "grid": [0.001, 0.1],
     (("laws", "\u001b]0;pwn", {}), "laws.\\x1b]0;pwn.[key]"),
     (("optima", 0, "parametrization", "μp"), "optima.0.parametrization"),
     (("widths", ["32"]), "widths.0"),
-    (("parametrizations", {"mup": {"drift": "0.2"}}), "parametrizations.mup.drift")])
+    (("parametrizations", {"mup": {"drift": "0.2"}}), "parametrizations.mup.drift"),
+    # found by a third outside tester: a loss of 1e308 overflowed the loss law into a traceback after the config
+    # was written; a copied ladder folder edited to claim another width, or values its rows are not at, was read
+    (("optima", 0, "best_loss", 1e308), "optima.0.best_loss"), (("values", [16, 32]), "optima"),
+    (("widths", [64]), "shapes")])
 def test_a_hand_edited_summary_is_one_line_naming_its_field(tmp_path, edit, field):
     """Found by outside testers: these were an OverflowError, a TypeError, a KeyError, a ValueError, or a config
     written from a value no verify could write."""
@@ -267,8 +285,8 @@ def test_a_tokens_and_a_steps_ladder_are_one_horizon_law_and_one_set_of_loss_poi
     (horizon,) = measured_laws(str(tmp_path), "v")
     assert (horizon.axis, horizon.source, horizon.measured) == ("tokens", "v-verify-lr-across-tokens", (640, 2560))
     assert ladder_points(str(tmp_path), "v") == ([1000] * 3, tokens, [3.0, 2.8, 2.7])
-    assert predicted_loss(str(tmp_path), "v", 4000, 2560) == {}  # one N measured, a target of another
-    assert predicted_loss(str(tmp_path), "v", 1000, 5120)["form"]
+    assert predicted_loss(str(tmp_path), "v", 4000, 2560)[0] == {}  # one N measured, a target of another
+    assert predicted_loss(str(tmp_path), "v", 1000, 5120)[0]["form"]
 
 
 def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_reads_none_of_the_old_ones_curves(
@@ -350,6 +368,30 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     assert RunConfig.load(out).provenance.prediction["source"].startswith("local expansion")
 
 
+def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):
+    """Found by an outside tester: ladders whose loss falls steeply gave a target 4× past them a negative loss (an
+    interval wholly below 0 further out), held over the full run. The local form, which has no floor, is used no
+    farther out than the ladder spans; where the law still gives a loss no run can reach, there is no prediction,
+    and it says why."""
+    def law(n, d):  # steep and interacting: negative just inside the local form's reach
+        u, v = np.log(np.asarray(n, float) / 1000), np.log(np.asarray(d, float) / 640)
+        return 2.0 - 0.3 * u - 0.5 * v - 0.3 * u * v
+
+    for width, params in ((32, 1000.0), (64, 3000.0)):
+        shapes = [{"at": s, "width": width, "params": params, "tokens": 32.0 * s} for s in (20, 40, 80)]
+        optima = [{"steps": s, "parametrization": "mup", "best_loss": float(law(params, 32 * s))} for s in (20, 40, 80)]
+        write_summary(tmp_path / ("v-verify-lr-across-steps" + ("-w64" if width == 64 else "")),
+                      {"axis": "steps", "widths": [width], "shapes": shapes, "optima": optima, "laws": {}})
+    assert law(9000, 5120) < 0
+    prediction, why = predicted_loss(str(tmp_path), "v", 9000, 5120)
+    assert prediction == {} and "gives the target a loss of -" in why and "--ladder-width" in why
+    near, _ = predicted_loss(str(tmp_path), "v", 3000, 3000)  # inside: the local form, exact on exact points
+    assert near["source"].startswith("local") and near["loss"] == pytest.approx(law(3000, 3000), abs=1e-6)
+    far = predict(np.repeat([1e3, 3e3], 3), np.tile([640.0, 1280, 2560], 2), law(np.repeat([1e3, 3e3], 3),
+                  np.tile([640.0, 1280, 2560], 2)), 3e5, 2560)  # 100× past the widths: the floored form
+    assert far["source"].startswith("Hoffmann") and far["low"] >= 0 or far["loss"] > 0
+
+
 def test_a_second_widths_ladder_is_read_from_its_own_folder_and_its_width_checked(tmp_path):
     """A ladder at another width adds its points; its folder's width is the one its summary ran at, and folders
     that only look like one (…-w064, …-wide, a value's study folder …-w64-20) are not ladders."""
@@ -389,9 +431,9 @@ def test_a_second_widths_ladder_is_read_from_its_own_folder_and_its_width_checke
     ("batch_size=16,512", "--across batch_size=512: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
     # found by an outside tester: --widths beside --across was dropped in silence
     ("batch_size=16,32 --widths 32,64", "--widths: not used with --across batch_size=16,32"),
-    ("steps=20,40 --ladder-width 0", "--ladder-width: a positive width, got 0"),
+    ("steps=20,40 --ladder-width 0", "--ladder-width: a width from 1 to 1048576, got 0"),
     ("width=32,64 --ladder-width 64", "--ladder-width: for a ladder across another axis"),
-    ("steps=20,40 --ladder-width 1000000000", "run.model.width: Input should be less than or equal to 1048576"),
+    ("steps=20,40 --ladder-width 1000000000", "--ladder-width: a width from 1 to 1048576, got 1000000000"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))

@@ -80,7 +80,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     full_tokens = result.config.total_steps(tokens_per_example) * result.config.batch_size * tokens_per_example
     params = [count_parameters(c.model.name, c.model.width, c.model.depth, "mup",
                                **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
-    prediction = predicted_loss(root, name, params[1], full_tokens)
+    prediction, no_prediction = predicted_loss(root, name, params[1], full_tokens)
     tuning = tuning_compute(root, load_studies(name, url), cached_params(source.model_options()), tokens_per_example,
                             6 * params[1] * full_tokens, name)
     provenance = Provenance(
@@ -100,13 +100,13 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     console.print(f"from trial {chosen.number} of {study.study_name} (objective {chosen.value:.4f})")
     console.print(changes_table(changes))
     console.print(f"memory: {memory_line}")
-    explain(full.provenance, verify, result.warnings, spec_path, console)
+    explain(full.provenance, verify, result.warnings, spec_path, console, no_prediction)
     console.print(f"wrote {path}; launch it with: sweep launch {path} (recorded for `sweep status`)")
     return path
 
 
 def explain(provenance: Provenance, verify: dict | None, warnings: list[str], spec_path: Path,
-            console: Console) -> None:
+            console: Console, no_prediction: str = "") -> None:
     """The verify verdict, the fitted laws beside the textbook's values, the prediction, the tuning share, the
     warnings and the limits."""
     if not verify:
@@ -130,7 +130,7 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
         console.print(f"predicted final val loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({p['level']:.0%}; "
                       f"{p['source']}, {p['form']}, {p['points']} ladder points, rms {p['rms']:.4f})")
     else:
-        console.print("[yellow]no prediction[/]: it needs `sweep verify` across width and tokens (or steps)")
+        console.print(f"[yellow]no prediction[/]: {no_prediction or 'none measured'}")
     t = provenance.tuning
     console.print(f"tuning compute: {t['proxy_flops'] + t['verify_flops']:.3g} FLOPs (sweep {t['proxy_flops']:.3g}, "
                   f"verify {t['verify_flops']:.3g}) = {t['share']:.1%} of the full run's {t['full_flops']:.3g} "

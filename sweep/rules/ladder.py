@@ -97,13 +97,22 @@ def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[
     return [n for n, _ in points], [d for _, d in points], list(points.values())
 
 
-def predicted_loss(root: str, name: str, params: float, tokens: float) -> dict:
-    """The scaling law's prediction for the full run: {} with fewer than 3 ladder points, or when the target's N (or
-    D) differs from the ladder's and the ladder has one N (or D) only: a term never measured would be priced at 0."""
+def predicted_loss(root: str, name: str, params: float, tokens: float) -> tuple[dict, str]:
+    """(the scaling law's prediction for the full run, why there is none): none with fewer than 3 ladder points,
+    when the target's N (or D) differs from the ladder's and the ladder has one N (or D) only (a term never measured
+    would be priced at 0), when a ladder loss is not positive (no loss law holds it), or when the law gives the
+    target a loss that is not positive; an interval reaching below 0 is cut at 0 (a loss is never negative)."""
     n, d, loss = ladder_points(root, name)
     if len(loss) < 3 or (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
-        return {}
-    return predict(np.array(n), np.array(d), np.array(loss), params, tokens)
+        return {}, "it needs `sweep verify` across width and tokens (or steps)"
+    if min(loss) <= 0:
+        return {}, f"a ladder point's loss is {min(loss):.4g}: a loss law needs positive losses"
+    with np.errstate(all="ignore"):
+        p = predict(np.array(n), np.array(d), np.array(loss), params, tokens)
+    if not all(np.isfinite(p[k]) for k in ("loss", "low", "high")) or p["loss"] <= 0:
+        return {}, (f"the law ({p['form']}) gives the target a loss of {p['loss']:.4g}, which no run can reach; "
+                    "measure a ladder nearer the target (`sweep verify --across steps=… --ladder-width W`)")
+    return {**p, "low": max(0.0, p["low"])}, ""
 
 
 def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[RunConfig], float],

@@ -21,8 +21,10 @@ each at two token counts, and at least 6 points, so that 2 are left over for the
 
 the expansion of L to second order in ln N and ln D without its squared terms, about the points' geometric mean
 (N₀, D₀), so that a and b are the loss per e-fold of N and of D there; fitted by least squares. It is
-an empirical local form, not a published law: no floor, so trust it near the measured range, not 100× past it
-(Kaplan et al. 2020's L(N, D), whose terms interact, missed the same corner by 6 % with the sixth point).
+an empirical local form, not a published law (Kaplan et al. 2020's L(N, D), whose terms interact, missed the same
+corner by 6 % with the sixth point), and it has no floor: it is used only for a target no farther past the
+measured N and D (in log) than they span; farther out, the additive form with its floor E is. Where both are
+fitted, the one with the smaller residual standard error (the fit per unknown spent) is the law.
 
 The interval is a residual bootstrap: each resample refits the law to the fitted values plus residuals drawn
 with replacement (scaled by √(n/(n−k)) for the k fitted unknowns), and predicts the target plus one more drawn
@@ -47,25 +49,52 @@ def interacts(n: np.ndarray, d: np.ndarray) -> bool:
     return len(n) >= INTERACTION_POINTS and np.linalg.matrix_rank(local_columns(n, d)) == 4
 
 
+def within_reach(measured: np.ndarray, target: float) -> bool:
+    """Whether `target` lies no farther past the measured values (in log) than they span: the local form's reach."""
+    low, high = float(np.min(measured)), float(np.max(measured))
+    return low * low / high <= target <= high * high / low
+
+
 def local_columns(n, d, n0: float = 1.0, d0: float = 1.0) -> np.ndarray:
     """The columns 1, ln(N/N₀), ln(D/D₀) and their product."""
     u, v = np.log(np.asarray(n, float) / n0), np.log(np.asarray(d, float) / d0)
     return np.stack(np.broadcast_arrays(np.ones_like(u * v), u, v, u * v), axis=-1)
 
 
-def fit(n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> dict:
-    """{E, A, B, alpha, beta, form, source}, or {c, a, b, g, N0, D0, form, source} where the points measure the
-    width × tokens term, fitted to the points (module docstring)."""
+def fit(n: np.ndarray, d: np.ndarray, loss: np.ndarray, local: bool = True) -> dict:
+    """The law fitted to the points (module docstring): of the additive form and, where the points measure the
+    width × tokens term and `local` allows it, the local one, the form whose residual standard error
+    √(Σ residual² / (points − unknowns)) is the smaller (the fit per unknown spent)."""
     n, d, loss = (np.asarray(v, float) for v in (n, d, loss))
-    if interacts(n, d):
-        n0, d0 = np.exp(np.mean(np.log(n))), np.exp(np.mean(np.log(d)))
-        (c, minus_a, minus_b, minus_g), *_ = np.linalg.lstsq(local_columns(n, d, n0, d0), loss, rcond=None)
-        return {"c": c, "a": -minus_a, "b": -minus_b, "g": -minus_g, "N0": n0, "D0": d0, "source": LOCAL,
-                "form": "local: the width × tokens term measured (two widths at two token counts)"}
+    laws = [additive(n, d, loss)] + ([local_law(n, d, loss)] if local and interacts(n, d) else [])
+    return min(laws, key=lambda law: standard_error(law, n, d, loss))
+
+
+def refit(law: dict, n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> dict:
+    """The same form fitted again to other losses (a bootstrap resample)."""
+    return local_law(n, d, loss) if law["source"] == LOCAL else additive(n, d, loss)
+
+
+def standard_error(law: dict, n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> float:
+    spare = len(loss) - law["unknowns"]
+    return float(np.sqrt(np.sum((loss - value(law, n, d)) ** 2) / spare)) if spare > 0 else np.inf
+
+
+def local_law(n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> dict:
+    """{c, a, b, g, N0, D0}: the local form by least squares, about the points' geometric mean."""
+    n0, d0 = np.exp(np.mean(np.log(n))), np.exp(np.mean(np.log(d)))
+    (c, minus_a, minus_b, minus_g), *_ = np.linalg.lstsq(local_columns(n, d, n0, d0), loss, rcond=None)
+    return {"c": c, "a": -minus_a, "b": -minus_b, "g": -minus_g, "N0": n0, "D0": d0, "unknowns": 4, "source": LOCAL,
+            "form": "local: the width × tokens term measured (two widths at two token counts)"}
+
+
+def additive(n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> dict:
+    """{E, A, B, alpha, beta}: Hoffmann et al.'s form, reduced or full by how many points there are."""
     if len(loss) < FULL_FORM_POINTS or len(set(n)) < 3 or len(set(d)) < 3:
         columns = np.stack([np.ones_like(n), n ** -HOFFMANN_ALPHA, d ** -HOFFMANN_BETA], axis=1)
         (e, a, b), _ = nnls(columns, loss)
-        return {"E": e, "A": a, "B": b, "alpha": HOFFMANN_ALPHA, "beta": HOFFMANN_BETA, "source": SOURCE,
+        return {"E": e, "A": a, "B": b, "alpha": HOFFMANN_ALPHA, "beta": HOFFMANN_BETA, "unknowns": 3,
+                "source": SOURCE,
                 "form": f"reduced: α = {HOFFMANN_ALPHA}, β = {HOFFMANN_BETA} fixed (Hoffmann et al.), E, A, B fitted"}
 
     def residuals(p):
@@ -75,7 +104,7 @@ def fit(n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> dict:
     start = [0.5 * loss.min(), 0.0, 0.0, HOFFMANN_ALPHA, HOFFMANN_BETA]
     p = least_squares(residuals, start, bounds=([0, -30, -30, 0, 0], [loss.min(), 30, 30, 2, 2])).x
     return {"E": p[0], "A": float(np.exp(p[1])), "B": float(np.exp(p[2])), "alpha": p[3], "beta": p[4],
-            "source": SOURCE, "form": "full: E, A, B, α, β fitted"}
+            "unknowns": 5, "source": SOURCE, "form": "full: E, A, B, α, β fitted"}
 
 
 def value(law: dict, n, d):
@@ -88,13 +117,13 @@ def predict(n: np.ndarray, d: np.ndarray, loss: np.ndarray, target_n: float, tar
             resamples: int = 500, seed: int = 0) -> dict:
     """{loss, low, high, level, form, source, the law's coefficients, points, rms}: the target's predicted loss."""
     n, d, loss = (np.asarray(v, float) for v in (n, d, loss))
-    law = fit(n, d, loss)
+    local = within_reach(n, target_n) and within_reach(d, target_d)
+    law = fit(n, d, loss, local)
     fitted = value(law, n, d)
-    unknowns = 4 if law["source"] == LOCAL else 3 if law["form"].startswith("reduced") else 5
-    residuals = (loss - fitted) * np.sqrt(len(loss) / max(1, len(loss) - unknowns))
+    residuals = (loss - fitted) * np.sqrt(len(loss) / max(1, len(loss) - law["unknowns"]))
     rng, draws = np.random.default_rng(seed), []
     for _ in range(resamples):
-        again = fit(n, d, fitted + rng.choice(residuals, len(loss)))
+        again = refit(law, n, d, fitted + rng.choice(residuals, len(loss)))
         draws.append(float(value(again, target_n, target_d)) + float(rng.choice(residuals)))
     low, high = np.quantile(draws, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return {"loss": float(value(law, target_n, target_d)), "low": float(low), "high": float(high), "level": LEVEL,

@@ -2,7 +2,9 @@
 
 Input: one row per (parametrization, axis value, value, seed) with `loss` (NaN when the run diverged) and
 `loss_init` (the run's first training loss, ≈ the loss at initialization); the axis is a column named by it
-(`width` by default).
+(`width` by default). A run that ends above EXPLODED × its first loss diverged too, whether or not the trainer
+stopped it (a short run can blow up between evaluations and end finite): as a neighbour of the best point its
+loss would pull the vertex's value far below any run.
 The optimum at an axis value is the vertex fitted to the mean over seeds; its spread is the standard
 deviation of the vertices fitted to each seed alone; the seed noise of a parametrization is the
 mean spread over its axis values. The drift is max − min of the optima across the axis (octaves).
@@ -15,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from sweep.verify.fit import drift, sensitivity, vertex
+
+EXPLODED = 2.0  # × the first training loss: past it a run diverged (cross-entropy at init is ≈ that of a guess)
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ def optima(points: pd.DataFrame, axis: str = "width") -> pd.DataFrame:
     """One row per (parametrization, axis value): optimum x, its value 2^x, seed spread, loss there (the vertex's)
     and at the best point run (seed mean), the fit's residual and whether it is poor, sensitivity."""
     rows = []
+    points = points.assign(loss=points["loss"].where(~(points["loss"] > EXPLODED * points["loss_init"])))
     for (param, at), group in points.groupby(["parametrization", axis], sort=True):
         mean = seed_mean(group)
         best = vertex(mean.index.to_numpy(), mean.to_numpy())

@@ -47,7 +47,7 @@ from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import VerifyRequest
 from sweep.verify.summary import axis_folder, certificate, interval_text, write_summary
 from trainer.atomic import atomic_path
-from trainer.config import RunConfig, check_name
+from trainer.config import MAX_WIDTH, RunConfig, check_name
 
 DEFAULT_MAX_DRIFT = 1.0
 
@@ -95,8 +95,9 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     for at, job in jobs:
         shapes[at] = shapes.get(at) or shape(job)
     check_budgets(axis, shapes)
-    console.print(f"verify {r.param} over {len(grid)} values × {axis.name} {', '.join(map(label, axis.values))} × "
-                  f"{', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
+    at = f" at width {width}" if axis.name != "width" else ""
+    console.print(f"verify {r.param} over {len(grid)} values × {axis.name} {', '.join(map(label, axis.values))}{at} "
+                  f"× {', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     stores: dict[str, object] = {}
     for _, job in jobs:
@@ -128,8 +129,8 @@ def ladder_width(r: VerifyRequest, axis: Axis, width: int) -> int | None:
     if axis.name == "width":
         raise InputError("--ladder-width: for a ladder across another axis (--across AXIS=…); across width the widths "
                          "are the axis")
-    if r.ladder_width < 1:
-        raise InputError(f"--ladder-width: a positive width, got {r.ladder_width}")
+    if not 1 <= r.ladder_width <= MAX_WIDTH:
+        raise InputError(f"--ladder-width: a width from 1 to {MAX_WIDTH}, got {r.ladder_width}")
     return None if r.ladder_width == width else r.ladder_width
 
 

@@ -24,6 +24,7 @@ from trainer.atomic import atomic_path
 
 SLOPE_LIMIT = 64.0  # |slope| a law may have
 ROUNDING = 1e-9  # a slope this close to a rule's value is that value (floating-point noise of the fit)
+LOSS_LIMIT = 1e12  # |loss| a summary may hold: past it an overflow, not a measurement (a fit would square it)
 
 
 def verify_name(spec_name: str, param: str) -> str:
@@ -186,8 +187,8 @@ class _Optimum(BaseModel):
     optimum: float | None = Field(None, gt=0)
     fitted: bool = False
     poor_fit: bool = False
-    loss: float | None = None
-    best_loss: float | None = None
+    loss: float | None = Field(None, ge=-LOSS_LIMIT, le=LOSS_LIMIT)
+    best_loss: float | None = Field(None, ge=-LOSS_LIMIT, le=LOSS_LIMIT)
 
 
 class _Verdict(BaseModel):
@@ -209,6 +210,7 @@ class _Summary(BaseModel):
     seeds: int | None = Field(None, ge=1)
     max_drift: float | None = Field(None, gt=0)
     widths: list[int] = []
+    values: list[float] = []
     parametrizations: dict[Parametrization, _Verdict] = {}
     laws: dict[Parametrization, _Law] = {}
     shapes: list[_Shape] = []
@@ -222,4 +224,28 @@ class _Summary(BaseModel):
             value = (row.model_extra or {}).get(axis)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise ValueError(f"a row's {axis} must be a positive number, got {value!r}")
+        return optima
+
+    @field_validator("shapes")
+    @classmethod
+    def _one_width(cls, shapes: list[_Shape], info: ValidationInfo) -> list[_Shape]:
+        """Across another axis than width, every shape is at the one width the ladder ran at."""
+        widths = info.data.get("widths") or []
+        if (info.data.get("axis") or "width") != "width" and len(widths) == 1 and \
+                any(s.width not in (None, widths[0]) for s in shapes):
+            raise ValueError(f"a shape's width is not the ladder's width {widths[0]}")
+        return shapes
+
+    @field_validator("optima")
+    @classmethod
+    def _at_its_values(cls, optima: list[_Optimum], info: ValidationInfo) -> list[_Optimum]:
+        """The optima, shapes and laws are at the values the summary lists (when it lists them)."""
+        axis, values = info.data.get("axis") or "width", info.data.get("values")
+        if values:
+            found = {float((row.model_extra or {}).get(axis, 0)) for row in optima}
+            found |= {s.at for s in info.data.get("shapes") or []}
+            found |= {float(v) for law in (info.data.get("laws") or {}).values() for v in law.at}
+            if not found <= {float(v) for v in values}:
+                raise ValueError(f"values {values} do not hold {sorted(found - set(map(float, values)))}, where "
+                                 "its optima, shapes or laws are")
         return optima

@@ -18,12 +18,13 @@ from trainer.config._roles import InitMults
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 MAX_BATCH = 2**24  # examples per step a run takes at most
+MAX_WIDTH = 2**20  # a model's width at most
 SEED_MAX = 2**62  # a torch generator takes a signed 64-bit seed; the loop adds its offsets and steps to it
 
 
 class ModelConfig(Strict):
     name: str = "gpt"  # zoo name or package.module:function
-    width: int = Field(128, ge=1, le=2**20)
+    width: int = Field(128, ge=1, le=MAX_WIDTH)
     depth: int = Field(2, ge=1, le=10**4)
     parametrization: Literal["mup", "sp"] = "mup"
     base_width: int | None = Field(None, ge=1)  # recorded from the builder; must match it when given
