@@ -341,6 +341,10 @@ def test_the_width_by_tokens_term_is_fitted_once_a_second_widths_ladder_measures
     p = predict(n, d, interacting(n, d) + rng.normal(0, 0.003, 6), *target)
     assert p["source"].startswith("local") and p["g"] == pytest.approx(0.045, abs=0.01)
     assert p["low"] <= truth <= p["high"] and abs(p["loss"] - truth) < 0.02
+    # the form is uncertain too: the interval holds both fitted forms' intervals, each recorded
+    additive, local = p["forms"]
+    assert additive["form"].startswith("reduced") and local["standard_error"] < additive["standard_error"]
+    assert (p["low"], p["high"]) == (min(additive["low"], local["low"]), max(additive["high"], local["high"]))
     wide = np.repeat([1e5, 2e5, 4e5, 8e5], 2), np.tile([1e6, 1e6], 4)  # 8 points, one token count: no term to fit
     assert not predict(*wide, 3 - np.log(wide[0]) * 0.1, 1.6e6, 1e6)["source"].startswith("local")
 
@@ -389,7 +393,7 @@ def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_r
     assert near["source"].startswith("local") and near["loss"] == pytest.approx(law(3000, 3000), abs=1e-6)
     far = predict(np.repeat([1e3, 3e3], 3), np.tile([640.0, 1280, 2560], 2), law(np.repeat([1e3, 3e3], 3),
                   np.tile([640.0, 1280, 2560], 2)), 3e5, 2560)  # 100× past the widths: the floored form
-    assert far["source"].startswith("Hoffmann") and far["low"] >= 0 or far["loss"] > 0
+    assert far["source"].startswith("Hoffmann") and far["loss"] > 0 and len(far["forms"]) == 1
 
 
 def test_a_second_widths_ladder_is_read_from_its_own_folder_and_its_width_checked(tmp_path):

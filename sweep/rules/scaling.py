@@ -28,7 +28,8 @@ fitted, the one with the smaller residual standard error (the fit per unknown sp
 
 The interval is a residual bootstrap: each resample refits the law to the fitted values plus residuals drawn
 with replacement (scaled by √(n/(n−k)) for the k fitted unknowns), and predicts the target plus one more drawn
-residual; the 2.5 and 97.5 percentiles bound it. It prices the noise of the points, not a wrong form.
+residual; the 2.5 and 97.5 percentiles bound it. That prices the noise of the points, not a wrong form, so where
+two forms are fitted (below) the interval holds both forms' intervals: the form is uncertain too.
 """
 from __future__ import annotations
 
@@ -115,10 +116,30 @@ def value(law: dict, n, d):
 
 def predict(n: np.ndarray, d: np.ndarray, loss: np.ndarray, target_n: float, target_d: float,
             resamples: int = 500, seed: int = 0) -> dict:
-    """{loss, low, high, level, form, source, the law's coefficients, points, rms}: the target's predicted loss."""
+    """{loss, low, high, level, form, source, the law's coefficients, points, rms, forms}: the target's predicted
+    loss by the law (`fit`), within the interval that holds every fitted form's (`forms`, each with its own)."""
     n, d, loss = (np.asarray(v, float) for v in (n, d, loss))
     local = within_reach(n, target_n) and within_reach(d, target_d)
     law = fit(n, d, loss, local)
+    laws = [additive(n, d, loss)] + ([local_law(n, d, loss)] if local and interacts(n, d) else [])
+    forms = [{"form": other["form"], "loss": float(value(other, target_n, target_d)),
+              **bootstrap(other, n, d, loss, target_n, target_d, resamples, seed),
+              "standard_error": finite_or_none(standard_error(other, n, d, loss))} for other in laws]
+    fitted = value(law, n, d)
+    return {"loss": float(value(law, target_n, target_d)), "low": min(f["low"] for f in forms),
+            "high": max(f["high"] for f in forms), "level": LEVEL,
+            **{k: (v if isinstance(v, str) else float(v)) for k, v in law.items()},
+            "rms": float(np.sqrt(np.mean((loss - fitted) ** 2))), "points": len(loss), "forms": forms,
+            "target": {"params": float(target_n), "tokens": float(target_d)}}
+
+
+def finite_or_none(x: float) -> float | None:
+    return x if np.isfinite(x) else None
+
+
+def bootstrap(law: dict, n: np.ndarray, d: np.ndarray, loss: np.ndarray, target_n: float, target_d: float,
+              resamples: int, seed: int) -> dict:
+    """{low, high}: the residual bootstrap's interval of the law's prediction at the target (module docstring)."""
     fitted = value(law, n, d)
     residuals = (loss - fitted) * np.sqrt(len(loss) / max(1, len(loss) - law["unknowns"]))
     rng, draws = np.random.default_rng(seed), []
@@ -126,7 +147,4 @@ def predict(n: np.ndarray, d: np.ndarray, loss: np.ndarray, target_n: float, tar
         again = refit(law, n, d, fitted + rng.choice(residuals, len(loss)))
         draws.append(float(value(again, target_n, target_d)) + float(rng.choice(residuals)))
     low, high = np.quantile(draws, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return {"loss": float(value(law, target_n, target_d)), "low": float(low), "high": float(high), "level": LEVEL,
-            **{k: (v if isinstance(v, str) else float(v)) for k, v in law.items()},
-            "rms": float(np.sqrt(np.mean((loss - fitted) ** 2))), "points": len(loss),
-            "target": {"params": float(target_n), "tokens": float(target_d)}}
+    return {"low": float(low), "high": float(high)}
