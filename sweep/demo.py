@@ -1,14 +1,14 @@
 """`sweep demo`: the whole path on the built-in corpus, on a laptop CPU in about ten minutes.
 
-coordinate check → a proxy sweep (the packaged example `demo`, width 32) → verify over widths 32, 64, 128
-(μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300,
-600 steps (batch held), and across 300, 600 steps at width 64 (the loss law's width × tokens term), 5 LRs
-each → transfer to width 256 at twice the batch and twice the tokens with the
-fitted laws, and the loss predicted from the ladder → `sweep launch` of that config on the local backend → the
-HTML report. It ends with two checks of the full run, the issue's promise for it: does it end below every proxy's
-loss, and inside its predicted interval? Either failing fails the demo (exit 1), as a failed coordinate check or
-verify does. Every step is the command of its own name, run in this process; each resumes, so a second
-`sweep demo` only re-reads what the first one wrote.
+coordinate check → a proxy sweep (the packaged example `demo`, width 32) → verify over widths 32, 64, 128 (μP
+beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300, 600
+steps (batch held), and across 300, 600 steps at width 64 (the loss law's width × tokens term; 128, the widest,
+would predict better and cost the demo twice that ladder's time), 5 LRs each → transfer to width 256 at twice the
+batch and twice the tokens with the fitted laws, and the loss predicted from the ladder → `sweep launch` of that
+config on the local backend → the HTML report. It ends with two checks of the full run, the issue's promise for it:
+does it end below every proxy's loss, and inside its predicted interval? Either failing fails the demo (exit 1), as
+a failed coordinate check or verify does. Every step is the command of its own name, run in this process; each
+resumes, so a second `sweep demo` only re-reads what the first one wrote.
 """
 from __future__ import annotations
 
