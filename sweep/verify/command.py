@@ -76,10 +76,11 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         raise InputError(f"--seeds: at least 1, got {r.seeds}")
     if not r.max_drift > 0:
         raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
+    check_ladder_width(r, axis)
+    check_study_names(spec, r.param, axis, r.ladder_width)  # the longest folder name it can have
     chosen, source, width = settings(r, spec, axis)
-    ladder = ladder_width(r, axis, width)
+    ladder = None if r.ladder_width == width else r.ladder_width  # the proxy's own width: the default folder
     width = ladder or width
-    check_study_names(spec, r.param, axis, ladder)
     run, centre = base_values(spec, chosen, r.param, width)
     if axis.path == r.param:
         raise InputError(f"--across {axis.name}: the axis cannot be the setting on the grid (--param {r.param})")
@@ -121,17 +122,16 @@ def width_axis(widths: str) -> Axis:
     return Axis("width", tuple(float(w) for w in width_list))
 
 
-def ladder_width(r: VerifyRequest, axis: Axis, width: int) -> int | None:
-    """The width a ladder runs at when `--ladder-width` moves it off the proxy's (None: the proxy's own, the default
-    folder): a second width's ladder measures how the loss law's width and token terms interact."""
+def check_ladder_width(r: VerifyRequest, axis: Axis) -> None:
+    """`--ladder-width` runs a ladder across another axis than width at a width other than the proxy's (a second
+    width's ladder measures how the loss law's width and token terms interact)."""
     if r.ladder_width is None:
-        return None
+        return
     if axis.name == "width":
         raise InputError("--ladder-width: for a ladder across another axis (--across AXIS=…); across width the widths "
                          "are the axis")
     if not 1 <= r.ladder_width <= MAX_WIDTH:
         raise InputError(f"--ladder-width: a width from 1 to {MAX_WIDTH}, got {r.ladder_width}")
-    return None if r.ladder_width == width else r.ladder_width
 
 
 def check_study_names(spec: StudySpec, param: str, axis: Axis, ladder: int | None) -> None:
