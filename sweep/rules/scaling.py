@@ -26,14 +26,14 @@ corner by 6 % with the sixth point), and it has no floor: it is used only for a 
 measured N and D (in log) than they span; farther out, the additive form with its floor E is. Where both are
 fitted, the one with the smaller residual standard error (the fit per unknown spent) is the law.
 
-The interval of a form linear in its unknowns (the reduced form, the local one below) is least squares'
+The interval of a form linear in its unknowns (the reduced form, the local one above) is least squares'
 prediction interval, ŷ ± t(0.975, n − k)·s·√(1 + x₀ᵀ(XᵀX)⁻¹x₀) (s² = Σ residual² / (n − k), X the points' columns,
 x₀ the target's): it widens with the target's distance from the points (x₀'s leverage) and with few spare
 points (Student's t), where a residual bootstrap with two spare points was measured too narrow (a target 1.2 %
 below it). The full form's is a residual bootstrap: each resample refits the law to the fitted values plus
 residuals drawn with replacement (scaled by √(n/(n−k)) for the k fitted unknowns), and predicts the target plus
 one more drawn residual; the 2.5 and 97.5 percentiles bound it. Either prices the noise of the points, not a
-wrong form, so where two forms are fitted (below) the interval holds both forms' intervals: the form is
+wrong form, so where two forms are fitted the interval holds both forms' intervals: the form is
 uncertain too.
 """
 from __future__ import annotations
@@ -73,8 +73,12 @@ def fit(n: np.ndarray, d: np.ndarray, loss: np.ndarray, local: bool = True) -> d
     width × tokens term and `local` allows it, the local one, the form whose residual standard error
     √(Σ residual² / (points − unknowns)) is the smaller (the fit per unknown spent)."""
     n, d, loss = (np.asarray(v, float) for v in (n, d, loss))
-    laws = [additive(n, d, loss)] + ([local_law(n, d, loss)] if local and interacts(n, d) else [])
-    return min(laws, key=lambda law: standard_error(law, n, d, loss))
+    return min(candidates(n, d, loss, local), key=lambda law: standard_error(law, n, d, loss))
+
+
+def candidates(n: np.ndarray, d: np.ndarray, loss: np.ndarray, local: bool) -> list[dict]:
+    """The additive form, and the local one where the points measure its term and `local` allows it."""
+    return [additive(n, d, loss)] + ([local_law(n, d, loss)] if local and interacts(n, d) else [])
 
 
 def refit(law: dict, n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> dict:
@@ -124,9 +128,8 @@ def predict(n: np.ndarray, d: np.ndarray, loss: np.ndarray, target_n: float, tar
     """{loss, low, high, level, form, source, the law's coefficients, points, rms, forms}: the target's predicted
     loss by the law (`fit`), within the interval that holds every fitted form's (`forms`, each with its own)."""
     n, d, loss = (np.asarray(v, float) for v in (n, d, loss))
-    local = within_reach(n, target_n) and within_reach(d, target_d)
-    law = fit(n, d, loss, local)
-    laws = [additive(n, d, loss)] + ([local_law(n, d, loss)] if local and interacts(n, d) else [])
+    laws = candidates(n, d, loss, within_reach(n, target_n) and within_reach(d, target_d))
+    law = min(laws, key=lambda other: standard_error(other, n, d, loss))
     forms = [{"form": other["form"], "loss": float(value(other, target_n, target_d)),
               **interval(other, n, d, loss, target_n, target_d, resamples, seed),
               "standard_error": finite_or_none(standard_error(other, n, d, loss))} for other in laws]
