@@ -1,4 +1,4 @@
-"""`sweep demo`: the whole path on the built-in corpus, on a laptop CPU in about ten minutes.
+"""`sweep demo`: the whole path on the built-in corpus, on 2 CPU cores in about twenty minutes.
 
 coordinate check → a proxy sweep (the packaged example `demo`, width 32) → verify over widths 32, 64, 128 (μP
 beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300, 600
