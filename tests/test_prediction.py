@@ -1,0 +1,124 @@
+"""Issue 20's predicted loss: the scaling law fitted to the ladder's points (the additive form, and the width ×
+tokens term once a ladder at a second width measures it), its interval, and what it refuses to predict."""
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from sweep.errors import InputError
+from sweep.rules.ladder import ladder_points, predicted_loss
+from sweep.rules.scaling import predict
+from sweep.verify.summary import write_summary
+from tests.sweep_helpers import VERIFY_SPEC as SPEC
+from tests.sweep_helpers import run_sweep
+from trainer.config import RunConfig
+
+
+def test_the_scaling_law_is_recovered_from_synthetic_losses():
+    rng = np.random.default_rng(0)
+    n, d = np.array([1e5, 2e5, 4e5, 8e5, 1e5, 1e5, 1e5]), np.array([1e6] * 4 + [2e6, 4e6, 8e6])
+    truth = lambda n, d: 1.5 + 30 * n ** -0.34 + 40 * d ** -0.28  # noqa: E731 (Hoffmann's exponents)
+    p = predict(n, d, truth(n, d) + rng.normal(0, 0.003, len(n)), 3.2e6, 2e6)
+    assert p["form"].startswith("reduced") and p["E"] == pytest.approx(1.5, abs=0.05)
+    assert p["low"] <= truth(3.2e6, 2e6) <= p["high"] and p["high"] - p["low"] < 0.05
+    n, d = np.repeat([1e5, 2e5, 4e5, 8e5], 3), np.tile([1e6, 3e6, 9e6], 4)  # enough points: all five fitted
+    truth = lambda n, d: 1.2 + 50 * n ** -0.5 + 20 * d ** -0.3  # noqa: E731
+    p = predict(n, d, truth(n, d) + rng.normal(0, 0.002, len(n)), 3.2e6, 2e7)
+    assert p["form"].startswith("full") and p["beta"] == pytest.approx(0.3, abs=0.05)
+    assert p["low"] <= truth(3.2e6, 2e7) <= p["high"]
+
+
+def interacting(n, d):
+    """A loss whose gain per doubling of width grows with the tokens (as measured on a 2-layer GPT), about (N₀, D₀)."""
+    u, v = np.log(np.asarray(n) / 1.7e5), np.log(np.asarray(d) / 3.4e5)
+    return 2.32 - 0.07 * u - 0.32 * v - 0.045 * u * v
+
+
+def test_the_width_by_tokens_term_is_fitted_once_a_second_widths_ladder_measures_it():
+    """The classic bug: an additive law (Hoffmann's) fitted to a cross of points (widths at one token count, token
+    counts at one width) prices a wider and longer target, the cross's corner, as if width bought as much at every
+    token count. A steps ladder at a second width measures the term; then the target's loss is inside its interval."""
+    rng = np.random.default_rng(0)
+    cross_n = np.array([4.4e4, 1.37e5, 4.7e5, 1.37e5, 1.37e5])
+    cross_d = np.array([3.07e5, 3.07e5, 3.07e5, 1.54e5, 6.14e5])
+    target, truth = (1.73e6, 6.14e5), float(interacting(1.73e6, 6.14e5))
+    cross = predict(cross_n, cross_d, interacting(cross_n, cross_d) + rng.normal(0, 0.003, 5), *target)
+    assert not cross["source"].startswith("local") and abs(cross["loss"] - truth) > 0.1  # the term priced at 0
+    n, d = np.append(cross_n, 4.7e5), np.append(cross_d, 6.14e5)  # steps 300, 600 at width 128: (4.7e5, 6.14e5) new
+    p = predict(n, d, interacting(n, d) + rng.normal(0, 0.003, 6), *target)
+    assert p["source"].startswith("local") and p["g"] == pytest.approx(0.045, abs=0.01)
+    assert p["low"] <= truth <= p["high"] and abs(p["loss"] - truth) < 0.02
+    # the form is uncertain too: the interval holds both fitted forms' intervals, each recorded
+    additive, local = p["forms"]
+    assert additive["form"].startswith("reduced") and local["standard_error"] < additive["standard_error"]
+    assert (p["low"], p["high"]) == (min(additive["low"], local["low"]), max(additive["high"], local["high"]))
+    wide = np.repeat([1e5, 2e5, 4e5, 8e5], 2), np.tile([1e6, 1e6], 4)  # 8 points, one token count: no term to fit
+    assert not predict(*wide, 3 - np.log(wide[0]) * 0.1, 1.6e6, 1e6)["source"].startswith("local")
+
+
+def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(tmp_path):
+    """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer: the
+    second width's studies and summary are its own (never the proxy's ladder resumed at another width), and its
+    points give the loss law the width × tokens term."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
+    grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--workers", "2")
+    for width in ((), ("--ladder-width", "64")):
+        done = run_sweep(tmp_path, "verify", spec, *grid, *width, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((tmp_path / "v-verify-lr-across-steps-w64" / "summary.json").read_text())
+    assert summary["widths"] == [64] and {s["width"] for s in summary["shapes"]} == {64}
+    assert (tmp_path / "v-verify-lr-across-steps-w64-80").is_dir()
+    assert json.loads((tmp_path / "v-verify-lr-across-steps" / "summary.json").read_text())["widths"] == [32]
+    n, d, _ = ladder_points(str(tmp_path), "v")
+    assert len(set(zip(n, d, strict=True))) == 6 and len(set(n)) == 2 and len(set(d)) == 3
+    out = tmp_path / "full.yaml"
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--steps", "160", "--out", out)  # within reach
+    assert done.returncode == 0, done.stderr
+    forms = [f["form"] for f in RunConfig.load(out).provenance.prediction["forms"]]  # the one with the smaller
+    assert len(forms) == 2 and forms[1].startswith("local")  # residual standard error is the law: both are fitted
+
+
+def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):
+    """Found by an outside tester: ladders whose loss falls steeply gave a target 4× past them a negative loss (an
+    interval wholly below 0 further out), held over the full run. The local form, which has no floor, is used no
+    farther out than the ladder spans; where the law still gives a loss no run can reach, there is no prediction,
+    and it says why."""
+    def law(n, d):  # steep and interacting: negative just inside the local form's reach
+        u, v = np.log(np.asarray(n, float) / 1000), np.log(np.asarray(d, float) / 640)
+        return 2.0 - 0.3 * u - 0.5 * v - 0.3 * u * v
+
+    for width, params in ((32, 1000.0), (64, 3000.0)):
+        shapes = [{"at": s, "width": width, "params": params, "tokens": 32.0 * s} for s in (20, 40, 80)]
+        optima = [{"steps": s, "parametrization": "mup", "best_loss": float(law(params, 32 * s))} for s in (20, 40, 80)]
+        write_summary(tmp_path / ("v-verify-lr-across-steps" + ("-w64" if width == 64 else "")),
+                      {"axis": "steps", "widths": [width], "shapes": shapes, "optima": optima, "laws": {}})
+    assert law(9000, 5120) < 0
+    prediction, why = predicted_loss(str(tmp_path), "v", 9000, 5120)
+    assert prediction == {} and "gives the target a loss of -" in why and "--ladder-width" in why
+    near, _ = predicted_loss(str(tmp_path), "v", 3000, 3000)  # inside: the local form, exact on exact points
+    assert near["source"].startswith("local") and near["loss"] == pytest.approx(law(3000, 3000), abs=1e-6)
+    far = predict(np.repeat([1e3, 3e3], 3), np.tile([640.0, 1280, 2560], 2), law(np.repeat([1e3, 3e3], 3),
+                  np.tile([640.0, 1280, 2560], 2)), 3e5, 2560)  # 100× past the widths: the floored form
+    assert far["source"].startswith("Hoffmann") and far["loss"] > 0 and len(far["forms"]) == 1
+
+
+def test_a_second_widths_ladder_is_read_from_its_own_folder_and_its_width_checked(tmp_path):
+    """A ladder at another width adds its points; its folder's width is the one its summary ran at, and folders
+    that only look like one (…-w064, …-wide, a value's study folder …-w64-20) are not ladders."""
+    def ladder(folder: str, width: int, values, params: float):
+        shapes = [{"at": v, "width": width, "params": params, "tokens": 32 * v} for v in values]
+        optima = [{"steps": v, "parametrization": "mup", "best_loss": 3.0 - v / 100} for v in values]
+        write_summary(tmp_path / folder, {"axis": "steps", "widths": [width], "shapes": shapes, "optima": optima,
+                                          "laws": {}})
+
+    ladder("v-verify-lr-across-steps", 32, [20, 40], 1000.0)
+    ladder("v-verify-lr-across-steps-w64", 64, [20, 40], 3000.0)
+    for decoy in ("v-verify-lr-across-steps-w064", "v-verify-lr-across-steps-wide", "v-verify-lr-across-steps-w64-20"):
+        ladder(decoy, 64, [80, 160], 3000.0)
+    assert ladder_points(str(tmp_path), "v") == ([1000.0, 1000.0, 3000.0, 3000.0], [640, 1280] * 2, [2.8, 2.6] * 2)
+    ladder("v-verify-lr-across-steps-w64", 32, [20, 40], 3000.0)  # a summary moved into another width's folder
+    with pytest.raises(InputError, match=r"field widths: \[32\], where its folder holds \[64\]"):
+        ladder_points(str(tmp_path), "v")
