@@ -419,7 +419,7 @@ def init_cmd(
                                 "coord check → sweep → verify → transfer → run → report")
 def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the sweep and verify")):
     """Coordinate check, a proxy sweep at width 32, verify over widths 32–128, transfer to width 256, a local run of
-    the transferred config, the HTML report; about twenty minutes on 2 CPU cores. Run it again: it resumes."""
+    the transferred config, the HTML report; about ten minutes on 2 CPU cores. Run it again: it resumes."""
     from sweep.demo import run_demo
 
     raise typer.Exit(run_demo(workers, console))

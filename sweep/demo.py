@@ -1,14 +1,17 @@
-"""`sweep demo`: the whole path on the built-in corpus, on 2 CPU cores in about twenty minutes.
+"""`sweep demo`: the whole path on the built-in corpus, on 2 CPU cores in about ten minutes.
 
-coordinate check → a proxy sweep (the packaged example `demo`, width 32) → verify over widths 32, 64, 128 (μP
-beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across 150, 300, 600
-steps (batch held), and across 300, 600 steps at width 64 (the loss law's width × tokens term; 128, the widest,
-would predict better and cost the demo twice that ladder's time), 5 LRs each → transfer to width 256 at twice the
+coordinate check → a proxy sweep (the packaged example `demo`, width 32, S = 150 steps) → verify over widths 32,
+64, 128 (μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across S/2,
+S, 2S steps (batch held), every grid 5 LRs, the best trial's × 2^-2 … 2^2 → transfer to width 256 at twice the
 batch and twice the tokens with the fitted laws, and the loss predicted from the ladder → `sweep launch` of that
 config on the local backend → the HTML report. It ends with two checks of the full run, the issue's promise for it:
 does it end below every proxy's loss, and inside its predicted interval? Either failing fails the demo (exit 1), as
 a failed coordinate check or verify does. Every step is the command of its own name, run in this process; each
 resumes, so a second `sweep demo` only re-reads what the first one wrote.
+
+It runs no ladder at a second width (`--ladder-width`): the loss law's width × tokens term is used no farther
+than one doubling past the widths it is measured at (sweep/rules/scaling.py), and the target is three doublings
+past the proxy; a steps ladder at width 128 would reach it and cost the demo about three minutes more.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from sweep.results.report import run_report
 from sweep.rules import Target
 from sweep.rules.command import run_transfer
 from sweep.study.spec import load_spec
+from sweep.study.trial import base_run
 from sweep.sweeps.command import run_proxy
 from sweep.sweeps.request import SweepRequest
 from sweep.verify.command import run_verify
@@ -38,8 +42,17 @@ from trainer.config import RunConfig
 
 PROXY_WIDTH = 32
 VERIFY_WIDTHS = "32,64,128"
-LADDER = (("batch_size=16,32", None), ("steps=150,300,600", None), ("steps=300,600", 2 * PROXY_WIDTH))
-TARGET = Target(width=256, batch_size=32, tokens=2 * 300 * 16 * 64, batch_rule="fitted", horizon="fitted")
+
+
+def ladder(steps: int) -> tuple[str, ...]:
+    """Each ladder's `--across`, for a proxy trained `steps` steps."""
+    return "batch_size=16,32", f"steps={steps // 2},{steps},{2 * steps}"
+
+
+def target(run: RunConfig) -> Target:
+    """Width 256 at twice the proxy's batch and twice its tokens, with the fitted batch and horizon laws."""
+    tokens = 2 * run.steps * run.batch_size * run.data.seq_len
+    return Target(width=256, batch_size=2 * run.batch_size, tokens=tokens, batch_rule="fitted", horizon="fitted")
 
 
 def run_demo(workers: int, console: Console) -> int:
@@ -49,7 +62,8 @@ def run_demo(workers: int, console: Console) -> int:
 
 def _run_demo(spec: Path, workers: int, console: Console) -> int:
     root = results_root()
-    name = load_spec(spec).name
+    study = load_spec(spec)
+    name, proxy = study.name, RunConfig.parse(base_run(study, PROXY_WIDTH, "mup"))
     steps = ["coordinate check", "proxy sweep", "verify", "ladder", "transfer", "full run", "report"]
 
     def header(i: int) -> None:
@@ -69,19 +83,19 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     if code:
         return code
     header(2)
-    verify_code = run_verify(VerifyRequest(spec, widths=VERIFY_WIDTHS, seeds=1, workers=workers), console)
+    best = load_best(spec)
+    span = f"{best / 4},{best * 4},5"  # every grid: the best LR × 2^-2 … 2^2
+    verify_code = run_verify(VerifyRequest(spec, widths=VERIFY_WIDTHS, span=span, seeds=1, workers=workers), console)
     if verify_code not in (0, 1):
         return verify_code
     header(3)
-    best = load_best(spec)  # the grid: the best LR × 2^-2 … 2^2
-    for across, width in LADDER:
-        code = run_verify(VerifyRequest(spec, across=across, span=f"{best / 4},{best * 4},5", seeds=1,
-                                        ladder_width=width, workers=workers), console)
+    for across in ladder(proxy.steps):
+        code = run_verify(VerifyRequest(spec, across=across, span=span, seeds=1, workers=workers), console)
         if code:
             return code
     header(4)
-    config = run_transfer(spec, TARGET, trial="best", proxy_width=None, storage=None, password_env=None, out=None,
-                          console=console)
+    config = run_transfer(spec, target(proxy), trial="best", proxy_width=None, storage=None, password_env=None,
+                          out=None, console=console)
     header(5)
     launched = run_launch(config, LaunchRequest(backend="local"), console)
     result = read_result(RunConfig.load(config).run_dir()) or {"status": "unfinished", "step": 0, "val_loss": None}

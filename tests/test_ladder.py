@@ -2,6 +2,7 @@
 and the run held to it, on synthetic data and on real (tiny) runs."""
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -134,7 +135,11 @@ GOOD = {"axis": "batch_size", "source": "v-w32-mup#0", "grid": [0.001, 0.1], "va
     # found by a third outside tester: a loss of 1e308 overflowed the loss law into a traceback after the config
     # was written; a copied ladder folder edited to claim another width, or values its rows are not at, was read
     (("optima", 0, "best_loss", 1e308), "optima.0.best_loss"), (("values", [16, 32]), "optima"),
-    (("widths", [64]), "shapes")])
+    (("widths", [64]), "shapes"),
+    # found by a fourth: 6·N·D of a shape's 1e305 parameters overflowed the tuning compute into a traceback after
+    # the config was written; 1e300 tokens printed a 140-digit share
+    (("shapes", 0, "params", 1e305), "shapes.0.params"), (("shapes", 0, "tokens", 1e300), "shapes.0.tokens"),
+    (("shapes", 0, "tokens", 1e-300), "shapes.0.tokens"), (("shapes", 0, "width", 2**30), "shapes.0.width")])
 def test_a_hand_edited_summary_is_one_line_naming_its_field(tmp_path, edit, field):
     """Found by outside testers: these were an OverflowError, a TypeError, a KeyError, a ValueError, or a config
     written from a value no verify could write."""
@@ -439,6 +444,19 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
         for command in (("status",), ("compare", "held", "forced")):
             code, out, err = run_cli(*command)
             assert code == 2 and err.count("\n") == 1 and field in err, (edit, command, out, err)
+    # found by an outside tester: status followed a config.yaml linked out of the root (compare refused it), and
+    # took a FIFO or an empty file for a run with no prediction, or refused it without naming it
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere.yaml"
+    elsewhere.write_text(text)
+    for make, said in ((lambda: config.symlink_to(elsewhere), "leads out of the results root"),
+                       (lambda: os.mkfifo(config), "not a regular file"),
+                       (lambda: config.write_text(""), str(config))):
+        config.unlink()
+        make()
+        for command in (("status",), ("compare", "held", "forced")):
+            code, out, err = run_cli(*command)
+            assert code == 2 and err.count("\n") == 1 and said in err, (said, command, out, err)
+    config.unlink()
     config.write_text(text)
     result = runs["held"].run_dir() / "result.json"
     result.write_text("[" * 100_000 + "]" * 100_000)

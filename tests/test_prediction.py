@@ -57,6 +57,19 @@ def test_the_width_by_tokens_term_is_fitted_once_a_second_widths_ladder_measures
     assert not predict(*wide, 3 - np.log(wide[0]) * 0.1, 1.6e6, 1e6)["source"].startswith("local")
 
 
+def test_the_local_form_reaches_no_farther_than_the_widths_where_its_term_is_measured():
+    """The classic bug, seen on the demo: the width × tokens term measured between widths 32 and 64 (a steps ladder
+    at each) was carried to a target at width 256, two doublings past 64, because the width ladder alone reached
+    128; its point was 12–17 % off. The term's reach is the widths (and token counts) it is measured at."""
+    d = 1.536e5
+    n = np.array([4.4e4, 4.4e4, 4.4e4, 1.37e5, 1.37e5, 4.7e5])  # widths 32, 32, 32, 64, 64, 128
+    tokens = np.array([d / 2, d, 2 * d, d, 2 * d, d])
+    assert len(predict(n, tokens, interacting(n, tokens), 1.73e6, 2 * d)["forms"]) == 1  # additive only
+    n, tokens = np.append(n, 4.7e5), np.append(tokens, 2 * d)  # the steps ladder at width 128 too: in reach
+    p = predict(n, tokens, interacting(n, tokens), 1.73e6, 2 * d)
+    assert len(p["forms"]) == 2 and p["source"].startswith("local")
+
+
 def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(tmp_path):
     """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer: the
     second width's studies and summary are its own (never the proxy's ladder resumed at another width), and its

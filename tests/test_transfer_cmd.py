@@ -50,6 +50,22 @@ def test_a_named_trial_is_taken_as_is(swept):
     assert [r["field"] for r in cfg.provenance.rules] == ["model.width", "checkpoint.every"]
 
 
+def test_out_replaces_only_a_config_transfer_wrote(swept):
+    """Found by an outside tester, as root: `--out /etc/passwd` replaced it with a RunConfig. A file the command did
+    not write is refused, left as it was; its own config is replaced (the same command again)."""
+    root, spec = swept
+    precious = root / "precious.txt"
+    for text in ("root:x:0:0:root:/root:/bin/bash\n", "steps: 5\n", ""):  # not YAML, another config, empty
+        precious.write_text(text)
+        done = run_sweep(root, "transfer", spec, "--width", "32", "--out", precious)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "--out:" in done.stderr and "is not a config `sweep transfer` wrote" in done.stderr
+        assert precious.read_text() == text
+    out = root / "again.yaml"
+    for _ in range(2):
+        assert run_sweep(root, "transfer", spec, "--width", "32", "--out", out).returncode == 0
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--width", "0"], "--width: must be a positive integer"),
     (["--width", "64", "--batch-rule", "cubic"], "--batch-rule: 'cubic' is not one of none, linear, sqrt, noise"),

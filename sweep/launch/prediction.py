@@ -12,7 +12,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from sweep.errors import InputError
-from trainer.config import RunConfig
+from sweep.paths import inside_root, results_root
+from trainer.config import ConfigError, RunConfig
 
 
 class _Prediction(BaseModel):
@@ -33,9 +34,13 @@ def read_prediction(run_dir: str | Path) -> dict:
     """The run's predicted loss record, {} when its config has none (a proxy, a run not transferred); a config
     or a prediction that is not what `sweep transfer` writes is bad input naming the field."""
     path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return {}
-    prediction = RunConfig.load(path).provenance.prediction
+    inside_root(path, results_root(), "runs")
+    try:
+        prediction = RunConfig.load(path).provenance.prediction
+    except ConfigError as err:
+        raise InputError(f"runs: {path}: {err}") from None
     if prediction:
         try:
             _Prediction.model_validate(prediction)

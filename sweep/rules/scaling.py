@@ -22,9 +22,12 @@ each at two token counts, and at least 6 points, so that 2 are left over for the
 the expansion of L to second order in ln N and ln D without its squared terms, about the points' geometric mean
 (N₀, D₀), so that a and b are the loss per e-fold of N and of D there; fitted by least squares. It is
 an empirical local form, not a published law (Kaplan et al. 2020's L(N, D), whose terms interact, missed the same
-corner by 6 % with the sixth point), and it has no floor: it is used only for a target no farther past the
-measured N and D (in log) than they span; farther out, the additive form with its floor E is. Where both are
-fitted, the one with the smaller residual standard error (the fit per unknown spent) is the law.
+corner by 6 % with the sixth point), and it has no floor: it is used only for a target no farther (in log) past
+the points than they span, and no farther past the widths measured at two token counts or more (and the token
+counts measured at two widths or more), where alone the term g is measured, than twice their span (about one
+doubling of width past them; a term seen over widths 32–64 and carried to 256 was 12–17 % off on the demo);
+farther out, the additive form with its floor E is. Where both are fitted, the one with the smaller residual
+standard error (the fit per unknown spent) is the law.
 
 The interval of a form linear in its unknowns (the reduced form, the local one above) is least squares'
 prediction interval, ŷ ± t(0.975, n − k)·s·√(1 + x₀ᵀ(XᵀX)⁻¹x₀) (s² = Σ residual² / (n − k), X the points' columns,
@@ -56,10 +59,22 @@ def interacts(n: np.ndarray, d: np.ndarray) -> bool:
     return len(n) >= INTERACTION_POINTS and np.linalg.matrix_rank(local_columns(n, d)) == 4
 
 
-def within_reach(measured: np.ndarray, target: float) -> bool:
-    """Whether `target` lies no farther past the measured values (in log) than they span: the local form's reach."""
+def interaction_reach(n: np.ndarray, d: np.ndarray, target_n: float, target_d: float) -> bool:
+    """Whether the target is within the local form's reach (module docstring): within reach of all the points, and
+    within twice the span of the widths measured at two or more token counts and of the token counts measured at
+    two or more widths, where its term g is measured. Twice, in parameters: N grows faster than width (toward
+    width², as the embedding's share falls), so one doubling of width past a one-doubling span is more than one
+    span in ln N (widths 64, 128 → 256: 1.06 spans)."""
+    widths = [x for x in np.unique(n) if len(np.unique(d[n == x])) >= 2]
+    tokens = [y for y in np.unique(d) if len(np.unique(n[d == y])) >= 2]
+    return (bool(widths and tokens) and within_reach(n, target_n) and within_reach(d, target_d)
+            and within_reach(np.array(widths), target_n, spans=2) and within_reach(np.array(tokens), target_d, spans=2))
+
+
+def within_reach(measured: np.ndarray, target: float, spans: float = 1) -> bool:
+    """Whether `target` lies no farther past the measured values (in log) than `spans` times their span."""
     low, high = float(np.min(measured)), float(np.max(measured))
-    return low * low / high <= target <= high * high / low
+    return low * (low / high) ** spans <= target <= high * (high / low) ** spans
 
 
 def local_columns(n, d, n0: float = 1.0, d0: float = 1.0) -> np.ndarray:
@@ -128,7 +143,7 @@ def predict(n: np.ndarray, d: np.ndarray, loss: np.ndarray, target_n: float, tar
     """{loss, low, high, level, form, source, the law's coefficients, points, rms, forms}: the target's predicted
     loss by the law (`fit`), within the interval that holds every fitted form's (`forms`, each with its own)."""
     n, d, loss = (np.asarray(v, float) for v in (n, d, loss))
-    laws = candidates(n, d, loss, within_reach(n, target_n) and within_reach(d, target_d))
+    laws = candidates(n, d, loss, interaction_reach(n, d, target_n, target_d))
     law = min(laws, key=lambda other: standard_error(other, n, d, loss))
     forms = [{"form": other["form"], "loss": float(value(other, target_n, target_d)),
               **interval(other, n, d, loss, target_n, target_d, resamples, seed),

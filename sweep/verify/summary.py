@@ -21,9 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from sweep.errors import InputError, printable
 from sweep.paths import inside_root, read_json
 from trainer.atomic import atomic_path
+from trainer.config import MAX_BATCH, MAX_DEPTH, MAX_TOKENS, MAX_WIDTH
 
 SLOPE_LIMIT = 64.0  # |slope| a law may have
 ROUNDING = 1e-9  # a slope this close to a rule's value is that value (floating-point noise of the fit)
+MAX_PARAMS = 1e15  # a model's parameters at most: past it an edit, not a model (6·N·D must stay finite)
 LOSS_LIMIT = 1e12  # |loss| a summary may hold: past it an overflow, not a measurement (a fit would square it)
 
 
@@ -173,11 +175,11 @@ class _Shape(BaseModel):
     """One axis value's run shape: where `sweep transfer` looks for the proxy's own point."""
     model_config = _STRICT
     at: float = Field(gt=0)
-    width: int | None = Field(None, ge=1)
-    depth: int | None = Field(None, ge=1)
-    batch_size: int | None = Field(None, ge=1)
-    params: float | None = Field(None, gt=0)
-    tokens: float | None = Field(None, gt=0)
+    width: int | None = Field(None, ge=1, le=MAX_WIDTH)
+    depth: int | None = Field(None, ge=1, le=MAX_DEPTH)
+    batch_size: int | None = Field(None, ge=1, le=MAX_BATCH)
+    params: float | None = Field(None, ge=1, le=MAX_PARAMS)
+    tokens: float | None = Field(None, ge=1, le=MAX_TOKENS)
 
 
 class _Optimum(BaseModel):

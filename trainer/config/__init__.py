@@ -14,6 +14,8 @@ from trainer.config._optimizer import SETTINGS, UNUSED, OptimizerConfig, Schedul
 from trainer.config._roles import LR_MAX, MULT_MAX, ROLES, InitMults, RoleMults, RoleSettings
 from trainer.config._run import (
     MAX_BATCH,
+    MAX_DEPTH,
+    MAX_TOKENS,
     MAX_WIDTH,
     PG_TIMEOUT_S,
     SCHEMA_VERSION,
@@ -30,7 +32,8 @@ from trainer.config._run import (
     one_line,
 )
 
-__all__ = ["CREDENTIAL_IN_URL", "LR_MAX", "MAX_BATCH", "MAX_WIDTH", "MULT_MAX", "NAME_RULE", "PG_TIMEOUT_S", "ROLES",
+__all__ = ["CREDENTIAL_IN_URL", "LR_MAX", "MAX_BATCH", "MAX_DEPTH", "MAX_TOKENS", "MAX_WIDTH", "MULT_MAX", "NAME_RULE",
+           "PG_TIMEOUT_S", "ROLES",
            "SCHEMA_VERSION", "SETTINGS", "UNUSED", "CheckpointConfig", "ConfigError", "DataConfig", "EvalConfig",
            "GuardConfig", "InitMults", "LoggingConfig", "MlflowConfig", "ModelConfig", "Name", "OptimizerConfig",
            "OutputConfig", "ParallelConfig", "Provenance", "RoleMults", "RoleSettings", "RunConfig",

@@ -19,13 +19,15 @@ from trainer.config._roles import InitMults
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 MAX_BATCH = 2**24  # examples per step a run takes at most
 MAX_WIDTH = 2**20  # a model's width at most
+MAX_DEPTH = 10**4  # a model's depth at most
+MAX_TOKENS = 10**15  # a run's token budget at most
 SEED_MAX = 2**62  # a torch generator takes a signed 64-bit seed; the loop adds its offsets and steps to it
 
 
 class ModelConfig(Strict):
     name: str = "gpt"  # zoo name or package.module:function
     width: int = Field(128, ge=1, le=MAX_WIDTH)
-    depth: int = Field(2, ge=1, le=10**4)
+    depth: int = Field(2, ge=1, le=MAX_DEPTH)
     parametrization: Literal["mup", "sp"] = "mup"
     base_width: int | None = Field(None, ge=1)  # recorded from the builder; must match it when given
     options: dict[str, Any] = {}  # builder options, multipliers included (output_mult, attn_mult, n_head, …)
@@ -142,7 +144,7 @@ class RunConfig(Strict):
     grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step (per process)
     # bounded where a budget stops being a number to train: 10^12 steps, 10^15 tokens (~10^3 × the largest runs)
     steps: int | None = Field(None, ge=1, le=10**12)
-    tokens: int | None = Field(None, ge=1, le=10**15)  # budget in tokens; steps = ceil(tokens / tokens per step)
+    tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)  # budget in tokens; steps = ceil(tokens / tokens per step)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
     compile: bool = False
     seed: int = Field(0, ge=0, le=SEED_MAX)
