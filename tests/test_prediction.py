@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from sweep.errors import InputError
+from sweep.rules.command import reach_lines
 from sweep.rules.ladder import ladder_points, predicted_loss
 from sweep.rules.scaling import predict
 from sweep.verify.summary import write_summary
@@ -113,6 +114,7 @@ def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_r
     assert prediction == {} and "gives the target a loss of -" in why and "--ladder-width" in why
     near, _ = predicted_loss(str(tmp_path), "v", 3000, 3000)  # inside: the local form, exact on exact points
     assert near["source"].startswith("local") and near["loss"] == pytest.approx(law(3000, 3000), abs=1e-6)
+    assert near["beyond"] == {"params": 1.0, "tokens": pytest.approx(3000 / 2560)}
     far = predict(np.repeat([1e3, 3e3], 3), np.tile([640.0, 1280, 2560], 2), law(np.repeat([1e3, 3e3], 3),
                   np.tile([640.0, 1280, 2560], 2)), 3e5, 2560)  # 100× past the widths: the floored form
     assert far["source"].startswith("Hoffmann") and far["loss"] > 0 and len(far["forms"]) == 1
@@ -135,3 +137,12 @@ def test_a_second_widths_ladder_is_read_from_its_own_folder_and_its_width_checke
     ladder("v-verify-lr-across-steps-w64", 32, [20, 40], 3000.0)  # a summary moved into another width's folder
     with pytest.raises(InputError, match=r"field widths: \[32\], where its folder holds \[64\]"):
         ladder_points(str(tmp_path), "v")
+
+
+def test_a_prediction_far_past_the_ladder_or_cut_at_zero_says_so():
+    """Found by an outside tester: a target 750× past the ladder's parameters got 0.1943 [0.0000, 1.0961] with no
+    remark, an interval that can flag only a run ending above 1.10. Both facts are now said where it is printed."""
+    far = reach_lines({"beyond": {"params": 750.0, "tokens": 1.5}, "cut_at_zero": True, "high": 1.0961})
+    assert len(far) == 2 and "params ×750" in far[0] and "tokens" not in far[0]
+    assert "cut there" in far[1] and "above 1.0961" in far[1]
+    assert reach_lines({"beyond": {"params": 2.0, "tokens": 1.0}, "cut_at_zero": False, "high": 3.0}) == []

@@ -21,6 +21,7 @@ from proxies.registry import count_parameters
 from sweep.errors import InputError
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
+from sweep.rules.fitted import EXTRAPOLATION
 from sweep.rules.ladder import measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.rules.roles import role_laws, role_lines, role_records
@@ -148,11 +149,13 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
             error = "-" if form["standard_error"] is None else f"{form['standard_error']:.4f}"
             console.print(f"  {form['form']}: {form['loss']:.4f} [{form['low']:.4f}, {form['high']:.4f}], residual "
                           f"standard error {error}")
+        for line in reach_lines(p):
+            console.print(f"[yellow]warning[/]: {line}")
     else:
         console.print(f"[yellow]no prediction[/]: {no_prediction or 'none measured'}")
     t = provenance.tuning
     console.print(f"tuning compute: {t['proxy_flops'] + t['verify_flops']:.3g} FLOPs (sweep {t['proxy_flops']:.3g}, "
-                  f"verify {t['verify_flops']:.3g}) = {t['share']:.1%} of the full run's {t['full_flops']:.3g} "
+                  f"verify {t['verify_flops']:.3g}) = {100 * t['share']:.3g}% of the full run's {t['full_flops']:.3g} "
                   "(C ≈ 6·N·D, Kaplan et al. 2020; Tensor Programs V spent 7% tuning GPT-3 6.7B)"
                   + ("; the tuning cost more than the full run" if t["share"] > 1 else ""))
     for line in role_lines(provenance.verify.get("roles", {})):
@@ -160,6 +163,19 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     for warning in warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     console.print(f"[yellow]note[/]: {LIMITS}")
+
+
+def reach_lines(p: dict) -> list[str]:
+    """What a user holding a run to the prediction should know: how far past the ladder it reaches (past
+    EXTRAPOLATION× the largest measured N or D), and an interval cut at 0 (it can flag only a run above it)."""
+    beyond = p.get("beyond") or {}
+    far = [f"{k} ×{v:.3g}" for k, v in beyond.items() if v > EXTRAPOLATION]
+    lines = [f"the prediction reaches past the ladder's largest point ({', '.join(far)}): its interval prices the "
+             "points' noise, not whether the law holds that far"] if far else []
+    if p.get("cut_at_zero"):
+        lines.append(f"the prediction's interval reached below 0 and is cut there: it can flag only a run that ends "
+                     f"above {p['high']:.4f}")
+    return lines
 
 
 def combined(laws: list[dict]) -> dict[str, tuple]:

@@ -101,7 +101,8 @@ def predicted_loss(root: str, name: str, params: float, tokens: float) -> tuple[
     """(the scaling law's prediction for the full run, why there is none): none with fewer than 3 ladder points,
     when the target's N (or D) differs from the ladder's and the ladder has one N (or D) only (a term never measured
     would be priced at 0), when a ladder loss is not positive (no loss law holds it), or when the law gives the
-    target a loss that is not positive; an interval reaching below 0 is cut at 0 (a loss is never negative)."""
+    target a loss that is not positive; an interval reaching below 0 is cut at 0 (a loss is never negative). The
+    prediction records how far the target lies past the largest measured N and D (`beyond`) and the cut."""
     n, d, loss = ladder_points(root, name)
     if len(loss) < 3 or (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
         return {}, "it needs `sweep verify` across width and tokens (or steps)"
@@ -112,7 +113,8 @@ def predicted_loss(root: str, name: str, params: float, tokens: float) -> tuple[
     if not all(np.isfinite(p[k]) for k in ("loss", "low", "high")) or p["loss"] <= 0:
         return {}, (f"the law ({p['form']}) gives the target a loss of {p['loss']:.4g}, which no run can reach; "
                     "measure a ladder nearer the target (`sweep verify --across steps=… --ladder-width W`)")
-    return {**p, "low": max(0.0, p["low"])}, ""
+    beyond = {"params": params / max(n), "tokens": tokens / max(d)}  # how far past the largest measured
+    return {**p, "low": max(0.0, p["low"]), "cut_at_zero": bool(p["low"] < 0), "beyond": beyond}, ""
 
 
 def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[RunConfig], float],
