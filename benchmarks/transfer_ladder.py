@@ -21,9 +21,11 @@ the measured loss inside the predicted interval with an error ≤ 2%. The last l
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -50,15 +52,27 @@ def spec(steps: int, trials: int) -> dict:
             "sampler": {"name": "tpe", "seed": 0}, "pruner": {"name": "none"}}
 
 
-def mean_loss(config: RunConfig, lr: float, seeds: int) -> tuple[float, list[float]]:
-    losses = []
-    for seed in range(seeds):
-        cfg = RunConfig.parse({**config.model_dump(mode="json"), "seed": seed,
-                               "optimizer": {**config.optimizer.model_dump(mode="json"), "lr": lr},
-                               "output": {**config.output.model_dump(mode="json"), "run": None}})
-        result = train(cfg, resume=True)
-        losses.append(result.val_loss if result.val_loss is not None else float("nan"))
-    return float(np.mean(losses)), losses
+def final_loss(config_yaml: str, lr: float, seed: int) -> float:
+    """One target run's final validation loss (in a worker process: the config travels as YAML)."""
+    import torch
+
+    torch.set_num_threads(1)
+    config = RunConfig.from_yaml(config_yaml)
+    cfg = RunConfig.parse({**config.model_dump(mode="json"), "seed": seed,
+                           "optimizer": {**config.optimizer.model_dump(mode="json"), "lr": lr},
+                           "output": {**config.output.model_dump(mode="json"), "run": None}})
+    result = train(cfg, resume=True)
+    return result.val_loss if result.val_loss is not None else float("nan")
+
+
+def mean_losses(points: list[tuple[RunConfig, float]], seeds: int, workers: int) -> list[tuple[float, list[float]]]:
+    """(mean, per seed) of the final loss at each (config, LR), `seeds` seeds each, over `workers` processes."""
+    jobs = [(cfg.to_yaml(), lr, seed) for cfg, lr in points for seed in range(seeds)]
+    unique = list(dict.fromkeys(jobs))  # the textbook run is also the direct sweep's middle point: trained once
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        loss = dict(zip(unique, pool.map(final_loss, *zip(*unique, strict=True)), strict=True))
+    per_point = [[loss[job] for job in jobs[i * seeds:(i + 1) * seeds]] for i in range(len(points))]
+    return [(float(np.mean(v)), v) for v in per_point]
 
 
 def ladder(spec_path: Path, args, console: Console) -> None:
@@ -130,17 +144,17 @@ def main() -> None:
 
 def report(configs: dict[str, RunConfig], args) -> None:
     fitted, textbook = configs["fitted"], configs["textbook"]
-    measured = {name: mean_loss(cfg, cfg.optimizer.lr, args.seeds) for name, cfg in configs.items()
-                if name == "fitted" or not args.skip_direct}
+    names = [name for name in configs if name == "fitted" or not args.skip_direct]
+    lrs = [] if args.skip_direct else [textbook.optimizer.lr * 2 ** k for k in np.arange(-1.5, 1.51, 0.5)]
+    points = [(configs[name], configs[name].optimizer.lr) for name in names] + [(textbook, lr) for lr in lrs]
+    results = mean_losses(points, args.seeds, args.workers)
+    measured = dict(zip(names, results[:len(names)], strict=True))
     if args.skip_direct:
         for name, (loss, seeds) in measured.items():
             shown = ", ".join(f"{v:.4f}" for v in seeds)
             print(f"{name:<10}{configs[name].optimizer.lr:>10.4g}{loss:>10.4f}   {shown}")
         return predicted(fitted, measured["fitted"][0])
-    direct = {}
-    for k in np.arange(-1.5, 1.51, 0.5):
-        lr = textbook.optimizer.lr * 2 ** k
-        direct[lr] = mean_loss(textbook, lr, args.seeds)
+    direct = dict(zip(lrs, results[len(names):], strict=True))
 
     def others(cfg: RunConfig) -> dict:  # what the direct sweep holds fixed
         return {k: v for k, v in cfg.model_dump(mode="json").items() if k not in ("provenance", "output")} | \
