@@ -7,12 +7,12 @@ anneals, so an evaluation above the interval mid-run is expected, one below it i
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from sweep.errors import InputError
-from sweep.paths import inside_root, results_root
 from trainer.config import ConfigError, RunConfig
 
 
@@ -36,7 +36,8 @@ def read_prediction(run_dir: str | Path) -> dict:
     path = Path(run_dir) / "config.yaml"
     if not path.exists() and not path.is_symlink():
         return {}
-    inside_root(path, results_root(), "runs")
+    if path.is_symlink():  # never followed: it could lead anywhere (the run folder itself was checked)
+        raise InputError(f"runs: {path} is a link (to {os.path.realpath(path)}), not the file the tool writes; refused")
     try:
         prediction = RunConfig.load(path).provenance.prediction
     except ConfigError as err:
