@@ -448,7 +448,7 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
     # took a FIFO or an empty file for a run with no prediction, or refused it without naming it
     elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere.yaml"
     elsewhere.write_text(text)
-    for make, said in ((lambda: config.symlink_to(elsewhere), f"{elsewhere}); refused"),
+    for make, said in ((lambda: config.symlink_to(elsewhere), f"(to {elsewhere})"),
                        (lambda: os.mkfifo(config), "not a regular file"),
                        (lambda: config.write_text(""), str(config))):
         config.unlink()
