@@ -1,6 +1,9 @@
 """Issue 20's predicted loss: the scaling law fitted to the ladder's points (the additive form, and the width ×
-tokens term once a ladder at a second width measures it), its interval, and what it refuses to predict."""
+tokens term once a ladder at a second width measures it), its interval, what it refuses to predict, and the run
+held to it (`status`, `compare`)."""
 import json
+import os
+import re
 
 import numpy as np
 import pytest
@@ -146,3 +149,60 @@ def test_a_prediction_far_past_the_ladder_or_cut_at_zero_says_so():
     assert len(far) == 2 and "params ×750" in far[0] and "tokens" not in far[0]
     assert "cut there" in far[1] and "above 1.0961" in far[1]
     assert reach_lines({"beyond": {"params": 2.0, "tokens": 1.0}, "cut_at_zero": False, "high": 3.0}) == []
+
+
+RUN = {"model": {"name": "mlp", "width": 32, "depth": 2},
+       "data": {"kind": "synthetic-vectors", "options": {"in_features": 16, "classes": 10}},
+       "optimizer": {"name": "adamw", "lr": 0.003}, "batch_size": 32, "steps": 20, "log_every": 5, "device": "cpu",
+       "eval": {"every": 10, "batches": 2, "noise_scale_batches": 0}, "output": {"study": "full", "kind": "full"}}
+
+
+def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    runs = {}
+    for name, low, high in (("held", 0.0, 99.0), ("forced", 0.01, 0.02)):  # no 20-step run reaches 0.02
+        path = tmp_path / f"{name}.yaml"
+        prediction = {"loss": (low + high) / 2, "low": low, "high": high, "level": 0.95}
+        path.write_text(yaml.safe_dump({**RUN, "output": {**RUN["output"], "root": str(tmp_path), "run": name},
+                                        "provenance": {"prediction": prediction}}))
+        code, _, err = run_cli("launch", path)
+        assert code == 0, err
+        runs[name] = RunConfig.load(path)
+    code, out, err = run_cli("status", "--format", "json")
+    rows = {row["run"]: row for row in json.loads(out)}
+    assert rows["forced"]["outside"] and "outside the predicted interval" in rows["forced"]["detail"]
+    assert not rows["held"]["outside"] and "OUTSIDE" not in rows["held"]["predicted"]
+    assert (rows["forced"]["predicted_low"], rows["forced"]["predicted_high"]) == (0.01, 0.02)  # numbers, for scripts
+    code, out, err = run_cli("compare", "held", "forced", "--out", tmp_path / "c.png")
+    assert code == 0, err
+    lines = {line.split()[1]: line for line in out.splitlines() if "held" in line or "forced" in line}
+    assert "OUTSIDE" in lines["forced"] and "OUTSIDE" not in lines["held"], out
+    # found by an outside tester: a hand-edited prediction was a traceback (a string), or taken (a bool, NaN, an
+    # interval running backwards); a corrupt result.json was a traceback
+    config = runs["held"].run_dir() / "config.yaml"
+    text = config.read_text()
+    for edit, field in (("loss: 'abc'", "provenance.prediction.loss"), ("low: true", "provenance.prediction.low"),
+                        ("high: .nan", "provenance.prediction.high"), ("low: 200.0", "the interval runs backwards")):
+        key = edit.split(":")[0]
+        config.write_text(re.sub(rf"(\n\s+){key}: [^\n]*", rf"\g<1>{edit}", text, count=1))
+        for command in (("status",), ("compare", "held", "forced")):
+            code, out, err = run_cli(*command)
+            assert code == 2 and err.count("\n") == 1 and field in err, (edit, command, out, err)
+    # found by an outside tester: status followed a config.yaml linked out of the root (compare refused it), and
+    # took a FIFO or an empty file for a run with no prediction, or refused it without naming it
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere.yaml"
+    elsewhere.write_text(text)
+    for make, said in ((lambda: config.symlink_to(elsewhere), f"(to {elsewhere})"),
+                       (lambda: os.mkfifo(config), "not a regular file"),
+                       (lambda: config.write_text(""), str(config))):
+        config.unlink()
+        make()
+        for command in (("status",), ("compare", "held", "forced")):
+            code, out, err = run_cli(*command)
+            assert code == 2 and err.count("\n") == 1 and said in err, (said, command, out, err)
+    config.unlink()
+    config.write_text(text)
+    result = runs["held"].run_dir() / "result.json"
+    result.write_text("[" * 100_000 + "]" * 100_000)
+    code, out, err = run_cli("status")
+    assert code == 2 and err.count("\n") == 1 and "result.json is unreadable (RecursionError)" in err, (out, err)
