@@ -8,7 +8,9 @@
   the proxy's batch and steps with 2 training seeds. Prints the target's final val loss per method (mean ± the
   spread of its seeds) and the steps (b) needs to reach (a)'s final loss, as a fraction of the run.
 `--part drift`: each role's LR multiplier on an octave grid at half the proxy width, the proxy width and the target
-  width; the drift of each fitted optimum from the narrowest to the target (goal ≤ 0.5 octave).
+  width; the drift of each fitted optimum from the narrowest to the target (goal ≤ 0.5 octave). `--width-exps
+  embedding=-0.5` runs it with those roles' LR × m^e (`optimizer.roles.<role>.lr_width_exp`; −0.5 on the embedding
+  is u-μP's rule), the drift a role has once its width rule is moved.
 `--part carry`: (b)'s best settings trained at the target with each role's LR multiplier carried by a width law,
   mult' = mult·(W'/W)^s (`sweep transfer --role-rule fitted`'s rule, sweep/rules/fitted.py), against the same
   settings kept as tuned (both trained here); s per role from `--slopes` (octaves per doubling of
@@ -240,11 +242,13 @@ def drift_part(args, root: Path) -> None:
     base = {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1}
     if Path(args.out).is_file():
         base = json.loads(Path(args.out).read_text())["best"]["(a) global"][0]
+    base |= {f"optimizer.roles.{role}.lr_width_exp": float(e) for role, _, e in
+             (item.partition("=") for item in args.width_exps.split(",") if item)}
     grid = [2.0 ** k for k in range(-2, 4)]
     widths = [args.proxy // 2, args.proxy, 4 * args.proxy]
     print(f"per-role LR optimum across widths {widths} (μP gpt depth 2, {args.steps} steps, grid 2^-2…2^3 at the "
           f"narrowest, ±1 octave around it wider in half octaves, extended past an edge, {args.drift_seeds} seed(s); "
-          f"global lr {base['optimizer.lr']:.3g})")
+          f"global lr {base['optimizer.lr']:.3g}; width exponents: {args.width_exps or 'none'})")
     print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}")
     for role in args.roles.split(","):
         optima = []
@@ -313,6 +317,7 @@ def main() -> None:
     parser.add_argument("--n0", type=int, default=9, help="fidelity: trials at the narrowest width")
     parser.add_argument("--drift-seeds", type=int, default=1, help="drift: training seeds per grid point")
     parser.add_argument("--roles", default="embedding,hidden,readout,norm", help="drift: the roles whose LR to scan")
+    parser.add_argument("--width-exps", default="", help="drift: ROLE=e, comma-separated: those roles' LR × m^e")
     parser.add_argument("--slopes", default="embedding=-0.387,norm=-0.387",
                         help="carry: ROLE=octaves per doubling of width, comma-separated")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (2 on an otherwise idle 2-core machine)")

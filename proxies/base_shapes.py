@@ -31,7 +31,7 @@ def mup_builder(base_width: int) -> Callable:
 
     The returned builder has the same signature, declares `base_width`, and returns a model
     whose parameters carry `p.infshape` (μP multipliers) with readout init rescaled once, and records
-    `model.width_dims` (`width_dims`) under both parametrizations.
+    `model.width_dims` (`width_dims`), `model.width` and `model.base_width` under both parametrizations.
     """
 
     def decorate(make: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
@@ -50,7 +50,7 @@ def mup_builder(base_width: int) -> Callable:
             else:
                 mup.set_base_shapes(model, base, delta=delta, do_assert=False)
                 refuse_plain_readout(model)
-            model.base_width = base_width
+            model.width, model.base_width = width, base_width
             model.parametrization = parametrization
             return model
 

@@ -70,6 +70,7 @@ class OptimizerRule:
     depth_lr_mult: float  # the depth part of lr_mult
     eps_mult: float  # ε multiplier (1 where the owner has no ε)
     decays: bool
+    width_mult: float  # as `ParamRule.width_mult`
 
 
 def muon_shape_factor(shape: tuple[int, ...], adjust_lr_fn: str) -> float:
@@ -104,5 +105,6 @@ def optimizer_rules(model: nn.Module, optimizer: str, *, adjust_lr_fn: str = "ma
             owner, lr, depth = "muon", muon_lr_mult(r.shape, r.base_shape, adjust_lr_fn), 1.0
         rules.append(OptimizerRule(name=r.name, role=r.role, owner=owner, init_std=r.init_std,
                                    forward_mult=r.forward_mult, lr_mult=lr, depth_lr_mult=depth,
-                                   eps_mult=r.eps_mult if owner in WITH_EPS else 1.0, decays=r.decays))
+                                   eps_mult=r.eps_mult if owner in WITH_EPS else 1.0, decays=r.decays,
+                                   width_mult=r.width_mult))
     return rules

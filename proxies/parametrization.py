@@ -66,6 +66,7 @@ class ParamRule:
     forward_mult: float
     depth_lr_mult: float  # the depth factor m_L^(α−1), already in adam_lr_mult
     eps_mult: float  # AdamW ε multiplier, m_L^−α inside residual blocks
+    width_mult: float  # m = width / base width where a dim grows with width, else 1 (a role's lr_width_exp: m^e)
 
 
 def depth_multipliers(depth: int, depth_alpha: float | None, base_depth: int | None) -> tuple[float, float]:
@@ -110,6 +111,16 @@ def _depth(model: nn.Module) -> dict[int, tuple[float, float]]:
     return depth
 
 
+def width_mult(model: nn.Module, p: nn.Parameter, grows: int) -> float:
+    """m = width / base width for a parameter with a dim that grows with width, else 1: the builder's widths where it
+    recorded them (`proxies.mup_builder`, so SP, whose base shapes are its own shapes, has m too), else mup's."""
+    if not grows:
+        return 1.0
+    if hasattr(model, "width") and hasattr(model, "base_width"):
+        return model.width / model.base_width
+    return float(p.infshape.width_mult()) if p.infshape.ninf() else 1.0
+
+
 def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamRule]:
     """One `ParamRule` per parameter of a model whose base shapes are set."""
     roles, depth = _roles(model), _depth(model)
@@ -121,8 +132,8 @@ def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamR
         if ninf > 2:
             raise ValueError(f"{name}: μP is defined for at most 2 infinite dims, this has {ninf}")
         role, forward = roles.get(id(p), (None, 1.0))
+        grows = width_dims.get(name, ninf)
         if role is None:
-            grows = width_dims.get(name, ninf)
             role = "hidden" if grows == 2 else "input" if p.ndim >= 2 else "bias" if name.endswith("bias") else "other"
         if ninf == 2:
             adam, sgd = 1.0 / infshape.width_mult(), 1.0 / infshape.fanin_fanout_mult_ratio()
@@ -135,7 +146,7 @@ def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamR
             inf_dims=tuple(i for i, d in enumerate(infshape) if d.isinf()),
             role=role, init_std=float(p.detach().float().std()) if p.numel() > 1 else 0.0,
             adam_lr_mult=adam * depth_lr, sgd_lr_mult=sgd, decays=decays, forward_mult=forward,
-            depth_lr_mult=depth_lr, eps_mult=eps,
+            depth_lr_mult=depth_lr, eps_mult=eps, width_mult=width_mult(model, p, grows),
         ))
     return rules
 

@@ -56,7 +56,7 @@ EVERYTHING = {  # every field of every section away from its default
              "val_fraction": 0.05, "options": {"n_tokens": 123}},
     "optimizer": {"name": "sgd", "lr": 3e-4, "weight_decay": 0.1, "wd_mode": "independent", "decay_embeddings": True,
                   "beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "momentum": 0.5, "grad_clip": None,  # SGD: β, ε unread
-                  "roles": {role: {"lr_mult": 2.0 + i, "weight_decay_mult": 1 / (2 + i)}
+                  "roles": {role: {"lr_mult": 2.0 + i, "weight_decay_mult": 1 / (2 + i), "lr_width_exp": -(1 + i) / 10}
                             for i, role in enumerate(ROLES)}},
     "schedule": {"kind": "wsd", "warmup_steps": None, "warmup_fraction": 0.05, "min_lr_ratio": 0.1 + 0.2,
                  "decay_fraction": 0.3, "decay_shape": "sqrt"},

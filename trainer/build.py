@@ -48,7 +48,8 @@ def build(cfg: RunConfig, run: Runtime) -> Built:
         optimizer = build_optimizer(model, name=opt.name, lr=opt.lr, weight_decay=opt.weight_decay,
                                     betas=(opt.beta1, opt.beta2), eps=opt.eps, momentum=opt.momentum,
                                     wd_mode=opt.wd_mode, decay_embeddings=opt.decay_embeddings,
-                                    settings=opt.settings(), roles=opt.roles.given())
+                                    settings=opt.settings(), roles=opt.roles.given(),
+                                    width_exps=opt.roles.width_exps())
     except ValueError as err:  # a role the model does not have; the message names the field
         raise ConfigError(str(err)) from None
     total_steps = cfg.total_steps(data.tokens_per_example)

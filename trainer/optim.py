@@ -17,7 +17,8 @@ eps_group = eps · eps_mult (m_L^−α inside residual blocks under depth transf
 role weight-decay multiplier).
 
 Per-role multipliers (`optimizer.roles.<role>`, width-free numbers tuned on the proxy): a role's lr_mult is
-the μP multiplier × its `lr_mult`, for every optimizer (under Muon for its hidden matrices too), and its decay
+the μP multiplier × its `lr_mult` × m^`lr_width_exp` (m = width / base width; the exponent 0 unless set), for every
+optimizer (under Muon for its hidden matrices too), and its decay
 × its `weight_decay_mult`: coupled, wd_group = wd · wd_mult; independent, wd_group = wd · wd_mult / (width part of
 lr_mult, role LR multiplier included), so a role's LR multiplier changes its step and not its decay timescale,
 which only wd_mult moves. Every multiplier at 1 gives the same groups, in the same order, as without them.
@@ -47,22 +48,25 @@ WD_MODES = ("coupled", "independent")
 
 def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer: str = "adamw",
                  wd_mode: str = "coupled", decay_embeddings: bool = False, eps: float = 1e-8,
-                 adjust_lr_fn: str = "match_rms_adamw", roles: dict[str, tuple[float, float]] | None = None
-                 ) -> list[dict]:
+                 adjust_lr_fn: str = "match_rms_adamw", roles: dict[str, tuple[float, float]] | None = None,
+                 width_exps: dict[str, float] | None = None) -> list[dict]:
     """Parameter groups keyed by (owner, LR multiplier, decays, ε multiplier, depth LR multiplier), each with
     `lr`, `lr_mult`, `decays`, `weight_decay`, `names`, `owner`, where the owner has an ε `eps_mult`, `eps`, and
     where a role's decay multiplier is not 1 `weight_decay_mult`.
     Under Muon, Muon's groups come first. `roles`: {role: (lr_mult, weight_decay_mult)} (`RoleMults.given`), each
-    folded into the LR multiplier and the decay of that role's parameters (`role_multipliers`)."""
+    folded into the LR multiplier and the decay of that role's parameters; `width_exps`: {role: e}
+    (`RoleMults.width_exps`), that role's LR multiplier × m^e (m = width / base width, `ParamRule.width_mult`)."""
     if wd_mode not in WD_MODES:
         raise ValueError(f"optimizer.wd_mode: {wd_mode!r} is not one of {', '.join(WD_MODES)}")
     params = dict(model.named_parameters())
     grouped: dict[tuple[str, float, bool, float, float, float], list[str]] = defaultdict(list)
     rules = optimizer_rules(model, optimizer, adjust_lr_fn=adjust_lr_fn, decay_embeddings=decay_embeddings)
-    check_roles(roles or {}, rules)
+    roles, width_exps = roles or {}, width_exps or {}
+    check_roles({role: (1.0, 1.0) for role in width_exps} | roles, rules)
     for rule in rules:
         if params[rule.name].requires_grad:
-            role_lr, role_wd = (roles or {}).get(rule.role, (1.0, 1.0))
+            role_lr, role_wd = roles.get(rule.role, (1.0, 1.0))
+            role_lr *= rule.width_mult ** width_exps.get(rule.role, 0.0)
             role_wd = role_wd if rule.decays else 1.0  # no group of its own for a decay it does not have
             key = (rule.owner, rule.lr_mult * role_lr, rule.decays, rule.eps_mult, rule.depth_lr_mult, role_wd)
             grouped[key].append(rule.name)
@@ -84,15 +88,15 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
 def build_optimizer(model: nn.Module, *, name: str = "adamw", lr: float, weight_decay: float = 0.0,
                     betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8, momentum: float = 0.9,
                     wd_mode: str = "coupled", decay_embeddings: bool = False,
-                    settings: BaseModel | None = None,
-                    roles: dict[str, tuple[float, float]] | None = None) -> torch.optim.Optimizer:
+                    settings: BaseModel | None = None, roles: dict[str, tuple[float, float]] | None = None,
+                    width_exps: dict[str, float] | None = None) -> torch.optim.Optimizer:
     """The optimizer `name` in its μP groups. `settings`: its own section of the RunConfig
-    (`OptimizerConfig.settings()`; None: that section's defaults); `roles`: per-role multipliers
-    (`param_groups`). Schedule-Free AdamW comes in train mode."""
+    (`OptimizerConfig.settings()`; None: that section's defaults); `roles`, `width_exps`: per-role multipliers and
+    width exponents (`param_groups`). Schedule-Free AdamW comes in train mode."""
     settings = settings if settings is not None else SETTINGS[name]() if name in SETTINGS else None
     adjust = settings.adjust_lr_fn if name == "muon" else "match_rms_adamw"
     groups = param_groups(model, lr, weight_decay, optimizer=name, wd_mode=wd_mode, decay_embeddings=decay_embeddings,
-                          eps=eps, adjust_lr_fn=adjust, roles=roles)
+                          eps=eps, adjust_lr_fn=adjust, roles=roles, width_exps=width_exps)
     return optimizer_of(name, groups, lr=lr, betas=betas, eps=eps, momentum=momentum, settings=settings)
 
 

@@ -53,7 +53,7 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
         raise InputError(f"--lr: a learning rate above 0 and at most {LR_MAX:g}, got {lr:g}")
     lr = DEFAULT_LR[optimizer] if lr is None else lr
     given = role_settings(settings)  # a RunConfig holding only the per-role settings
-    roles = given.optimizer.roles.given()
+    roles, exps = given.optimizer.roles.given(), given.optimizer.roles.width_exps()
     base = base_width_of(model)
     width_list = parse_widths(widths or f"{base},{2 * base},{4 * base}")
     batch_size = batch_size or DEFAULT_BATCH.get(model, 16)
@@ -64,7 +64,7 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
         return source.batch("train", batch_size, torch.Generator().manual_seed(seed))
 
     def make_optimizer(net, lr: float):
-        return build_optimizer(net, name=optimizer, lr=lr, roles=roles)
+        return build_optimizer(net, name=optimizer, lr=lr, roles=roles, width_exps=exps)
 
     makers = {}
     for regime, extra in regimes(model, options).items():
@@ -73,7 +73,7 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
         probe = makers[regime](width_list[0])  # bad options and models that are not μP-ready fail here, before any file
         if parametrization == "mup":
             refuse_unless_mup_ready(probe, make_optimizer(probe, lr), optimizer,
-                                    {role: lr_mult for role, (lr_mult, _) in roles.items()})
+                                    {role: lr_mult for role, (lr_mult, _) in roles.items()}, exps)
     out = out or results_root() / "coord-check" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}-{parametrization}"
 
     start = time.perf_counter()

@@ -4,7 +4,8 @@ transfer, its depth factors: "depth LR ×" is already in "LR ×"; see proxies.pa
 
 With per-role settings (`--set optimizer.roles.<role>.lr_mult=…`, `.weight_decay_mult=…`, `model.init.<role>=…`,
 checked as a RunConfig checks them) the table shows their effect: "LR ×" is the optimizer's multiplier × the role's
-lr_mult, "init std" is measured after the init multiplier, and columns name each role multiplier."""
+lr_mult × m^lr_width_exp (m = width / base width), "init std" is measured after the init multiplier, and columns
+name each role multiplier ("role LR ×" is lr_mult × m^lr_width_exp) and, where one is set, each role's exponent."""
 from __future__ import annotations
 
 from rich.table import Table
@@ -53,7 +54,7 @@ def apply_roles(net: nn.Module, cfg: RunConfig) -> None:
 def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None,
                   optimizer: str = "adamw", settings: list[str] | None = None) -> Table:
     cfg = role_settings(settings)
-    roles, init = cfg.optimizer.roles.given(), cfg.model.init.given()
+    roles, init, exps = cfg.optimizer.roles.given(), cfg.model.init.given(), cfg.optimizer.roles.width_exps()
     net = build_model(model, width, depth, parametrization, **parse_options(opt))
     apply_roles(net, cfg)
     shapes = {r.name: r for r in param_rules(net)}
@@ -63,14 +64,17 @@ def inspect_table(model: str, width: int, depth: int, parametrization: str, opt:
     table = Table(title=f"{model} width {width} (base {net.base_width}), depth {depth}, {parametrization}, {optimizer}")
     columns = ["parameter", "shape", "inf dims", "role", "owner", "init std", "LR ×", "weight decay", "forward ×"]
     columns += ["role LR ×", "role WD ×", "init ×"] if role_columns else []
+    columns += ["width exp"] if exps else []
     for column in columns + (["depth LR ×", "ε ×"] if depth_columns else []):
         table.add_column(column, justify="left" if column in ("parameter", "role", "owner") else "right")
     for r in rules:
         s = shapes[r.name]
         lr_mult, wd_mult = roles.get(r.role, (1.0, 1.0))
+        lr_mult *= r.width_mult ** exps.get(r.role, 0.0)
         row = [r.name, "×".join(map(str, s.shape)), ",".join(map(str, s.inf_dims)) or "-", r.role, r.owner,
                f"{s.init_std:.4g}", f"{r.lr_mult * lr_mult:.4g}", "yes" if r.decays else "no", f"{r.forward_mult:.4g}"]
         row += [f"{lr_mult:.4g}", f"{wd_mult:.4g}", f"{init.get(r.role, 1.0):.4g}"] if role_columns else []
+        row += [f"{exps.get(r.role, 0.0):g}"] if exps else []
         table.add_row(*row, *([f"{r.depth_lr_mult:.4g}", f"{r.eps_mult:.4g}"] if depth_columns else []))
     if depth_columns:
         branch = sorted({m.branch_mult for m in net.modules() if hasattr(m, "branch_mult")})

@@ -25,10 +25,12 @@ from sweep.errors import InputError
 
 
 def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, optimizer_name: str,
-                            role_lr: dict[str, float] | None = None) -> None:
-    """Raise InputError naming the first parameter, module or LR that μP cannot work with. `role_lr`: the per-role
-    LR multipliers asked for (`optimizer.roles.ROLE.lr_mult`), on top of the table's."""
-    role_lr = role_lr or {}
+                            role_lr: dict[str, float] | None = None,
+                            width_exps: dict[str, float] | None = None) -> None:
+    """Raise InputError naming the first parameter, module or LR that μP cannot work with. `role_lr`, `width_exps`:
+    the per-role LR multipliers and width exponents asked for (`optimizer.roles.ROLE.lr_mult`, `.lr_width_exp`), on
+    top of the table's."""
+    role_lr, width_exps = role_lr or {}, width_exps or {}
     for name, p in model.named_parameters():
         if not hasattr(p, "infshape"):
             raise InputError(f"model: parameter {name} has no base shapes; μP needs mup.set_base_shapes "
@@ -43,7 +45,8 @@ def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, 
     table = optimizer_rules(model, optimizer_name, adjust_lr_fn=adjust)
     rules = [(r, groups[id(p)]) for r, (_, p) in zip(table, model.named_parameters(), strict=True)
              if id(p) in groups]
-    mult = {r.name: r.lr_mult * role_lr.get(r.role, 1.0) for r, _ in rules}
+    mult = {r.name: r.lr_mult * role_lr.get(r.role, 1.0) * r.width_mult ** width_exps.get(r.role, 0.0)
+            for r, _ in rules}
     base = Counter(round(g["lr"] / mult[r.name], 12) for r, g in rules).most_common(1)[0][0]
     for rule, group in rules:
         by_muon = "ns_steps" in group  # a torch.optim.Muon group

@@ -107,7 +107,7 @@ class Case:
         return model, build_optimizer(model, name=o.name, lr=o.lr, weight_decay=o.weight_decay,
                                       betas=(o.beta1, o.beta2), eps=o.eps, momentum=o.momentum, wd_mode=o.wd_mode,
                                       decay_embeddings=o.decay_embeddings, settings=o.settings(),
-                                      roles=o.roles.given())
+                                      roles=o.roles.given(), width_exps=o.roles.width_exps())
 
 
 def row(check: str, measured: str, expected: str, passed: bool) -> dict:

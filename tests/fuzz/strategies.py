@@ -486,6 +486,7 @@ VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_
         "--parametrization": ["sp", "mup", "xp"],
         "--opt": ["n_head=2", "head_dim=8", "head_dim=3", "block_size=0", "nope=1", "novalue"],
         "--set": ["optimizer.roles.embedding.lr_mult=4", "optimizer.roles.tied.lr_mult=2", "model.init.readout=0",
+                  "optimizer.roles.embedding.lr_width_exp=-0.5", "optimizer.roles.norm.lr_width_exp=3",
                   "model.init.nope=2", "optimizer.lr=1", "novalue"],
     },
     "coord-check": {

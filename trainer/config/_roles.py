@@ -19,6 +19,10 @@ def _one(value: float) -> bool:
     return value == 1.0
 
 
+def _zero(value: float) -> bool:
+    return value == 0.0
+
+
 def _unset(value: RoleSettings) -> bool:
     return value == RoleSettings()
 
@@ -43,10 +47,18 @@ class InitMults(Strict):
 
 
 class RoleSettings(Strict):
-    """One role's multipliers: its LR is base LR × μP multiplier × lr_mult; its weight decay × weight_decay_mult."""
+    """One role's multipliers: its LR is base LR × μP multiplier × lr_mult × m^lr_width_exp, with m = width / base
+    width; its weight decay × weight_decay_mult.
+
+    `lr_width_exp` (0 by default: μP's table as it is) moves the role off μP's width rule by a power of m, so that a
+    role whose LR optimum drifts with width under μP gets a width-free `lr_mult` again. −0.5 on the embedding is
+    u-μP's embedding rule, η_emb ∝ 1/√fan-out (Blake et al. 2024, "u-μP: The Unit-Scaled Maximal Update
+    Parametrization", section "A new embedding LR rule", found empirically); per-layer exponents as a search axis
+    are Everett et al. 2024 ("Scaling Exponents Across Parameterizations and Optimizers")."""
 
     lr_mult: Mult = 1.0
     weight_decay_mult: Mult = 1.0
+    lr_width_exp: float = Field(0.0, ge=-1.0, le=1.0, exclude_if=_zero)
 
 
 class RoleMults(Strict):
@@ -66,3 +78,7 @@ class RoleMults(Strict):
         """{role: (lr_mult, weight_decay_mult)} for the roles set away from 1."""
         return {role: (s.lr_mult, s.weight_decay_mult) for role in ROLES
                 if (s := getattr(self, role)) != RoleSettings()}
+
+    def width_exps(self) -> dict[str, float]:
+        """{role: lr_width_exp} for the roles whose exponent is not 0."""
+        return {role: e for role in ROLES if (e := getattr(self, role).lr_width_exp) != 0.0}
