@@ -81,7 +81,7 @@ def with_backend_flags(command: Callable) -> Callable:
 
 
 ROLE_SETTINGS_HELP = ("per-role setting PATH=VALUE (repeatable): optimizer.roles.ROLE.lr_mult, .weight_decay_mult, "
-                      "model.init.ROLE")
+                      ".lr_width_exp (the role's LR × (width / base width)^e, e in [-1, 1]), model.init.ROLE")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Tune hyperparameters on small μP proxies and carry them to full-size runs.")
@@ -419,7 +419,7 @@ def init_cmd(
                                 "coord check → sweep → verify → transfer → run → report")
 def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the sweep and verify")):
     """Coordinate check, a proxy sweep at width 32, verify over widths 32–128, transfer to width 256, a local run of
-    the transferred config, the HTML report; about ten minutes on 2 CPU cores. Run it again: it resumes."""
+    the transferred config, the HTML report; about four minutes on 2 CPU cores. Run it again: it resumes."""
     from sweep.demo import run_demo
 
     raise typer.Exit(run_demo(workers, console))

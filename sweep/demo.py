@@ -1,4 +1,4 @@
-"""`sweep demo`: the whole path on the built-in corpus, on 2 CPU cores in about ten minutes.
+"""`sweep demo`: the whole path on the built-in corpus, on 2 CPU cores in about four minutes.
 
 coordinate check → a proxy sweep (the packaged example `demo`, width 32, S = 150 steps) → verify over widths 32,
 64, 128 (μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across S/2,

@@ -51,6 +51,21 @@ def test_the_zoo_mlp_passes():
     assert "labels shifted (copy model's loss)" not in set(table["check"])  # a classifier has no shift to check
 
 
+def test_the_coordinate_check_row_checks_the_configs_role_settings():
+    """A role's width exponent e = +1 on the hidden matrices undoes μP's 1/m (the `sweep coord-check --set` of the
+    same setting fails): doctor's row checked the bare model and passed it (outside tester). u-μP's −0.5 on the
+    embedding passes."""
+    from sweep.doctor.checks import coord_check_row
+
+    def row(roles: dict) -> dict:
+        cfg = RunConfig.parse({**GPT_RUN, "model": {**GPT_RUN["model"], "depth": 1}, "optimizer": {"roles": roles}})
+        return coord_check_row(make_case(cfg))[0]
+
+    assert row({"embedding": {"lr_width_exp": -0.5}})["passed"]
+    broken = row({"hidden": {"lr_width_exp": 1.0}})
+    assert not broken["passed"] and "attn" in broken["measured"], broken
+
+
 class Unshifted:
     """Token data whose labels are the inputs themselves (the shift forgotten)."""
 

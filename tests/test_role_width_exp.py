@@ -144,3 +144,21 @@ def test_the_coordinate_check_passes_u_mups_embedding_rule_and_fails_an_exponent
     assert coord_verdict({"embedding": -0.5}).passed
     broken = coord_verdict({"hidden": 1.0})
     assert not broken.passed
+
+
+def test_transfer_carries_the_exponent_as_it_is_and_names_it(tmp_path):
+    """The exponent is a rule, not a width-free constant: the full run's config holds it unchanged (so its embedding
+    LR is the proxy's × (64/16)^−0.5 relative to the base width's), provenance records it, and transfer's output
+    names it (it said nothing of it: outside tester)."""
+    from tests.sweep_helpers import run_sweep, write_spec
+
+    spec = write_spec(tmp_path, trials=2, run={"optimizer": {"roles": {"embedding": {"lr_width_exp": -0.5}}}})
+    assert run_sweep(tmp_path, "proxy", spec, "--width", "16").returncode == 0
+    out = tmp_path / "full.yaml"
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--out", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cfg = RunConfig.load(out)
+    assert cfg.optimizer.roles.width_exps() == {"embedding": -0.5}
+    path = "optimizer.roles.embedding.lr_width_exp"
+    assert cfg.provenance.verify["roles"][path] == {"value": -0.5, "rule": "width"}
+    assert f"carried {path} = -0.5: a width rule" in " ".join(done.stdout.split())

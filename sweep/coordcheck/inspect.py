@@ -5,7 +5,8 @@ transfer, its depth factors: "depth LR ×" is already in "LR ×"; see proxies.pa
 With per-role settings (`--set optimizer.roles.<role>.lr_mult=…`, `.weight_decay_mult=…`, `model.init.<role>=…`,
 checked as a RunConfig checks them) the table shows their effect: "LR ×" is the optimizer's multiplier × the role's
 lr_mult × m^lr_width_exp (m = width / base width), "init std" is measured after the init multiplier, and columns
-name each role multiplier ("role LR ×" is lr_mult × m^lr_width_exp) and, where one is set, each role's exponent."""
+name each role multiplier ("role LR × m^e" where an exponent is set: lr_mult × m^lr_width_exp) and each role's
+exponent."""
 from __future__ import annotations
 
 from rich.table import Table
@@ -63,7 +64,7 @@ def inspect_table(model: str, width: int, depth: int, parametrization: str, opt:
     role_columns = bool(roles or init)
     table = Table(title=f"{model} width {width} (base {net.base_width}), depth {depth}, {parametrization}, {optimizer}")
     columns = ["parameter", "shape", "inf dims", "role", "owner", "init std", "LR ×", "weight decay", "forward ×"]
-    columns += ["role LR ×", "role WD ×", "init ×"] if role_columns else []
+    columns += ["role LR × m^e" if exps else "role LR ×", "role WD ×", "init ×"] if role_columns else []
     columns += ["width exp"] if exps else []
     for column in columns + (["depth LR ×", "ε ×"] if depth_columns else []):
         table.add_column(column, justify="left" if column in ("parameter", "role", "owner") else "right")

@@ -22,7 +22,8 @@ Each row is (check, measured, expected, passed). On the run's model and data at 
   the other examples (a normalization across the batch), and not zero at some s ≤ t (the check reaches the
   inputs). Positions t: the first, the middle and the next-to-last. Language models only: a classifier has
   no positions, and its BatchNorm mixes the batch by design;
-- coordinate check (μP only): `sweep.coordcheck.check` at base, 2× and 4× the builder's base width;
+- coordinate check (μP only): `sweep.coordcheck.check` at base, 2× and 4× the builder's base width, with the
+  config's per-role settings (`model.init`, `optimizer.roles`) at every width;
 - and, for information (always pass): parameters and FLOPs per token at the target width (`width`,
   default the config's), and an estimate there of the forward+backward time on this device (the time at the
   config's width plus the marginal seconds per FLOP measured between it and twice it, times the extra FLOPs)
@@ -249,16 +250,20 @@ def causality_rows(case: Case) -> list[dict]:
 
 
 def coord_check_row(case: Case) -> list[dict]:
-    """The coordinate check at 1×, 2× and 4× the base width, at the LR its bounds are calibrated at."""
-    m = case.cfg.model
+    """The coordinate check at 1×, 2× and 4× the base width, at the LR its bounds are calibrated at, with the
+    config's per-role settings (init multipliers, LR multipliers and width exponents) at every width."""
+    m, o = case.cfg.model, case.cfg.optimizer
     widths = [m.base_width, 2 * m.base_width, 4 * m.base_width]
 
     def batch(seed: int):
         return case.data.batch("train", DEFAULT_BATCH.get(m.name, 16), torch.Generator().manual_seed(seed))
 
-    lr = DEFAULT_LR.get(case.cfg.optimizer.name, case.cfg.optimizer.lr)
-    _, _, verdict = cc.coord_check(lambda w: build_model(m.name, w, m.depth, "mup", **case.options), batch, widths,
-                                   seeds=2, steps=DEFAULT_STEPS, optimizer=case.cfg.optimizer.name, lr=lr)
+    def make_optimizer(model: nn.Module, lr: float) -> torch.optim.Optimizer:
+        return build_optimizer(model, name=o.name, lr=lr, roles=o.roles.given(), width_exps=o.roles.width_exps())
+
+    _, _, verdict = cc.coord_check(lambda w: build_net(m.model_copy(update={"width": w}), case.options), batch,
+                                   widths, seeds=2, steps=DEFAULT_STEPS, optimizer=o.name,
+                                   lr=DEFAULT_LR.get(o.name, o.lr), make_optimizer=make_optimizer)
     slopes = verdict.table[["max_size_slope", "max_delta_slope"]].max(axis=1)
     worst = verdict.table.loc[slopes.idxmax()]
     failing = verdict.table.loc[~verdict.table["passed"]]

@@ -6,6 +6,8 @@ each optimum really stays put is `sweep verify --param PATH`'s question; its sum
 the full run's provenance (`provenance.verify.roles`), and a setting whose μP optimum drifted past verify's bound,
 or that was never verified, is reported by name rather than carried in silence. Under `--role-rule fitted` a
 setting whose verify measured a width law with an interval follows it instead (`role_laws`, sweep/rules/plan.py).
+A role's width exponent (`lr_width_exp`) is a rule, not a width-free constant: carried as it is, it moves that
+role's LR at the target by (W'/W₀)^e, and transfer names it.
 """
 from __future__ import annotations
 
@@ -27,8 +29,11 @@ def role_settings(cfg: RunConfig) -> dict[str, float]:
 
 
 def role_records(root: str | Path, spec_name: str, cfg: RunConfig) -> dict[str, dict]:
-    """{path: {value, and when verified: widths, drift and noise (octaves), passed}} per carried role setting."""
-    records = {}
+    """{path: {value, and when verified: widths, drift and noise (octaves), passed}} per carried role setting;
+    {value, rule: "width"} per role width exponent (`lr_width_exp`: a width rule, carried as it is, which moves the
+    role's LR at the target by m^e; what verify checks under it is the role's lr_mult)."""
+    records = {f"optimizer.roles.{role}.lr_width_exp": {"value": e, "rule": "width"}
+               for role, e in cfg.optimizer.roles.width_exps().items()}
     for path, value in role_settings(cfg).items():
         summary = read_summary(root, spec_name, path)
         record = {"value": value}
@@ -54,10 +59,14 @@ def role_laws(root: str | Path, spec_name: str, cfg: RunConfig) -> tuple[Law, ..
 
 
 def role_lines(records: dict[str, dict]) -> list[str]:
-    """One console line per carried role setting: verified and held, drifted, or not verified."""
+    """One console line per carried role setting: verified and held, drifted, not verified, or a width rule."""
     lines = []
     for path, r in records.items():
-        if "passed" not in r:
+        if r.get("rule") == "width":
+            lines.append(f"carried {path} = {r['value']:g}: a width rule, the role's LR × (width / base width)^e at "
+                         f"every width; `sweep verify SPEC --param {path.removesuffix('lr_width_exp')}lr_mult` checks "
+                         "that the role's optimum holds under it")
+        elif "passed" not in r:
             lines.append(f"[yellow]not verified[/]: {path} = {r['value']:.4g} carried from the proxy; "
                          f"`sweep verify SPEC --param {path}` checks that its optimum holds across width")
         elif "fitted" in r:

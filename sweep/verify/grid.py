@@ -64,6 +64,10 @@ def grid_values(centre: float | None, values: str | None, span: str | None) -> l
 def base_values(spec: StudySpec, values: dict[str, Any], param: str, width: int) -> tuple[dict, Any]:
     """(the spec's run with `values` set except `param`, the value of `param` there or its default)."""
     check_search_path(param, f"--param {param}")
+    if param.endswith(".lr_width_exp"):  # signed and additive in log LR: no log₂ grid, no width law of its own
+        raise InputError(f"--param {param}: an exponent, not a multiplier; verify scans positive settings on a log₂ "
+                         "grid. Set it in the spec's run and verify the role's multiplier under it "
+                         f"(--param {param.removesuffix('lr_width_exp')}lr_mult)")
     run = dict(spec.run)
     for path, value in values.items():
         if path != param:
