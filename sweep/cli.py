@@ -319,8 +319,9 @@ def transfer_cmd(
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
     out: Path | None = typer.Option(None, help="where to write it [default: ROOT/NAME/transfer/wW-dD-bB.yaml]"),
-    device_memory: float | None = typer.Option(None, min=0.001, help="GiB of one device of the full run: above half "
-                                               "of it, the training state is sharded (FSDP2) [default: this GPU]"),
+    device_memory: float | None = typer.Option(None, min=0.001, max=2 ** 20,  # 1e308 GiB overflowed to bytes
+                                               help="GiB of one device of the full run: above half of it, the "
+                                                    "training state is sharded (FSDP2) [default: this GPU]"),
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.rules import Target

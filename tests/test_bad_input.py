@@ -244,6 +244,9 @@ CASES = {
     "unknown-backend": Case(proxy("--width", "16", "--backend", "k8s"),
                             ("--backend:", "'k8s' is not one of local, ray, slurm")),
     "workers-zero": Case(proxy("--width", "16", "--workers", "0"), ("--workers:", "at least 1")),
+    "device-memory-past-any-device": Case(lambda root: ["transfer", write_spec(root), "--width", "64",
+                                                        "--device-memory", "1e308"],  # a traceback (tester)
+                                          ("--device-memory", "1048576")),
     "unknown-batch-rule": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--batch-rule", "cubic"],
                                ("--batch-rule:", "'cubic' is not one of none, linear, sqrt, noise")),
     "coord-check-one-width": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32"],

@@ -58,6 +58,7 @@ def launch_records(target: str | None) -> list[Path]:
 
 def run_state(run_dir: Path) -> dict:
     record = read_record(run_dir)
+    kept_out_of_links(run_dir, Path(record["curve"]))
     state, detail = finished_state(run_dir), ""
     if state is None:
         state, detail = scheduler_state(record)
@@ -73,6 +74,13 @@ def run_state(run_dir: Path) -> dict:
             "job": record["job"], "state": state, **logged, "predicted": predicted, "outside": outside,
             **{f"predicted_{key}": prediction.get(key) for key in ("loss", "low", "high")},
             "detail": detail, "run_dir": str(run_dir)}
+
+
+def kept_out_of_links(run_dir: Path, curve: Path) -> None:
+    """Nothing status reads is read through a link out of the results root: the run's result.json, its curve's
+    folder and the files in it (an outside tester's linked result.json turned a run diverged)."""
+    paths = [run_dir / "result.json", curve, *(sorted(curve.iterdir()) if curve.is_dir() else [])]
+    kept_inside([path for path in paths if path.exists() or path.is_symlink()], results_root(), "runs")
 
 
 def scheduler_state(record: dict) -> tuple[str | None, str]:
