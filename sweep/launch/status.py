@@ -77,10 +77,11 @@ def run_state(run_dir: Path) -> dict:
 
 
 def kept_out_of_links(run_dir: Path, curve: Path) -> None:
-    """Nothing status reads is read through a link out of the results root: the run's result.json, its curve's
-    folder and the files in it (an outside tester's linked result.json turned a run diverged)."""
+    """Nothing status reads is read through a link out of the results root that holds the run (ROOT/STUDY/runs/RUN;
+    a run read outside $SWEEP_ROOT stays readable): its result.json, its curve's folder and the files in it (an
+    outside tester's linked result.json turned a run diverged)."""
     paths = [run_dir / "result.json", curve, *(sorted(curve.iterdir()) if curve.is_dir() else [])]
-    kept_inside([path for path in paths if path.exists() or path.is_symlink()], results_root(), "runs")
+    kept_inside([path for path in paths if path.exists() or path.is_symlink()], Path(run_dir).parents[2], "runs")
 
 
 def scheduler_state(record: dict) -> tuple[str | None, str]:
