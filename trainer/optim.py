@@ -63,10 +63,10 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
     rules = optimizer_rules(model, optimizer, adjust_lr_fn=adjust_lr_fn, decay_embeddings=decay_embeddings)
     roles, width_exps = roles or {}, width_exps or {}
     check_roles({role: (1.0, 1.0) for role in width_exps} | roles, rules)
+    lr_mults = {role: lr_mult for role, (lr_mult, _) in roles.items()}
     for rule in rules:
         if params[rule.name].requires_grad:
-            role_lr, role_wd = roles.get(rule.role, (1.0, 1.0))
-            role_lr *= rule.width_mult ** width_exps.get(rule.role, 0.0)
+            role_lr, role_wd = role_lr_mult(rule, lr_mults, width_exps), roles.get(rule.role, (1.0, 1.0))[1]
             role_wd = role_wd if rule.decays else 1.0  # no group of its own for a decay it does not have
             key = (rule.owner, rule.lr_mult * role_lr, rule.decays, rule.eps_mult, rule.depth_lr_mult, role_wd)
             grouped[key].append(rule.name)
@@ -124,6 +124,12 @@ def optimizer_of(name: str, groups: list[dict], *, lr: float, betas: tuple[float
                                 adjust_lr_fn=settings.adjust_lr_fn)
         return MuonWithAdamW(muon, _adamw([g for g in groups if g["owner"] == "adamw"], lr, betas, eps))
     raise ValueError(f"optimizer.name: {name!r} is not one of adamw, sgd, muon, lion, schedulefree_adamw, adam_atan2")
+
+
+def role_lr_mult(rule, lr_mults: dict[str, float], width_exps: dict[str, float]) -> float:
+    """A parameter's role factor on its optimizer's table: the role's lr_mult × m^lr_width_exp (m = width / base
+    width, `rule.width_mult`); 1 for a role given neither."""
+    return lr_mults.get(rule.role, 1.0) * rule.width_mult ** width_exps.get(rule.role, 0.0)
 
 
 def check_roles(roles: dict[str, tuple[float, float]], rules: list) -> None:

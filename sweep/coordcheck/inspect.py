@@ -20,6 +20,7 @@ from sweep.errors import InputError
 from sweep.study.space import set_path
 from trainer import yaml_io
 from trainer.config import ConfigError, RunConfig
+from trainer.optim import role_lr_mult
 
 ROLE_PATHS = ("optimizer.roles.", "model.init.")
 
@@ -56,6 +57,7 @@ def inspect_table(model: str, width: int, depth: int, parametrization: str, opt:
                   optimizer: str = "adamw", settings: list[str] | None = None) -> Table:
     cfg = role_settings(settings)
     roles, init, exps = cfg.optimizer.roles.given(), cfg.model.init.given(), cfg.optimizer.roles.width_exps()
+    lr_mults = {role: lr_mult for role, (lr_mult, _) in roles.items()}
     net = build_model(model, width, depth, parametrization, **parse_options(opt))
     apply_roles(net, cfg)
     shapes = {r.name: r for r in param_rules(net)}
@@ -70,8 +72,7 @@ def inspect_table(model: str, width: int, depth: int, parametrization: str, opt:
         table.add_column(column, justify="left" if column in ("parameter", "role", "owner") else "right")
     for r in rules:
         s = shapes[r.name]
-        lr_mult, wd_mult = roles.get(r.role, (1.0, 1.0))
-        lr_mult *= r.width_mult ** exps.get(r.role, 0.0)
+        lr_mult, wd_mult = role_lr_mult(r, lr_mults, exps), roles.get(r.role, (1.0, 1.0))[1]
         row = [r.name, "×".join(map(str, s.shape)), ",".join(map(str, s.inf_dims)) or "-", r.role, r.owner,
                f"{s.init_std:.4g}", f"{r.lr_mult * lr_mult:.4g}", "yes" if r.decays else "no", f"{r.forward_mult:.4g}"]
         row += [f"{lr_mult:.4g}", f"{wd_mult:.4g}", f"{init.get(r.role, 1.0):.4g}"] if role_columns else []

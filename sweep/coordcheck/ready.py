@@ -22,6 +22,7 @@ from torch import nn
 from proxies.base_shapes import refuse_plain_readout
 from proxies.optimizers import optimizer_rules
 from sweep.errors import InputError
+from trainer.optim import role_lr_mult
 
 
 def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, optimizer_name: str,
@@ -45,8 +46,7 @@ def refuse_unless_mup_ready(model: nn.Module, optimizer: torch.optim.Optimizer, 
     table = optimizer_rules(model, optimizer_name, adjust_lr_fn=adjust)
     rules = [(r, groups[id(p)]) for r, (_, p) in zip(table, model.named_parameters(), strict=True)
              if id(p) in groups]
-    mult = {r.name: r.lr_mult * role_lr.get(r.role, 1.0) * r.width_mult ** width_exps.get(r.role, 0.0)
-            for r, _ in rules}
+    mult = {r.name: r.lr_mult * role_lr_mult(r, role_lr, width_exps) for r, _ in rules}
     base = Counter(round(g["lr"] / mult[r.name], 12) for r, g in rules).most_common(1)[0][0]
     for rule, group in rules:
         by_muon = "ns_steps" in group  # a torch.optim.Muon group
