@@ -38,10 +38,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import optuna
@@ -71,28 +74,30 @@ ROLES = {"optimizer.roles.embedding.lr_mult": {"low": 0.1, "high": 100.0, "log":
 DIVERGED = 10.0  # the objective of a diverged run (byte-level loss at init is ln 256 ≈ 5.5)
 
 
-def base_run(width: int, steps: int, root: Path, every: int) -> dict:
+def base_run(width: int, steps: int, root: Path, every: int, device: str = "cpu") -> dict:
     return {"model": {"name": "gpt", "width": width, "depth": 2, "options": {"block_size": SEQ}},
             "data": {"kind": "stdlib", "seq_len": SEQ}, "optimizer": {"wd_mode": "independent"},
             "schedule": {"kind": "cosine", "min_lr_ratio": 0.1}, "batch_size": BATCH, "steps": steps,
-            "log_every": every, "device": "cpu",
+            "log_every": every, "device": device,
             "eval": {"every": every, "batches": 16, "noise_scale_batches": 0, "seed": 0},  # one held-out set for all
             "output": {"root": str(root), "study": "bench"}}
 
 
-def config(values: dict, width: int, steps: int, root: Path, seed: int = 0, every: int = 50) -> RunConfig:
-    raw = base_run(width, steps, root, every)
+def config(values: dict, width: int, steps: int, root: Path, seed: int = 0, every: int = 50,
+           device: str = "cpu") -> RunConfig:
+    raw = base_run(width, steps, root, every, device)
     for path, value in values.items():
         raw = set_path(raw, path, value)
-    config.runs += 1  # a run folder of its own: two routes may train the same settings
-    return RunConfig.parse({**set_path(raw, "output.run", f"r{config.runs}"), "seed": seed})
+    config.runs += 1  # a run folder of its own: two routes (or two worker processes) may train the same settings
+    return RunConfig.parse({**set_path(raw, "output.run", f"r{os.getpid()}-{config.runs}"), "seed": seed})
 
 
 config.runs = 0
 
 
-def run(values: dict, width: int, steps: int, root: Path, seed: int = 0, every: int = 50) -> tuple[float, RunConfig]:
-    cfg = config(values, width, steps, root, seed, every)
+def run(values: dict, width: int, steps: int, root: Path, seed: int = 0, every: int = 50,
+        device: str = "cpu") -> tuple[float, RunConfig]:
+    cfg = config(values, width, steps, root, seed, every, device)
     result = train(cfg)
     loss = result.val_loss if result.status == "completed" and math.isfinite(result.val_loss or math.nan) else DIVERGED
     return loss, cfg
@@ -220,17 +225,29 @@ def vertex(points: dict[float, float]) -> float:
     return math.log2(xs[i])
 
 
-def bracketed(loss, grid: list[float], most: int = 3) -> dict[float, float]:
-    """`loss` on the octave grid, extended an octave at a time past the edge the best point sits on (at most `most`
-    times), so the optimum is inside the points."""
-    points = {v: loss(v) for v in grid}
+def bracketed(losses, grid: list[float], most: int = 3) -> dict[float, float]:
+    """`losses` (a list of values → their losses) on the octave grid, extended an octave at a time past the edge the
+    best point sits on (at most `most` times), so the optimum is inside the points."""
+    points = dict(zip(grid, losses(grid), strict=True))
     for _ in range(most):
         best = min(points, key=points.get)
         if min(points) < best < max(points):
             break
         step = 2.0 if best == max(points) else 0.5
-        points[best * step] = loss(best * step)
+        points[best * step] = losses([best * step])[0]
     return points
+
+
+def seed_losses(pool, runs: list[tuple], seeds: int) -> list[float]:
+    """Each run's val loss, the mean over `seeds` training seeds; all runs × seeds in the pool at once (in this
+    process without one). A run is (values, width, steps, root, every, device)."""
+    tasks = [(*r[:4], seed, *r[4:]) for r in runs for seed in range(seeds)]
+    losses = list(pool.map(first, tasks)) if pool else [first(t) for t in tasks]
+    return [statistics.mean(losses[i * seeds:(i + 1) * seeds]) for i in range(len(runs))]
+
+
+def first(task: tuple) -> float:
+    return run(*task)[0]
 
 
 def drift_part(args, root: Path) -> None:
@@ -250,17 +267,22 @@ def drift_part(args, root: Path) -> None:
           f"narrowest, ±1 octave around it wider in half octaves, extended past an edge, {args.drift_seeds} seed(s); "
           f"global lr {base['optimizer.lr']:.3g}; width exponents: {args.width_exps or 'none'})")
     print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}")
+    pool = ProcessPoolExecutor(args.jobs, multiprocessing.get_context("spawn"), torch.set_num_threads,
+                               (args.threads,)) if args.jobs > 1 else None
     for role in args.roles.split(","):
         optima = []
         for width in widths:
-            def loss(v, role=role, width=width):
-                return statistics.mean(run({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root,
-                                           seed=seed)[0] for seed in range(args.drift_seeds))
+            def losses(vs, role=role, width=width):
+                runs = [({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root, 50, args.device)
+                        for v in vs]
+                return seed_losses(pool, runs, args.drift_seeds)
 
             around = 2.0 ** (round(2 * optima[-1]) / 2) if optima else None  # the narrower optimum, to half an octave
-            points = bracketed(loss, grid if around is None else [around * 2 ** (k / 2) for k in range(-2, 3)])
+            points = bracketed(losses, grid if around is None else [around * 2 ** (k / 2) for k in range(-2, 3)])
             optima.append(vertex(points))
         print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}", flush=True)
+    if pool:
+        pool.shutdown()
 
 
 def sp_part(args, root: Path) -> None:
@@ -321,6 +343,9 @@ def main() -> None:
     parser.add_argument("--slopes", default="embedding=-0.387,norm=-0.387",
                         help="carry: ROLE=octaves per doubling of width, comma-separated")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (2 on an otherwise idle 2-core machine)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="drift: where the runs train")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="drift: processes training a grid's points × seeds at once (e.g. 4 on a GPU host)")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     torch.set_num_threads(args.threads)

@@ -106,7 +106,8 @@ def measure(args, layout: str, folder: Path) -> list[dict]:
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={args.nproc}", "--master_addr",
                "127.0.0.1", "--master_port", str(free_port()), __file__, "--worker", "--config", str(path),
                "--out", str(folder / layout), "--steps", str(args.steps)]
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": str(REPO)}
+    paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]  # keep the caller's
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": os.pathsep.join(paths)}
     subprocess.run(command, check=True, env=env, cwd=REPO)
     return [json.loads((folder / f"{layout}.{r}.json").read_text()) for r in range(args.nproc)]
 
