@@ -10,7 +10,8 @@
 `--part drift`: each role's LR multiplier on an octave grid at half the proxy width, the proxy width and the target
   width; the drift of each fitted optimum from the narrowest to the target (goal ≤ 0.5 octave). `--width-exps
   embedding=-0.5` runs it with those roles' LR × m^e (`optimizer.roles.<role>.lr_width_exp`; −0.5 on the embedding
-  is u-μP's rule), the drift a role has once its width rule is moved.
+  is u-μP's rule), the drift a role has once its width rule is moved. Each drift comes with its 90% bootstrap interval
+  over the training seeds. `--device cuda --jobs 4` trains a grid's points × seeds in 4 processes on one GPU.
 `--part carry`: (b)'s best settings trained at the target with each role's LR multiplier carried by a width law,
   mult' = mult·(W'/W)^s (`sweep transfer --role-rule fitted`'s rule, sweep/rules/fitted.py), against the same
   settings kept as tuned (both trained here); s per role from `--slopes` (octaves per doubling of
@@ -40,6 +41,7 @@ import json
 import math
 import multiprocessing
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -238,49 +240,80 @@ def bracketed(losses, grid: list[float], most: int = 3) -> dict[float, float]:
     return points
 
 
-def seed_losses(pool, runs: list[tuple], seeds: int) -> list[float]:
-    """Each run's val loss, the mean over `seeds` training seeds; all runs × seeds in the pool at once (in this
+def seed_losses(pool, runs: list[tuple], seeds: int) -> list[list[float]]:
+    """Each run's val loss under each of `seeds` training seeds; all runs × seeds in the pool at once (in this
     process without one). A run is (values, width, steps, root, every, device)."""
     tasks = [(*r[:4], seed, *r[4:]) for r in runs for seed in range(seeds)]
-    losses = list(pool.map(first, tasks)) if pool else [first(t) for t in tasks]
-    return [statistics.mean(losses[i * seeds:(i + 1) * seeds]) for i in range(len(runs))]
+    losses = list(pool.map(val_loss, tasks)) if pool else [val_loss(t) for t in tasks]
+    return [losses[i * seeds:(i + 1) * seeds] for i in range(len(runs))]
 
 
-def first(task: tuple) -> float:
+def val_loss(task: tuple) -> float:
     return run(*task)[0]
 
 
+def role_grids(args, base: dict, role: str, widths: list[int], pool, root: Path) -> list[dict[float, list[float]]]:
+    """Per width, the role's LR multiplier → its per-seed val losses: the octave grid 2^-2…2^3 at the narrowest
+    width, the octave either side of the narrower optimum in half octaves at each wider one, a grid extended past an
+    edge its best mean sits on."""
+    grids = []
+    for width in widths:
+        grid: dict[float, list[float]] = {}
+
+        def losses(vs, width=width, grid=grid):
+            runs = [({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root, 50, args.device)
+                    for v in vs]
+            grid.update(zip(vs, seed_losses(pool, runs, args.drift_seeds), strict=True))
+            return [statistics.mean(grid[v]) for v in vs]
+
+        around = 2.0 ** (round(2 * optimum(grids[-1])) / 2) if grids else None  # the narrower one, to ½ octave
+        bracketed(losses, [2.0 ** k for k in range(-2, 4)] if around is None
+                  else [around * 2 ** (k / 2) for k in range(-2, 3)])
+        grids.append(grid)
+    return grids
+
+
+def optimum(grid: dict[float, list[float]], pick: list[int] | None = None) -> float:
+    """log₂ of the grid's optimum (`vertex`) over the mean of its seeds, or of the seeds `pick` names."""
+    return vertex({v: statistics.mean(s if pick is None else [s[i] for i in pick]) for v, s in grid.items()})
+
+
+def drift_interval(narrow: dict, wide: dict, draws: int = 1000, level: float = 0.9) -> tuple[float, float]:
+    """The drift's bootstrap interval over training seeds: each draw resamples the seeds (with replacement, the same
+    draw for every point of a grid, independently per width) and refits both optima; the `level` central interval
+    of the draws' drifts (Efron's percentile bootstrap)."""
+    rng = random.Random(0)
+    n = len(next(iter(narrow.values())))
+    drifts = sorted(optimum(wide, rng.choices(range(n), k=n)) - optimum(narrow, rng.choices(range(n), k=n))
+                    for _ in range(draws))
+    tail = (1 - level) / 2
+    return drifts[int(tail * draws)], drifts[int((1 - tail) * draws) - 1]
+
+
 def drift_part(args, root: Path) -> None:
-    """Each role's LR multiplier on an octave grid at half the proxy width, the proxy width and 4× it, the others at
-    1 (global settings: the search part's best (a) when --out holds it, else lr 2^-6). The narrowest width scans the
-    octave grid, each wider one the octave either side of the previous optimum in half octaves; a grid is extended
-    past an edge the best point sits on; each point is the mean over `--drift-seeds` training seeds. The drift of
-    each fitted optimum from the narrowest to the widest, in octaves."""
+    """Each role's LR multiplier on grids at half the proxy width, the proxy width and 4× it (`role_grids`), the
+    others at 1 (global settings: the search part's best (a) when --out holds it, else lr 2^-6); each point is the
+    mean over `--drift-seeds` training seeds. The drift of each fitted optimum from the narrowest to the widest, in
+    octaves, with its 90% bootstrap interval over the seeds."""
     base = {"optimizer.lr": 2 ** -6, "schedule.warmup_fraction": 0.1}
     if Path(args.out).is_file():
         base = json.loads(Path(args.out).read_text())["best"]["(a) global"][0]
     base |= {f"optimizer.roles.{role}.lr_width_exp": float(e) for role, _, e in
              (item.partition("=") for item in args.width_exps.split(",") if item)}
-    grid = [2.0 ** k for k in range(-2, 4)]
     widths = [args.proxy // 2, args.proxy, 4 * args.proxy]
     print(f"per-role LR optimum across widths {widths} (μP gpt depth 2, {args.steps} steps, grid 2^-2…2^3 at the "
           f"narrowest, ±1 octave around it wider in half octaves, extended past an edge, {args.drift_seeds} seed(s); "
           f"global lr {base['optimizer.lr']:.3g}; width exponents: {args.width_exps or 'none'})")
-    print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}")
+    print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}"
+          + f"{'90% interval':>18}")
     pool = ProcessPoolExecutor(args.jobs, multiprocessing.get_context("spawn"), torch.set_num_threads,
                                (args.threads,)) if args.jobs > 1 else None
     for role in args.roles.split(","):
-        optima = []
-        for width in widths:
-            def losses(vs, role=role, width=width):
-                runs = [({**base, f"optimizer.roles.{role}.lr_mult": v}, width, args.steps, root, 50, args.device)
-                        for v in vs]
-                return seed_losses(pool, runs, args.drift_seeds)
-
-            around = 2.0 ** (round(2 * optima[-1]) / 2) if optima else None  # the narrower optimum, to half an octave
-            points = bracketed(losses, grid if around is None else [around * 2 ** (k / 2) for k in range(-2, 3)])
-            optima.append(vertex(points))
-        print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}", flush=True)
+        grids = role_grids(args, base, role, widths, pool, root)
+        optima = [optimum(g) for g in grids]
+        low, high = drift_interval(grids[0], grids[-1])
+        print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}"
+              + f"{f'[{low:+.2f}, {high:+.2f}]':>18}", flush=True)
     if pool:
         pool.shutdown()
 
