@@ -95,7 +95,7 @@ def parse_axis(text: str) -> Axis:
     if len(values) < 2:
         raise InputError(f"--across {name}: at least two distinct values are needed for a law, got {listed!r}")
     if any(not v > 0 or v == float("inf") for v in values):
-        raise InputError(f"--across {name}: values must be positive, got {listed!r}")
+        raise InputError(f"--across {name}: values must be positive and finite, got {listed!r}")
     if name in INTEGER and any(v != int(v) for v in values):
         raise InputError(f"--across {name}: values must be whole numbers, got {listed!r}")
     return Axis(name, tuple(values))
