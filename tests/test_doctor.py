@@ -225,3 +225,16 @@ def test_bad_config_exits_2_with_one_line(tmp_path, run_cli):
     code, out, err = run_cli("doctor", path)
     assert code == 2 and err.startswith("error: guard.factor:") and err.count("\n") == 1
     assert not list(tmp_path.rglob("*.parquet"))
+
+
+
+@pytest.mark.parametrize("roles, message", [  # found by an outside tester: tracebacks, where `train` refuses them
+    ({"tied": {"lr_mult": 2}}, "error: optimizer.roles.tied: the model has no tied parameter"),
+    ({"norm": {"weight_decay_mult": 2}}, "error: optimizer.roles.norm.weight_decay_mult: no norm parameter is decayed"),
+])
+def test_role_settings_the_model_cannot_take_exit_2_with_one_line(tmp_path, run_cli, roles, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({**GPT_RUN, "optimizer": {**GPT_RUN.get("optimizer", {}), "roles": roles}}))
+    code, out, err = run_cli("doctor", path)
+    assert code == 2 and err.startswith(message) and err.count("\n") == 1, err
+    assert not list(tmp_path.rglob("*.parquet"))

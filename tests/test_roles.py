@@ -199,6 +199,24 @@ def test_inspect_shows_the_effective_multipliers(run_cli):
     assert code == 2 and "optimizer.roles.tied: the model has no tied parameter" in err
 
 
+# found by an outside tester: a decay multiplier on a role that never decays was shown by inspect (exit 0) and a
+# traceback in coord-check, where training refuses it; a --set value that is not YAML was a traceback
+@pytest.mark.parametrize("setting, message", [
+    ("optimizer.roles.norm.weight_decay_mult=2", "norm.weight_decay_mult: no norm parameter is decayed"),
+    ("optimizer.roles.hidden.lr_mult=[", "--set optimizer.roles.hidden.lr_mult: '[' is not a YAML value"),
+    ("optimizer.roles.hidden.lr_mult=*a", "--set optimizer.roles.hidden.lr_mult: '*a' is not a YAML value"),
+    ("optimizer.roles.hidden.lr_mult=!!python/object:os.system 2", "is not a YAML value (could not determine"),
+])
+@pytest.mark.parametrize("command", ["inspect", "coord-check"])
+def test_role_settings_refused_by_training_are_one_line_everywhere(tmp_path, run_cli, command, setting, message):
+    args = (["inspect", "gpt", "--width", "64"] if command == "inspect" else
+            ["coord-check", "--widths", "16,32", "--steps", "2", "--seeds", "1", "--depth", "1", "--opt", "head_dim=16",
+             "--out", tmp_path / "cc"])
+    code, _, err = run_cli(*args, "--set", setting)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "cc").exists()
+
+
 def test_roles_are_the_architectures_under_sp_too():
     """A matrix that grows along both dims is "hidden" under SP as under μP, so one spec's roles name the same
     parameters under both (SP's multipliers stay 1)."""

@@ -41,7 +41,7 @@ from schedulefree import AdamWScheduleFree
 from torch import nn
 
 from proxies.optimizers import WITH_EPS, optimizer_rules
-from trainer.config import SETTINGS
+from trainer.config import SETTINGS, ConfigError
 
 WD_MODES = ("coupled", "independent")
 
@@ -136,14 +136,15 @@ def check_roles(roles: dict[str, tuple[float, float]], rules: list) -> None:
     """A role given multipliers ({role: (lr_mult, weight_decay_mult)}) must be one the model has (not
     `optimizer.roles.tied` on an untied model), and one given a decay multiplier must have a parameter that decays
     (norm gains and biases never do, embeddings only with `decay_embeddings`): either multiplier would change
-    nothing, and is a ValueError naming it. `rules`: the model's per-parameter rules (each with role, decays)."""
+    nothing, and is a ConfigError (bad input) naming it. `rules`: the model's per-parameter rules (each with role,
+    decays)."""
     present, decaying = {r.role for r in rules}, {r.role for r in rules if r.decays}
     for role, (_, wd_mult) in roles.items():
         if role not in present:
-            raise ValueError(f"optimizer.roles.{role}: the model has no {role} parameter "
+            raise ConfigError(f"optimizer.roles.{role}: the model has no {role} parameter "
                              f"(its roles: {', '.join(sorted(present))})")
         if wd_mult != 1.0 and role not in decaying:
-            raise ValueError(f"optimizer.roles.{role}.weight_decay_mult: no {role} parameter is decayed (decay "
+            raise ConfigError(f"optimizer.roles.{role}.weight_decay_mult: no {role} parameter is decayed (decay "
                              "applies to matrices; to embeddings only with optimizer.decay_embeddings), so a "
                              "multiplier changes nothing")
 

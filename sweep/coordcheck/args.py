@@ -1,6 +1,8 @@
 """Building a model and its data together from command-line style arguments."""
 from __future__ import annotations
 
+import yaml
+
 from proxies.data import DataSource, open_data
 from sweep.errors import InputError
 from trainer import yaml_io
@@ -16,7 +18,10 @@ def parse_options(pairs: list[str] | None) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError(f"--opt: {pair!r} is not KEY=VALUE")
-        options[key] = yaml_io.load(value)
+        try:
+            options[key] = yaml_io.load(value)
+        except yaml.YAMLError as err:
+            raise InputError(f"--opt {key}: {value!r} is not a YAML value ({' '.join(str(err).split())})") from None
     return options
 
 

@@ -9,6 +9,7 @@ name each role multiplier ("role LR × m^e" where an exponent is set: lr_mult ×
 exponent."""
 from __future__ import annotations
 
+import yaml
 from rich.table import Table
 from torch import nn
 
@@ -20,7 +21,7 @@ from sweep.errors import InputError
 from sweep.study.space import set_path
 from trainer import yaml_io
 from trainer.config import ConfigError, RunConfig
-from trainer.optim import role_lr_mult
+from trainer.optim import check_roles, role_lr_mult
 
 ROLE_PATHS = ("optimizer.roles.", "model.init.")
 
@@ -33,7 +34,10 @@ def role_settings(pairs: list[str] | None) -> RunConfig:
         path, sep, value = pair.partition("=")
         if not sep or not path.startswith(ROLE_PATHS):
             raise InputError(f"--set: {pair!r} is not PATH=VALUE with PATH under {' or '.join(ROLE_PATHS)}")
-        tree = set_path(tree, path, yaml_io.load(value))
+        try:
+            tree = set_path(tree, path, yaml_io.load(value))
+        except yaml.YAMLError as err:
+            raise InputError(f"--set {path}: {value!r} is not a YAML value ({' '.join(str(err).split())})") from None
     try:
         return RunConfig.parse(tree)
     except ConfigError as err:
@@ -41,13 +45,17 @@ def role_settings(pairs: list[str] | None) -> RunConfig:
 
 
 def apply_roles(net: nn.Module, cfg: RunConfig) -> None:
-    """Refuse a role the model does not have; scale the init of each role `model.init` names."""
-    present = {r.role for r in param_rules(net)}
+    """Refuse a role the model does not have, or a decay multiplier on a role that never decays (as training does);
+    scale the init of each role `model.init` names."""
+    rules = param_rules(net)
+    present = {r.role for r in rules}
     for where, given in (("optimizer.roles", cfg.optimizer.roles.given()), ("model.init", cfg.model.init.given())):
         for role in given.keys() - present:
             raise InputError(f"--set: {where}.{role}: the model has no {role} parameter "
                              f"(its roles: {', '.join(sorted(present))})")
     try:
+        check_roles({role: (1.0, 1.0) for role in cfg.optimizer.roles.width_exps()} | cfg.optimizer.roles.given(),
+                    rules)
         scale_init(net, cfg.model.init.given())
     except ValueError as err:
         raise InputError(f"--set: {err}") from None
