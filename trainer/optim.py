@@ -62,7 +62,7 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, *, optimizer:
     grouped: dict[tuple[str, float, bool, float, float, float], list[str]] = defaultdict(list)
     rules = optimizer_rules(model, optimizer, adjust_lr_fn=adjust_lr_fn, decay_embeddings=decay_embeddings)
     roles, width_exps = roles or {}, width_exps or {}
-    check_roles({role: (1.0, 1.0) for role in width_exps} | roles, rules)
+    check_roles(roles, rules, width_exps)
     lr_mults = {role: lr_mult for role, (lr_mult, _) in roles.items()}
     for rule in rules:
         if params[rule.name].requires_grad:
@@ -132,12 +132,13 @@ def role_lr_mult(rule, lr_mults: dict[str, float], width_exps: dict[str, float])
     return lr_mults.get(rule.role, 1.0) * rule.width_mult ** width_exps.get(rule.role, 0.0)
 
 
-def check_roles(roles: dict[str, tuple[float, float]], rules: list) -> None:
+def check_roles(roles: dict[str, tuple[float, float]], rules: list, width_exps: dict[str, float] | None = None) -> None:
     """A role given multipliers ({role: (lr_mult, weight_decay_mult)}) must be one the model has (not
     `optimizer.roles.tied` on an untied model), and one given a decay multiplier must have a parameter that decays
     (norm gains and biases never do, embeddings only with `decay_embeddings`): either multiplier would change
     nothing, and is a ConfigError (bad input) naming it. `rules`: the model's per-parameter rules (each with role,
-    decays)."""
+    decays). A role given only a width exponent must be one the model has too."""
+    roles = {role: (1.0, 1.0) for role in width_exps or {}} | roles
     present, decaying = {r.role for r in rules}, {r.role for r in rules if r.decays}
     for role, (_, wd_mult) in roles.items():
         if role not in present:

@@ -49,13 +49,11 @@ def apply_roles(net: nn.Module, cfg: RunConfig) -> None:
     scale the init of each role `model.init` names."""
     rules = param_rules(net)
     present = {r.role for r in rules}
-    for where, given in (("optimizer.roles", cfg.optimizer.roles.given()), ("model.init", cfg.model.init.given())):
-        for role in given.keys() - present:
-            raise InputError(f"--set: {where}.{role}: the model has no {role} parameter "
-                             f"(its roles: {', '.join(sorted(present))})")
+    for role in cfg.model.init.given().keys() - present:
+        raise InputError(f"--set: model.init.{role}: the model has no {role} parameter "
+                         f"(its roles: {', '.join(sorted(present))})")
     try:
-        check_roles({role: (1.0, 1.0) for role in cfg.optimizer.roles.width_exps()} | cfg.optimizer.roles.given(),
-                    rules)
+        check_roles(cfg.optimizer.roles.given(), rules, cfg.optimizer.roles.width_exps())
         scale_init(net, cfg.model.init.given())
     except ValueError as err:
         raise InputError(f"--set: {err}") from None
