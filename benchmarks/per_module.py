@@ -37,6 +37,7 @@ Each part is sized to end in ≤ 20 min on 2 shared cores (1 torch thread, `nice
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import multiprocessing
@@ -290,6 +291,19 @@ def drift_interval(narrow: dict, wide: dict, draws: int = 1000, level: float = 0
     return drifts[int(tail * draws)], drifts[int((1 - tail) * draws) - 1]
 
 
+def carry_cost(narrow: dict, wide: dict) -> tuple[float, float]:
+    """What carrying the narrowest optimum costs at the widest: the wide grid's mean loss at the narrow optimum
+    (linear in log₂ between its two neighbouring points; the edge point's past an edge) minus the wide grid's best
+    mean, and the standard error of that best mean over the seeds (the seed noise it is judged against)."""
+    x, means = optimum(narrow), {math.log2(v): statistics.mean(s) for v, s in wide.items()}
+    xs = sorted(means)
+    x = min(max(x, xs[0]), xs[-1])
+    a, b = next((a, b) for a, b in itertools.pairwise(xs) if a <= x <= b)
+    at = means[a] + (means[b] - means[a]) * (x - a) / (b - a)
+    best = min(wide.values(), key=statistics.mean)
+    return at - statistics.mean(best), statistics.stdev(best) / math.sqrt(len(best)) if len(best) > 1 else 0.0
+
+
 def drift_part(args, root: Path) -> None:
     """Each role's LR multiplier on grids at half the proxy width, the proxy width and 4× it (`role_grids`), the
     others at 1 (global settings: the search part's best (a) when --out holds it, else lr 2^-6); each point is the
@@ -305,15 +319,20 @@ def drift_part(args, root: Path) -> None:
           f"narrowest, ±1 octave around it wider in half octaves, extended past an edge, {args.drift_seeds} seed(s); "
           f"global lr {base['optimizer.lr']:.3g}; width exponents: {args.width_exps or 'none'})")
     print(f"{'role':<12}" + "".join(f"{'log₂ opt w' + str(w):>16}" for w in widths) + f"{'drift (octaves)':>17}"
-          + f"{'90% interval':>18}")
+          + f"{'90% interval':>18}{'carry cost (nats)':>19}{'seed s.e.':>11}")
     pool = ProcessPoolExecutor(args.jobs, multiprocessing.get_context("spawn"), torch.set_num_threads,
                                (args.threads,)) if args.jobs > 1 else None
     for role in args.roles.split(","):
         grids = role_grids(args, base, role, widths, pool, root)
         optima = [optimum(g) for g in grids]
         low, high = drift_interval(grids[0], grids[-1])
+        cost, noise = carry_cost(grids[0], grids[-1])
         print(f"{role:<12}" + "".join(f"{o:>16.2f}" for o in optima) + f"{optima[-1] - optima[0]:>+17.2f}"
-              + f"{f'[{low:+.2f}, {high:+.2f}]':>18}", flush=True)
+              + f"{f'[{low:+.2f}, {high:+.2f}]':>18}{cost:>19.4f}{noise:>11.4f}", flush=True)
+        if args.grids:
+            saved = json.loads(Path(args.grids).read_text()) if Path(args.grids).is_file() else {}
+            saved[role] = {str(w): {str(v): s for v, s in g.items()} for w, g in zip(widths, grids, strict=True)}
+            Path(args.grids).write_text(json.dumps(saved, indent=1))
     if pool:
         pool.shutdown()
 
@@ -376,6 +395,8 @@ def main() -> None:
     parser.add_argument("--slopes", default="embedding=-0.387,norm=-0.387",
                         help="carry: ROLE=octaves per doubling of width, comma-separated")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (2 on an otherwise idle 2-core machine)")
+    parser.add_argument("--grids", default="", help="drift: a JSON file each role's grids (width → multiplier → "
+                        "per-seed val losses) are written to")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="drift: where the runs train")
     parser.add_argument("--jobs", type=int, default=1,
                         help="drift: processes training a grid's points × seeds at once (e.g. 4 on a GPU host)")
