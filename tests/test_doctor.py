@@ -238,3 +238,19 @@ def test_role_settings_the_model_cannot_take_exit_2_with_one_line(tmp_path, run_
     code, out, err = run_cli("doctor", path)
     assert code == 2 and err.startswith(message) and err.count("\n") == 1, err
     assert not list(tmp_path.rglob("*.parquet"))
+
+
+@pytest.mark.parametrize("search, message", [  # found by an outside tester: doctor checked only the base run
+    ({"optimizer.roles.norm.weight_decay_mult": {"low": 0.5, "high": 2}},
+     "error: optimizer.roles.norm.weight_decay_mult: no norm parameter is decayed"),
+    ({"optimizer.roles.tied.lr_mult": {"low": 0.5, "high": 2}}, "error: optimizer.roles.tied: the model has no tied"),
+])
+def test_a_study_whose_search_reaches_a_setting_the_model_refuses_fails_doctor_as_proxy(tmp_path, run_cli,
+                                                                                        monkeypatch, search, message):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "studies"))
+    spec = tmp_path / "study.yaml"
+    spec.write_text(yaml.safe_dump({"name": "doc", "run": GPT_RUN, "search": search}))
+    for command in ("doctor", "proxy"):
+        code, out, err = run_cli(command, spec, "--width", "64")
+        assert code == 2 and err.startswith(message) and err.count("\n") == 1, (command, err)
+    assert not (tmp_path / "studies").exists() or not any((tmp_path / "studies").rglob("*"))

@@ -11,6 +11,7 @@ from rich.table import Table
 from sweep.doctor.checks import run_doctor
 from sweep.errors import InputError
 from sweep.paths import results_root
+from sweep.study.preflight import check_points
 from sweep.study.spec import load_spec
 from sweep.study.trial import base_run
 from trainer import yaml_io
@@ -38,6 +39,7 @@ def study_target(path: Path, width: int | None, lr_max: float | None) -> tuple[R
     lr = spec.space().params.get("optimizer.lr")
     if lr_max is None and lr is not None:
         lr_max = max(float(v) for v in lr.extremes())
+    check_points(spec, base_run(spec, width, parametrization))  # what sweep proxy would refuse, refused here
     cfg = RunConfig.parse(base_run(spec, width, parametrization))
     return cfg, lr_max, width, results_root() / spec.name / f"doctor-w{width}-{parametrization}.parquet"
 

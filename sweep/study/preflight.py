@@ -74,6 +74,27 @@ def check_roles(spec: StudySpec, cfg: RunConfig, model: nn.Module) -> None:
         raise InputError(str(err)) from None
 
 
+def check_points(spec: StudySpec, base: dict) -> tuple[RunConfig, int]:
+    """The study's base run (`base_run` at one width) parses, its data opens, and the points the search can reach are
+    ones the run and the model take (`check_run`, `check_roles`, `check_model_points`); the resolved run and its
+    tokens per example."""
+    try:
+        cfg = resolve(RunConfig.parse(base))
+    except ConfigError as err:
+        raise InputError(f"run.{err}") from None
+    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
+                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
+                     **cfg.data.options)
+    check_run(spec, base, tokens_per_step=cfg.batch_size * data.tokens_per_example)
+    options = {path.removeprefix("model.options."): p.points()[0]
+               for path, p in spec.space().params.items() if path.startswith("model.options.")}
+    model = build_model(cfg.model.name, cfg.model.width, cfg.model.depth, cfg.model.parametrization,
+                        **{**data.model_options(), **cfg.model.options, **options})
+    check_roles(spec, cfg, model)
+    check_model_points(spec, cfg, data.model_options())
+    return cfg, data.tokens_per_example
+
+
 def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, trials: int | None,
             storage: str | None, password_env: str | None, timeout_min: float | None = None,
             root: str | None = None) -> SweepJob:
@@ -89,23 +110,7 @@ def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, 
     if timeout_min is not None and timeout_min <= 0:
         raise InputError(f"--timeout: must be a positive number of minutes, got {timeout_min}")
 
-    base = base_run(spec, width, parametrization)
-    try:
-        cfg = resolve(RunConfig.parse(base))
-    except ConfigError as err:
-        raise InputError(f"run.{err}") from None
-    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
-                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
-                     **cfg.data.options)
-    tokens_per_example = data.tokens_per_example
-    check_run(spec, base, tokens_per_step=cfg.batch_size * tokens_per_example)
-    options = {path.removeprefix("model.options."): p.points()[0]
-               for path, p in spec.space().params.items() if path.startswith("model.options.")}
-    model = build_model(cfg.model.name, width, cfg.model.depth, parametrization,
-                        **{**data.model_options(), **cfg.model.options, **options})
-    check_roles(spec, cfg, model)
-    check_model_points(spec, cfg, data.model_options())
-
+    cfg, tokens_per_example = check_points(spec, base_run(spec, width, parametrization))
     searched = [path for path, p in spec.space().params.items() if not isinstance(p, FixedParam)]
     changes_length = any(path.startswith(LENGTH_FIELDS) for path in searched)
     total_steps = None if changes_length else cfg.total_steps(tokens_per_example)
