@@ -1,7 +1,10 @@
-"""YAML as every command reads it: the safe loader, floats as YAML 1.2 reads them, and the input bounded.
+"""YAML as every command reads it: the safe loader, scalars as YAML 1.2 reads them, and the input bounded.
 
-PyYAML follows YAML 1.1, where `1e-3` (no dot) is a string; in a config that silently turns a
-learning rate or a multiplier into text. This loader resolves `1e-3`, `2E5` and `.5` as floats.
+PyYAML follows YAML 1.1, where `1e-3` (no dot) is a string, `1:30` the integer 90, `017` octal,
+`yes`, `no`, `on` and `off` booleans and `2026-01-01` a date; in a config each silently turns a
+setting into something else.
+This loader resolves booleans, integers and floats by YAML 1.2's core schema: `1e-3`, `2E5` and `.5`
+are floats, `true`/`false` the only booleans, and the rest of YAML 1.1's forms are text.
 
 Bounds (a spec or config is hand-written and small; anything else is refused as bad YAML, a
 yaml.YAMLError the callers turn into one line naming the file):
@@ -57,14 +60,35 @@ def expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
     return sizes[id(node)]
 
 
-FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][-+]?\d+)?$"
-                   r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
-Loader.yaml_implicit_resolvers = {key: list(value) for key, value in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-for first in "-+0123456789.":
-    resolvers = [(tag, rx) for tag, rx in Loader.yaml_implicit_resolvers.get(first, [])
-                 if tag != "tag:yaml.org,2002:float"]
-    # appended after the int resolver, so "3" stays an int and only what int rejects can become a float
-    Loader.yaml_implicit_resolvers[first] = resolvers + [("tag:yaml.org,2002:float", FLOAT)]
+# YAML 1.2's core schema for the scalars a config holds (PyYAML resolves YAML 1.1's, where `yes`, `on` and `n`
+# are booleans, `1:30` is 90, `017` is 15, `1_000` is 1000 and `2026-01-01` a date: a typo that trains)
+BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+INT = re.compile(r"^[-+]?\d+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
+FLOAT = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
+CORE = {"tag:yaml.org,2002:bool": BOOL, "tag:yaml.org,2002:int": INT, "tag:yaml.org,2002:float": FLOAT}
+Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in CORE and tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+for tag, firsts in (("tag:yaml.org,2002:bool", "tTfF"), ("tag:yaml.org,2002:int", "-+0123456789"),
+                    ("tag:yaml.org,2002:float", "-+0123456789.")):
+    for first in firsts:  # int before float, so "3" stays an int and only what int rejects can become a float
+        Loader.yaml_implicit_resolvers.setdefault(first, []).append((tag, CORE[tag]))
+
+
+def construct_int(loader: Loader, node: yaml.ScalarNode) -> int:
+    """A core-schema int: decimal (a leading zero too: `017` is 17), `0o` octal or `0x` hex."""
+    text = loader.construct_scalar(node)
+    base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+    return int(text[2:] if base != 10 else text, base)
+
+
+def construct_float(loader: Loader, node: yaml.ScalarNode) -> float:
+    text = loader.construct_scalar(node).lower()
+    return float(text.replace(".inf", "inf").replace(".nan", "nan"))
+
+
+Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+Loader.add_constructor("tag:yaml.org,2002:float", construct_float)
 
 
 def load(text: str | bytes) -> Any:

@@ -36,17 +36,16 @@ import sys
 from typing import Any, Literal
 
 import optuna
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from trainer import yaml_io
-from trainer.config import one_line
+from trainer.config import Strict, one_line
 
 HALFLIFE_FIELDS = ("optimizer.beta1", "optimizer.beta2", "optimizer.momentum")  # EMA coefficients
 LATTICE_POINTS = 256  # an int range with at most this many points is checked at every point, not only its ends
 
 
-class Param(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+class Param(Strict):
 
     def optuna_name(self, path: str) -> str:
         return path

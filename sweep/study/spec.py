@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from sweep.errors import InputError
 from sweep.study.space import (
@@ -44,17 +44,13 @@ from sweep.study.space import (
 )
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
-from trainer.config import ConfigError, Name, RunConfig, one_line
+from trainer.config import ConfigError, Name, RunConfig, Strict, one_line
 from trainer.tracking import check_trackers
 
 SAMPLERS = ("tpe", "gp", "cmaes", "random", "grid", "qmc")
 PRUNERS = ("hyperband", "median", "wilcoxon", "none")
 # set by the sweep itself, never searched: where results go, what they came from, the width and the seeds
 NOT_SEARCHABLE = ("output", "provenance", "model.width", "model.parametrization", "seed")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float finite
 
 
 class SamplerSpec(Strict):

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
+
+from trainer.yaml_io import FLOAT, INT
 
 
 class ConfigError(ValueError):
@@ -37,6 +40,19 @@ def takes_bool(annotation) -> bool:
     return any(takes_bool(a) for a in get_args(annotation) if not isinstance(a, (str, int, float)) or a is None)
 
 
+def number_kind(annotation) -> str | None:
+    """"an integer" or "a number" when a field's type admits numbers and nothing else (int, float, an Annotated one,
+    a union of them with None); None otherwise."""
+    if get_origin(annotation) is Annotated:
+        return number_kind(get_args(annotation)[0])
+    if annotation in (int, float):
+        return "an integer" if annotation is int else "a number"
+    kinds = [number_kind(a) for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) not in (Union, UnionType) or not kinds or None in kinds:
+        return None
+    return "an integer" if set(kinds) == {"an integer"} else "a number"
+
+
 class Strict(BaseModel):
     # allow_inf_nan=False: a float field is finite whatever its bounds (`lr: .inf` passes `gt=0` otherwise)
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
@@ -44,7 +60,14 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_for_a_number(cls, value, info: ValidationInfo):
-        """`lr_mult: true` read as 1 (pydantic's lax mode takes a bool for a number): a YAML typo trained."""
-        if isinstance(value, bool) and not takes_bool(cls.model_fields[info.field_name].annotation):
+        """`lr_mult: true` read as 1, `lr_mult: "1:30"` as 90 (pydantic's lax mode takes a bool, or text Python can
+        read as a number, for a number): a YAML typo trained. Quoted text that is a YAML 1.2 number is that number
+        (PyYAML writes `5.0e4` quoted, since YAML 1.1 reads it as text)."""
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and not takes_bool(annotation):
             raise ValueError(f"a boolean is not allowed here (got {str(value).lower()})")
+        kind = number_kind(annotation)
+        if isinstance(value, str) and kind and not (INT.match(value) or FLOAT.match(value)):
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            raise ValueError(f"{kind}, not text (got {shown!r})")
         return value
