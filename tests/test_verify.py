@@ -110,6 +110,8 @@ def test_bad_verify_flags_are_one_line_and_write_nothing(tmp_path):
                             "--param optimizer.roles.embeding.lr_mult: not a RunConfig field"),
                            (["--param", "optimizer.roles.embedding.lr_width_exp", "--values", "-0.5,0,0.5"],
                             "an exponent, not a multiplier"),  # scanned as a log₂ grid, a law of an exponent (tester)
+                           (["--param", "optimizer.roles.embedding.lr_mult/x"],  # was a name-length message (tester)
+                            "--param optimizer.roles.embedding.lr_mult/x: not a RunConfig field"),
                            (["--trials-from", "best"], "study: no sweep named 'v'")):
         done = run_sweep(tmp_path, "verify", spec, *["--trials-from", "spec", "--widths", "32,64", *flags])
         assert done.returncode == 2, (flags, done.stdout, done.stderr)

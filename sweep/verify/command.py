@@ -34,7 +34,7 @@ from sweep.paths import inside_root
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.space import get_path
-from sweep.study.spec import StudySpec, check_builder_named, load_spec, model_name
+from sweep.study.spec import StudySpec, check_builder_named, check_search_path, load_spec, model_name
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
 from sweep.study.trial import base_run
@@ -77,6 +77,7 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     if not r.max_drift > 0:
         raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
     check_ladder_width(r, axis)
+    check_search_path(r.param, f"--param {r.param}")  # before the folder its name makes is judged
     check_study_names(spec, r.param, axis, r.ladder_width)  # the longest folder name it can have
     chosen, source, width = settings(r, spec, axis)
     ladder = None if r.ladder_width == width else r.ladder_width  # the proxy's own width: the default folder
