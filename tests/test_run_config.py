@@ -5,6 +5,8 @@ import math
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainer import yaml_io
 from trainer.config import ROLES, SETTINGS, UNUSED, ConfigError, RunConfig
@@ -197,6 +199,19 @@ def test_text_where_a_number_goes_is_refused_naming_the_field(text, field):
         RunConfig.from_yaml(extra + doc + "\n")
     kind = "an integer" if field == "steps" else "a number"
     assert str(err.value).startswith(f"{field}: {kind}, not text") and "\n" not in str(err.value)
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(st.one_of(st.text(alphabet="0123456789 +-._:eExXoO,", max_size=8), st.text(max_size=8)))
+def test_text_in_a_number_field_is_a_yaml_1_2_number_or_refused_by_name(text):
+    """Whatever text reaches a number-only field (quoted in YAML, or from a Python dict) is read only when YAML 1.2
+    reads it as a number, and as that number; anything else is one line naming the field."""
+    try:
+        cfg = RunConfig.parse({"steps": 3, "optimizer": {"roles": {"hidden": {"lr_mult": text}}}})
+    except ConfigError as err:
+        assert str(err).startswith("optimizer.roles.hidden.lr_mult: ") and "\n" not in str(err)
+    else:
+        assert cfg.optimizer.roles.hidden.lr_mult == yaml_io.load(f"x: {text}")["x"]
 
 
 def test_a_quoted_yaml_1_2_number_is_that_number():
