@@ -206,6 +206,8 @@ def test_inspect_shows_the_effective_multipliers(run_cli):
     ("optimizer.roles.hidden.lr_mult=[", "--set optimizer.roles.hidden.lr_mult: '[' is not a YAML value"),
     ("optimizer.roles.hidden.lr_mult=*a", "--set optimizer.roles.hidden.lr_mult: '*a' is not a YAML value"),
     ("optimizer.roles.hidden.lr_mult=!!python/object:os.system 2", "is not a YAML value (could not determine"),
+    ("optimizer.roles.hidden.lr_mult=1:30", "hidden.lr_mult: a number, not text (got '1:30')"),  # was 90 (YAML 1.1)
+    ("optimizer.roles.yes.lr_mult=2", "optimizer.roles.yes: unknown key"),  # was `roles.1`: `yes` read as true
 ])
 @pytest.mark.parametrize("command", ["inspect", "coord-check"])
 def test_role_settings_refused_by_training_are_one_line_everywhere(tmp_path, run_cli, command, setting, message):
