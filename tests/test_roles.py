@@ -255,6 +255,9 @@ def test_coordinate_check_stays_green_for_any_multipliers(optimizer):
                                                                      "is rejected by the RunConfig"),
     ({"optimizer.roles.tied.lr_mult": {"low": 0.5, "high": 2}}, "optimizer.roles.tied: the model has no tied"),
     ({"model.init.readout": {"low": 0.5, "high": 2}}, "model.init.readout: every readout parameter is zero"),
+    ({"optimizer.decay_embeddings": {"choices": [True, False]},  # passed, then the false trials failed (tester)
+      "optimizer.roles.embedding.weight_decay_mult": {"low": 0.5, "high": 2}},
+     "embedding.weight_decay_mult: no embedding parameter is decayed")
 ])
 def test_a_spec_searching_a_bad_role_is_one_line_exit_2_nothing_written(run_cli, tmp_path, monkeypatch, search,
                                                                         message):
@@ -266,6 +269,20 @@ def test_a_spec_searching_a_bad_role_is_one_line_exit_2_nothing_written(run_cli,
     code, _, err = run_cli("proxy", spec, "--width", "16")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert file_tree(tmp_path) == {"spec.yaml"}
+
+
+def test_a_decay_multiplier_in_the_branch_that_decays_embeddings_is_accepted(tmp_path):
+    """Only the choice that decays the embeddings draws their decay multiplier: a valid spec, checked per choice."""
+    from sweep.study.preflight import prepare
+    from sweep.study.spec import load_spec
+    from tests.sweep_helpers import spec_dict, write_spec
+
+    when = {"True": {"optimizer.roles.embedding.weight_decay_mult": {"low": 0.5, "high": 2}}}
+    spec = write_spec(tmp_path, search={**spec_dict()["search"],
+                                        "optimizer.decay_embeddings": {"choices": [True, False], "when": when}},
+                      run={"model": {"options": {"block_size": 16}}})
+    prepare(load_spec(spec), width=16, parametrization=None, trials=None, storage=None, password_env=None,
+            root=str(tmp_path))
 
 
 def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp_path):

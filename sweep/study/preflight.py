@@ -18,7 +18,7 @@ from sweep.errors import InputError
 from sweep.paths import check_writable, inside_root, results_root
 from sweep.study.pruners import make_pruner
 from sweep.study.samplers import grid_size, make_sampler
-from sweep.study.space import FixedParam, set_path
+from sweep.study.space import CategoricalParam, FixedParam, set_path
 from sweep.study.spec import StudySpec, check_run
 from sweep.study.storage import storage_url
 from sweep.study.study import SweepJob
@@ -50,15 +50,33 @@ def check_model_points(spec: StudySpec, cfg: RunConfig, data_options: dict) -> N
             check_fits(count * BYTES_PER_PARAMETER, f"{value!r} gives {count:,} parameters, which", f"search.{path}")
 
 
+DECAY_EMBEDDINGS = "optimizer.decay_embeddings"
+
+
 def check_roles(spec: StudySpec, cfg: RunConfig, model: nn.Module) -> None:
     """Every role the run or the search gives a multiplier (`optimizer.roles.<role>.…`, `model.init.<role>`) is one
     the model has, a decay multiplier's role has a decayed parameter, and an init multiplier's role is not all
-    zeros: each would change nothing. A searched multiplier counts as set (its value is not known yet)."""
+    zeros: each would change nothing. A searched multiplier counts as set (its value is not known yet). When the
+    search draws `optimizer.decay_embeddings`, each choice is checked with the multipliers it can be drawn with."""
+    space = spec.space()
+    decay = space.params.get(DECAY_EMBEDDINGS)
+    branches = {path: cat for path, cat in space.conditional().items() if path != DECAY_EMBEDDINGS}
+    paths = [*space.params, *(path for cat in branches.values() for choice in cat.choices
+                              for path in cat.branch(choice))]
+    if decay is None:
+        check_role_paths(cfg, model, paths, cfg.optimizer.decay_embeddings or DECAY_EMBEDDINGS in paths)
+        return
+    for choice in decay.extremes():  # every choice of a categorical, the value of a fixed one
+        drawn = f" (with {DECAY_EMBEDDINGS}: {str(choice).lower()}, which the search draws)"
+        branch = list(decay.branch(choice)) if isinstance(decay, CategoricalParam) else []
+        check_role_paths(cfg, model, [*paths, *branch], bool(choice), drawn)
+
+
+def check_role_paths(cfg: RunConfig, model: nn.Module, paths: list[str], decay_embeddings: bool,
+                     drawn: str = "") -> None:
+    """`check_roles` for the run's multipliers and the searched `paths`, embeddings decayed or not."""
     roles = cfg.optimizer.roles.given()
     inits = set(cfg.model.init.given())
-    space = spec.space()
-    paths = [*space.params, *(path for cat in space.conditional().values() for choice in cat.choices
-                              for path in cat.branch(choice))]
     for path in paths:
         if path.startswith("model.init."):
             inits.add(path.split(".")[2])
@@ -66,12 +84,11 @@ def check_roles(spec: StudySpec, cfg: RunConfig, model: nn.Module) -> None:
             role, field = path.split(".")[2:]
             lr, wd = roles.get(role, (1.0, 1.0))
             roles[role] = (2.0 if field == "lr_mult" else lr, 2.0 if field == "weight_decay_mult" else wd)
-    decay_embeddings = cfg.optimizer.decay_embeddings or "optimizer.decay_embeddings" in paths  # any branch decays
     try:
         check_model_roles(roles, param_rules(model, decay_embeddings=decay_embeddings))
         scale_init(model, dict.fromkeys(inits, 1.0))
     except ValueError as err:  # the message names the role's path
-        raise InputError(str(err)) from None
+        raise InputError(f"{err}{drawn}") from None
 
 
 def check_points(spec: StudySpec, base: dict) -> tuple[RunConfig, int]:
