@@ -248,6 +248,15 @@ def test_coordinate_check_stays_green_for_any_multipliers(optimizer):
     assert verdict.passed, verdict.table[~verdict.table["passed"]]
 
 
+def test_multipliers_that_shrink_the_init_against_the_update_pass_at_widths_past_the_update_rank(run_cli, tmp_path):
+    """An outside tester's red check: LR × 4 and init × ¼ on the hidden matrices, init × 4 on the readout. The update
+    of k tokens has rank ≤ k; with 8 × 8 tokens the widths 256–1024 are past it, and μP's sizes are width-free."""
+    code, out, err = run_cli("coord-check", "--widths", "256,512,1024", "--opt", "head_dim=16", "--batch-size", "1",
+                             "--seq-len", "8", "--set", "optimizer.roles.hidden.lr_mult=4", "--set",
+                             "model.init.hidden=0.25", "--set", "model.init.readout=4", "--out", tmp_path / "cc")
+    assert code == 0 and "PASS" in out, out + err
+
+
 @pytest.mark.parametrize("search,message", [
     ({"optimizer.roles.embeding.lr_mult": {"low": 0.5, "high": 2}}, "search.optimizer.roles.embeding.lr_mult: not a "
                                                                     "RunConfig field (at optimizer.roles: hidden"),
