@@ -29,6 +29,7 @@ from trainer.optim import check_roles as check_model_roles
 
 # searched fields that change a run's length, so Hyperband's max_resource is read off the first trial
 LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
+DECAY_EMBEDDINGS = "optimizer.decay_embeddings"  # a searched choice decides which role settings change anything
 
 
 def check_model_points(spec: StudySpec, cfg: RunConfig, data_options: dict) -> None:
@@ -48,9 +49,6 @@ def check_model_points(spec: StudySpec, cfg: RunConfig, data_options: dict) -> N
             except ModelError as err:
                 raise InputError(f"search.{path}: {value!r} is rejected by the model ({err})") from None
             check_fits(count * BYTES_PER_PARAMETER, f"{value!r} gives {count:,} parameters, which", f"search.{path}")
-
-
-DECAY_EMBEDDINGS = "optimizer.decay_embeddings"
 
 
 def check_roles(spec: StudySpec, cfg: RunConfig, model: nn.Module) -> None:

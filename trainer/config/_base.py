@@ -60,9 +60,9 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_for_a_number(cls, value, info: ValidationInfo):
-        """`lr_mult: true` read as 1, `lr_mult: "1:30"` as 90 (pydantic's lax mode takes a bool, or text Python can
-        read as a number, for a number): a YAML typo trained. Quoted text that is a YAML 1.2 number is that number
-        (PyYAML writes `5.0e4` quoted, since YAML 1.1 reads it as text)."""
+        """`lr_mult: true` read as 1, `lr_mult: "1_000"` as 1000 (pydantic's lax mode takes a bool, or text Python
+        reads as a number, for a number): a YAML typo trained. Text that is a YAML 1.2 number is that number (PyYAML
+        reads `1e-8` as text, so a config edited in Python holds it so)."""
         annotation = cls.model_fields[info.field_name].annotation
         if isinstance(value, bool) and not takes_bool(annotation):
             raise ValueError(f"a boolean is not allowed here (got {str(value).lower()})")
