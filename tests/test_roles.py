@@ -248,6 +248,24 @@ def test_coordinate_check_stays_green_for_any_multipliers(optimizer):
     assert verdict.passed, verdict.table[~verdict.table["passed"]]
 
 
+def test_transfer_names_a_role_setting_whose_verify_optimum_was_a_poor_fit(tmp_path):
+    """An outside tester: both widths' optima at the grid's edge (poor fits) gave "drift 0.00", carried as held."""
+    from sweep.rules.roles import role_lines, role_records
+    from sweep.verify.summary import write_summary
+
+    cfg = RunConfig.parse({"steps": 1, "optimizer": {"roles": {"embedding": {"lr_mult": 4.545}}}})
+    optima = [{"parametrization": "mup", "width": w, "optimum": 1.0, "fitted": False, "poor_fit": True}
+              for w in (32, 64)]
+    write_summary(tmp_path / "v-verify-embedding-lr_mult", {
+        "param": "optimizer.roles.embedding.lr_mult", "axis": "width", "widths": [32, 64],
+        "parametrizations": {"mup": {"drift": 0.0, "noise": 0.0, "passed": True}}, "optima": optima})
+    records = role_records(tmp_path, "v", cfg)
+    assert records["optimizer.roles.embedding.lr_mult"]["poor_at"] == [32, 64]  # kept in provenance too
+    (line,) = role_lines(records)
+    assert line.startswith("[yellow]carried, poorly measured[/]: optimizer.roles.embedding.lr_mult = 4.545")
+    assert "width 32, 64 is a poor fit" in line
+
+
 def test_multipliers_that_shrink_the_init_against_the_update_pass_at_widths_past_the_update_rank(run_cli, tmp_path):
     """An outside tester's red check: LR × 4 and init × ¼ on the hidden matrices, init × 4 on the readout. The update
     of k tokens has rank ≤ k; with 8 × 8 tokens the widths 256–1024 are past it, and μP's sizes are width-free."""

@@ -29,7 +29,8 @@ def role_settings(cfg: RunConfig) -> dict[str, float]:
 
 
 def role_records(root: str | Path, spec_name: str, cfg: RunConfig) -> dict[str, dict]:
-    """{path: {value, and when verified: widths, drift and noise (octaves), passed}} per carried role setting;
+    """{path: {value, and when verified: widths, drift and noise (octaves), passed, and poor_at: the widths whose μP
+    optimum was a poor fit, when any}} per carried role setting;
     {value, rule: "width"} per role width exponent (`lr_width_exp`: a width rule, carried as it is, which moves the
     role's LR at the target by m^e; what verify checks under it is the role's lr_mult)."""
     records = {f"optimizer.roles.{role}.lr_width_exp": {"value": e, "rule": "width"}
@@ -39,8 +40,10 @@ def role_records(root: str | Path, spec_name: str, cfg: RunConfig) -> dict[str, 
         record = {"value": value}
         if summary:
             mup = summary.get("parametrizations", {}).get("mup", {})
+            poor = sorted(row["width"] for row in summary.get("optima", [])
+                          if row.get("parametrization") == "mup" and row.get("poor_fit") and "width" in row)
             record.update(widths=summary.get("widths", []), drift=mup.get("drift"), noise=mup.get("noise"),
-                          passed=mup.get("passed"))
+                          passed=mup.get("passed"), **({"poor_at": poor} if poor else {}))
         records[path] = record
     return records
 
@@ -59,7 +62,8 @@ def role_laws(root: str | Path, spec_name: str, cfg: RunConfig) -> tuple[Law, ..
 
 
 def role_lines(records: dict[str, dict]) -> list[str]:
-    """One console line per carried role setting: verified and held, drifted, not verified, or a width rule."""
+    """One console line per carried role setting: verified and held, held but measured through a poor fit, drifted,
+    not verified, or a width rule."""
     lines = []
     for path, r in records.items():
         if r.get("rule") == "width":
@@ -76,6 +80,11 @@ def role_lines(records: dict[str, dict]) -> list[str]:
             lines.append(f"[red]drifts[/]: {path} = {r['value']:.4g}: its μP optimum moved {octaves(r['drift'])} "
                          f"octaves over widths {span(r['widths'])}; carried as tuned: `--role-rule fitted` "
                          "carries it by its width law, or re-tune it nearer the target width")
+        elif r.get("poor_at"):
+            lines.append(f"[yellow]carried, poorly measured[/]: {path} = {r['value']:.4g} (verify: drift "
+                         f"{octaves(r['drift'])} octaves, but its optimum at width "
+                         f"{', '.join(map(str, r['poor_at']))} is a poor fit, e.g. at the grid's edge: widen "
+                         f"`sweep verify SPEC --param {path}`'s grid)")
         else:
             lines.append(f"carried {path} = {r['value']:.4g} (verify: drift {octaves(r['drift'])} ± "
                          f"{octaves(r['noise'])} octaves)")
