@@ -11,7 +11,9 @@
   width; the drift of each fitted optimum from the narrowest to the target (goal ≤ 0.5 octave). `--width-exps
   embedding=-0.5` runs it with those roles' LR × m^e (`optimizer.roles.<role>.lr_width_exp`; −0.5 on the embedding
   is u-μP's rule), the drift a role has once its width rule is moved. Each drift comes with its 90% bootstrap interval
-  over the training seeds. `--device cuda --jobs 4` trains a grid's points × seeds in 4 processes on one GPU.
+  over the training seeds, and with what carrying the narrowest optimum costs at the target (`carry_cost`) beside the
+  seed noise. `--grids FILE` keeps every grid. `--device cuda --jobs 4` trains a grid's points × seeds in 4
+  processes on one GPU.
 `--part carry`: (b)'s best settings trained at the target with each role's LR multiplier carried by a width law,
   mult' = mult·(W'/W)^s (`sweep transfer --role-rule fitted`'s rule, sweep/rules/fitted.py), against the same
   settings kept as tuned (both trained here); s per role from `--slopes` (octaves per doubling of
