@@ -82,13 +82,7 @@ def construct_int(loader: Loader, node: yaml.ScalarNode) -> int:
     return int(text[2:] if base != 10 else text, base)
 
 
-def construct_float(loader: Loader, node: yaml.ScalarNode) -> float:
-    text = loader.construct_scalar(node).lower()
-    return float(text.replace(".inf", "inf").replace(".nan", "nan"))
-
-
 Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
-Loader.add_constructor("tag:yaml.org,2002:float", construct_float)
 
 
 def load(text: str | bytes) -> Any:

@@ -39,9 +39,10 @@ def study_target(path: Path, width: int | None, lr_max: float | None) -> tuple[R
     lr = spec.space().params.get("optimizer.lr")
     if lr_max is None and lr is not None:
         lr_max = max(float(v) for v in lr.extremes())
-    check_points(spec, base_run(spec, width, parametrization))  # what sweep proxy would refuse, refused here
-    cfg = RunConfig.parse(base_run(spec, width, parametrization))
-    return cfg, lr_max, width, results_root() / spec.name / f"doctor-w{width}-{parametrization}.parquet"
+    base = base_run(spec, width, parametrization)
+    check_points(spec, base)  # what sweep proxy would refuse, refused here
+    out = results_root() / spec.name / f"doctor-w{width}-{parametrization}.parquet"
+    return RunConfig.parse(base), lr_max, width, out
 
 
 def run_doctor_cmd(config: Path, width: int | None, lr_max: float | None, out: Path | None, console: Console) -> bool:
