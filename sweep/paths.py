@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweep.errors import InputError
-from trainer.config import check_name
+from trainer import folders
+from trainer.config import ConfigError, check_name
 from trainer.folders import check_writable
 
 if TYPE_CHECKING:
@@ -42,16 +43,11 @@ def sweep_name(name: str, field: str) -> str:
 
 
 def inside_root(path: Path, root: Path, field: str) -> Path:
-    """`path` resolved (symlinks followed), refused unless it stays inside the resolved `root`; a link loop is
-    refused too."""
+    """The root rule (`trainer.folders.inside_root`) as an InputError: `path` resolved, refused unless inside `root`."""
     try:
-        resolved, top = path.resolve(), root.resolve()
-    except (OSError, RuntimeError) as err:  # RuntimeError: Python's own "Symlink loop from …"
-        raise InputError(f"{field}: {path} cannot be resolved ({type(err).__name__}: a symlink loop?); refused") \
-            from None
-    if resolved != top and top not in resolved.parents:
-        raise InputError(f"{field}: {path} leads out of the results root {top} (to {resolved}); refused")
-    return resolved
+        return folders.inside_root(path, root, field)
+    except ConfigError as err:
+        raise InputError(str(err)) from None
 
 
 def read_json(path: Path, field: str) -> dict | None:

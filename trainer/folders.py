@@ -1,4 +1,4 @@
-"""A folder a run or a command will write, checked before anything is written.
+"""A folder a run or a command will write, checked before anything is written; the root every read and write stays in.
 
 The folder, or its nearest parent that exists (where it will be made), must be a writable folder: a read-only
 mount, a folder without write permission, a file, FIFO or device in the way, or a path past the file system's
@@ -34,3 +34,17 @@ def check_writable(folder: Path, field: str) -> None:
         read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
         why = "is on a read-only file system" if read_only else "has no write permission"
         raise ConfigError(f"{field}: cannot write {folder} ({existing} {why})")
+
+
+def inside_root(path: Path, root: Path, field: str) -> Path:
+    """`path` resolved (symlinks followed), refused (a ConfigError naming `field`) unless it stays inside the resolved
+    `root`; a link loop is refused too. The one root rule: every file a command or a run reads or writes under the
+    results root passes it, so a link planted there never leads a read or a write out of it."""
+    try:
+        resolved, top = path.resolve(), root.resolve()
+    except (OSError, RuntimeError) as err:  # RuntimeError: Python's own "Symlink loop from …"
+        raise ConfigError(f"{field}: {path} cannot be resolved ({type(err).__name__}: a symlink loop?); refused") \
+            from None
+    if resolved != top and top not in resolved.parents:
+        raise ConfigError(f"{field}: {path} leads out of the results root {top} (to {resolved}); refused")
+    return resolved

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -36,6 +37,7 @@ from trainer.atomic import atomic_path
 from trainer.build import build
 from trainer.checkpoint import (
     CheckpointError,
+    check_in_root,
     checkpoint_path,
     delete_after,
     is_sharded,
@@ -52,6 +54,7 @@ from trainer.curves import CurveWriter
 from trainer.divergence import Divergence
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
+from trainer.folders import inside_root
 from trainer.noise_scale import NoiseScale
 from trainer.optim import averaged_weights, train_mode
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
@@ -212,6 +215,7 @@ class Trainer:
         if self.state.step >= self.total_steps:  # resumed a finished run: report what it recorded
             recorded = self.run_dir / "result.json"
             if recorded.exists():
+                inside_root(recorded, Path(self.cfg.output.root), "output.run")
                 return RunResult(**json.loads(recorded.read_text()))
             return RunResult(self.run_id, "completed", self.state.step, None, None)
         self.prepare_steps()
@@ -269,13 +273,17 @@ class Trainer:
         """The run's optimizer state resumes only into the optimizer that wrote it (the config the run was started
         with is beside it): Lion would load AdamW's moments and groups without a word."""
         started = self.run_dir / "config.yaml"
+        if started.is_file():
+            inside_root(started, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
         before = RunConfig.load(started).optimizer.name if started.is_file() else self.cfg.optimizer.name
         if before != self.cfg.optimizer.name:
             raise CheckpointError(f"optimizer.name: the run {self.run_id} was started with {before}; resume it with "
                                   f"{before}, or set another output.run for {self.cfg.optimizer.name}")
 
     def load(self, path) -> dict:
-        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes."""
+        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes, read only inside the
+        results root."""
+        check_in_root(path, Path(self.cfg.output.root))
         if is_sharded(path) != self.cfg.sharded():
             written = "sharded (parallel.kind fsdp)" if is_sharded(path) else "unsharded (parallel.kind ddp)"
             raise CheckpointError(f"parallel.kind: {path} was written {written}; resume it with the kind that wrote "
