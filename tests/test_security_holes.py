@@ -158,3 +158,106 @@ def test_a_checkpoint_linked_out_of_the_root_is_refused_and_never_read(sharded, 
     assert code == 2 and err.count("\n") == 1, (out, err)
     assert err.startswith("error: checkpoint: ") and "leads out of the results root" in err, err
     assert file_tree(tmp_path) == before
+
+
+# ------------------------------------------------------------------ 3, 4. stored study names; markup in the pages
+
+def sweep_db(path: Path, study_name: str, trials: int = 3) -> None:
+    """An Optuna storage holding sweep `ro`'s study, named `study_name`, with `trials` COMPLETE trials."""
+    import optuna
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+    study = optuna.create_study(storage=storage, study_name=study_name)
+    for key, value in {"spec_name": "ro", "width": 16, "parametrization": "mup"}.items():
+        study.set_user_attr(key, value)
+    study.optimize(lambda t: (t.suggest_float("optimizer.lr", 1e-3, 1e-1, log=True) - 0.01) ** 2
+                   + t.suggest_float("optimizer.weight_decay", 0.0, 0.1), n_trials=trials)
+    storage.remove_session()
+    storage.engine.dispose()
+
+
+HOSTILE_NAMES = {"dotdot": "../../../X", "markup": "<script>alert(1)</script>", "dotdot-in-suffix": "ro-w16-../../X",
+                 "newline": "ro\n<b>x", "hidden": ".ro-w16-mup"}
+
+
+@pytest.mark.parametrize("command", ["results", "report"])
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_stored_study_name_that_is_not_a_name_is_refused_and_nothing_is_written(tmp_path, run_cli, monkeypatch,
+                                                                                   command, name):
+    """`sweep results ro` / `sweep report ro` where the storage holds sweep ro's study under a name with `../` or
+    markup: one line naming the study, exit 2, nothing written inside or outside the root."""
+    root = tmp_path / "root"
+    sweep_db(root / "ro" / "optuna.db", HOSTILE_NAMES[name])
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli(command, "ro")
+
+    assert code == 2 and err.count("\n") == 1, (out, err)
+    assert err.startswith("error: study: sqlite:///") and "refused" in err, err
+    assert file_tree(tmp_path) == before
+
+
+MARKUP = "<img src=x onerror=alert(1)>"
+
+
+def test_every_text_of_the_report_and_plots_page_is_escaped(tmp_path, run_cli, monkeypatch):
+    """A results root whose path holds markup (it reaches the coordinate-check line) and a study whose plots page
+    is titled with markup: the pages hold the text escaped, never the tag."""
+    import pandas as pd
+
+    from sweep.results.plots import save_html
+
+    root = tmp_path / MARKUP
+    sweep_db(root / "ro" / "optuna.db", "ro-w16-mup")
+    check = root / "coord-check" / "gpt-mup"
+    check.mkdir(parents=True)
+    (check / "coord_check.png").write_bytes(io_png())
+    pd.DataFrame({"passed": [True, False]}).to_parquet(check / "verdict.parquet")
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = run_cli("report", "ro")
+
+    assert code == 0, (out, err)
+    page = (root / "ro" / "report.html").read_text()
+    assert MARKUP not in page and "1 of 2 module checks pass" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    import plotly.graph_objects as go
+
+    titled = save_html([("history", go.Figure()), (MARKUP, go.Figure())], tmp_path / "plots.html", MARKUP)
+    text = titled.read_text()
+    assert MARKUP not in text and text.count("&lt;img src=x onerror=alert(1)&gt;") == 3
+
+
+def io_png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buffer, format="png")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("command", [("results", "ro"), ("sql", "SELECT count(*) FROM trials"),
+                                     ("sql", "SELECT count(*) FROM trials", "--study", "ro"), ("report", "ro"),
+                                     ("export", "ro")])
+def test_a_storage_file_linked_out_of_the_root_is_refused_and_never_read(tmp_path, run_cli, monkeypatch, command):
+    """ROOT/ro/optuna.db a link to a storage outside the root: results, sql (every sweep, one sweep), report and
+    export refuse it in one line, exit 2, and write nothing."""
+    root = tmp_path / "root"
+    sweep_db(tmp_path / "elsewhere" / "optuna.db", "ro-w16-mup")
+    (root / "ro").mkdir(parents=True)
+    (root / "ro" / "optuna.db").symlink_to(tmp_path / "elsewhere" / "optuna.db")
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli(*command)
+
+    assert code == 2 and err.count("\n") == 1, (out, err)
+    assert err.startswith("error: storage: ") and "leads out of the results root" in err, err
+    assert file_tree(tmp_path) == before

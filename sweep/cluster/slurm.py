@@ -5,6 +5,7 @@ The submission itself (submitit's executors) stays with its user: an array of sw
 """
 from __future__ import annotations
 
+import re
 import subprocess
 
 from sweep.errors import InputError
@@ -12,6 +13,16 @@ from sweep.errors import InputError
 WAITING = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "RESIZING")
 RUNNING = ("RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING")
 FAILED = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "CANCELLED")
+
+
+JOB_ID = re.compile(r"[0-9]{1,20}(_[0-9]{1,10})?")  # a job, or one task of an array
+
+
+def slurm_job_id(value: object, source: object) -> str:
+    """A SLURM job id read back from `source` (it goes to scontrol, sacct, squeue, scancel), else an InputError."""
+    if isinstance(value, str) and JOB_ID.fullmatch(value):
+        return value
+    raise InputError(f"launch record job: {source} holds {str(value)[:40]!r}, not a SLURM job id; refused")
 
 
 def check_slurm() -> None:

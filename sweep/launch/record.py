@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sweep.paths import curve_folder, read_json
+from sweep.cluster.slurm import slurm_job_id
+from sweep.paths import curve_folder, read_json, stored_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 from trainer.curves import read_run
@@ -35,7 +36,15 @@ def write_record(cfg: RunConfig, record: dict) -> dict:
 
 
 def read_record(run_dir: Path) -> dict | None:
-    return read_json(Path(run_dir) / RECORD, "launch record")
+    """launch.json; its run and study are names read back (`stored_name`), its job an id the scheduler gave."""
+    path = Path(run_dir) / RECORD
+    record = read_json(path, "launch record")
+    if record is not None:
+        for key in ("run", "study"):
+            stored_name(record.get(key), f"launch record {key}", path)
+        if record.get("backend") == "slurm":
+            slurm_job_id(record.get("job"), path)
+    return record
 
 
 def read_result(run_dir: Path) -> dict | None:
