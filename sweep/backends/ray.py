@@ -24,19 +24,18 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from sweep.backends.base import Backend, Execution
 from sweep.cluster.ray import STOP_TIMEOUT_S, Driver, check_address, enter_driver, init_ray, leave_driver, start_driver
 from sweep.errors import InputError
-from sweep.study.spec import RaySpec
 from sweep.study.study import SweepJob
 
 
 class RayBackend(Backend):
     name = "ray"
-    flags = tuple(RaySpec.model_fields)
 
-    def __init__(self, workers: int, options: RaySpec):
+    def __init__(self, workers: int, options: Any):
         if workers < 1:
             raise InputError(f"--workers: must be at least 1 (trials at once), got {workers}")
         self.options = options
@@ -64,7 +63,7 @@ class RayBackend(Backend):
 
 
 class RayExecution(Execution):
-    def __init__(self, driver: Driver, log: Path, options: RaySpec, max_concurrent: int):
+    def __init__(self, driver: Driver, log: Path, options: Any, max_concurrent: int):
         self.driver, self.log = driver.process, log
         self.end = driver.end
         self.options, self.max_concurrent = options, max_concurrent
@@ -93,7 +92,7 @@ class RayExecution(Execution):
                 f"{self.options.gpus_per_trial:g} GPU per trial (driver pid {self.driver.pid}, log {self.log})")
 
 
-def driver_main(job: SweepJob, options: RaySpec, max_concurrent: int, temp_dir: str, log: str) -> None:
+def driver_main(job: SweepJob, options: Any, max_concurrent: int, temp_dir: str, log: str) -> None:
     """Start (or join) Ray, run Tune until the study has its count, release what was stopped, shut down."""
     enter_driver(temp_dir, log, options.address)
     from ray import tune

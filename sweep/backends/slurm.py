@@ -21,11 +21,11 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from sweep.backends.base import Backend, Execution
-from sweep.cluster.slurm import cancel, check_slurm, failed_tasks, queued
+from sweep.cluster.slurm import cancel, check_slurm, executor, failed_tasks, queued, slurm_job_id
 from sweep.errors import InputError
-from sweep.study.spec import SlurmSpec
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study
 
@@ -35,9 +35,8 @@ STOP_TIMEOUT_S = 30.0
 
 class SlurmBackend(Backend):
     name = "slurm"
-    flags = tuple(SlurmSpec.model_fields)
 
-    def __init__(self, workers: int, options: SlurmSpec):
+    def __init__(self, workers: int, options: Any):
         if workers < 1:
             raise InputError(f"--workers: must be at least 1 (array tasks), got {workers}")
         self.workers, self.options = workers, options
@@ -51,21 +50,15 @@ class SlurmBackend(Backend):
     def launch(self, job: SweepJob) -> SlurmExecution:
         study = open_study(job, open_storage(job.storage), create=False)
         recorded = study.user_attrs.get(JOB_ATTR)
-        if recorded and queued(recorded["id"]):
+        if recorded and queued(slurm_job_id(recorded.get("id"), job.storage.redacted, f"study {JOB_ATTR}")):
             return SlurmExecution(recorded["id"], Path(recorded["folder"]), recorded["tasks"], attached=True)
-        import submitit
-
         folder = Path(job.root) / job.spec.name / "slurm" / job.study_name
-        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=1000)
         o = self.options
-        executor.update_parameters(
-            job_name=job.study_name, partition=o.partition, gpus_per_task=o.gpus_per_task or None,
-            cpus_per_task=o.cpus_per_task, mem=f"{round(o.mem * 1024)}M" if o.mem else None, time=o.time,
-            account=o.account, qos=o.qos, array_parallelism=o.array_parallelism or self.workers,
-            signal_delay_s=min(90, 10 * o.time))
+        slurm = executor(folder, job.study_name, o, gpus_per_task=o.gpus_per_node or None,
+                         cpus_per_task=o.cpus_per_task, array_parallelism=o.array_parallelism or self.workers)
         job = replace(job, threads=job.threads or o.cpus_per_task)
         try:
-            tasks = executor.map_array(SlurmTask(), [replace(job, worker=i) for i in range(self.workers)])
+            tasks = slurm.map_array(SlurmTask(), [replace(job, worker=i) for i in range(self.workers)])
         except Exception as err:  # sbatch's refusal: unknown partition, account, QOS, too many resources
             why = " ".join(str(err).split())[:300]
             raise InputError(f"--backend slurm: sbatch refused the array ({why})") from None

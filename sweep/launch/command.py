@@ -39,10 +39,10 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
         from sweep.cluster.slurm import check_slurm
 
         check_slurm()
-    if request.backend == "ray" and request.address:
+    if request.backend == "ray" and request.settings.address:
         from sweep.cluster.ray import check_address
 
-        check_address(request.address)
+        check_address(request.settings.address)
 
     run_dir = cfg.run_dir()
     console.print(f"run {cfg.run_id()} ({cfg.output.kind}) in {run_dir.resolve()}")
@@ -64,7 +64,7 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     else:
         from sweep.launch.ray import launch_ray
 
-        code = launch_ray(cfg, request.address, request.gpus, console)
+        code = launch_ray(cfg, request.settings.address, request.gpus, console)
     state = finished_state(run_dir)
     return report(state, cfg, console) if state and not request.detach else code
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import submitit
 from rich.console import Console
 
-from sweep.cluster.slurm import active, job_state
+from sweep.cluster.slurm import active, executor, job_state
 from sweep.errors import InputError
 from sweep.launch.record import last_logged, read_result, write_record
 from sweep.launch.request import LaunchRequest
@@ -31,7 +31,6 @@ from trainer.config import RunConfig
 from trainer.loop import RunResult, train
 
 POLL_S = 2.0
-DEFAULT_TIME_MIN = 60
 
 
 class SlurmRun(submitit.helpers.Checkpointable):
@@ -55,7 +54,7 @@ def launch_slurm(cfg: RunConfig, request: LaunchRequest, record: dict | None, co
     else:
         job_id, attached = submit(cfg, request), False
         record = write_record(cfg, {"backend": "slurm", "job": job_id, "logs": str((cfg.run_dir() / "slurm").resolve()),
-                                    "nodes": request.nodes or 1, "gpus_per_node": request.gpus,
+                                    "nodes": request.settings.nodes, "gpus_per_node": request.gpus,
                                     "launched": time.time()})
     console.print(f"SLURM job {job_id} ({'re-attached' if attached else 'submitted'}); "
                   f"log {record['logs']}/{job_id}_0_log.out; checkpoints {record['checkpoints']}; "
@@ -71,16 +70,12 @@ def submit(cfg: RunConfig, request: LaunchRequest) -> str:
     """sbatch through submitit; a refusal (partition, account, resources) is an InputError and leaves no folder."""
     folder = cfg.run_dir() / "slurm"
     created = next((p for p in [*reversed(folder.parents), folder] if not p.exists()), None)
-    executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=1000)
-    minutes = request.time or DEFAULT_TIME_MIN
-    given = {"slurm_partition": request.partition, "mem_gb": request.mem, "slurm_account": request.account,
-             "slurm_qos": request.qos, "gpus_per_node": request.gpus or None}
-    executor.update_parameters(name=cfg.run_id(), nodes=request.nodes or 1, tasks_per_node=max(1, request.gpus),
-                               timeout_min=minutes, slurm_signal_delay_s=min(90, 10 * minutes),
-                               **{k: v for k, v in given.items() if v is not None})
+    s = request.settings
+    slurm = executor(folder, cfg.run_id(), s, nodes=s.nodes, ntasks_per_node=max(1, s.gpus_per_node),
+                     gpus_per_node=s.gpus_per_node or None)
     try:
         with redirect_stderr(io.StringIO()):  # submitit echoes sbatch's stderr; its exception holds the same text
-            return executor.submit(SlurmRun(), cfg, os.getcwd()).job_id
+            return slurm.submit(SlurmRun(), cfg, os.getcwd()).job_id
     except Exception as err:  # sbatch's refusal
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
