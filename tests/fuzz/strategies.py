@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from hypothesis import strategies as st
 
+from tests.fuzz.hostile import KNOWN_SCHEDULER_TEXT, RenamedStudy, stored_name
 from trainer.config import RunConfig
 
 SECRET = "pw-Fuzz7q@x/y:z#k"  # planted in $SWEEP_FUZZ_PW: never in any output or file
@@ -633,12 +634,29 @@ def case_for(draw, verb: str) -> Case:
     else:  # status
         argv = draw(st.sampled_from([[], ["tiny"], ["nosuch"], [".."]]))
     argv, flag_classes = draw(mutate_flags([verb, *argv], VERB_OPTIONS[verb]))
+    argv, flag_classes = draw(hostile_inputs(verb, argv, flag_classes))
     if verb in ("proxy", "verify", "transfer", "results", "sql", "export", "report") and draw(st.integers(0, 3)) == 0:
         flags, url_classes = draw(storage_flags())
         argv, flag_classes = argv + flags, flag_classes + url_classes
     outs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--out" and isinstance(argv[i + 1], str)]
     out = outs[-1] if outs else None  # the last one given is the one taken
     return Case(verb, argv, classes + flag_classes, out)
+
+
+@st.composite
+def hostile_inputs(draw, verb: str, argv: list, classes: list[str]) -> tuple[list, list[str]]:
+    """Now and then (1 in 4) the security classes of tests/fuzz/hostile.py: a SLURM text that sbatch would read as
+    script (always refused, so no job is ever submitted), or the sweep's stored study renamed (`stored:`)."""
+    if draw(st.integers(0, 3)):
+        return argv, classes
+    if verb in ("proxy", "verify", "launch"):
+        field = draw(st.sampled_from(["partition", "account", "qos"]))
+        refused = [text for text in KNOWN_SCHEDULER_TEXT if text != "a" * 65]
+        return [*argv, "--backend", "slurm", f"--{field}", draw(st.sampled_from(refused))], \
+            [*classes, f"scheduler:{field}"]
+    if verb in ("results", "report", "export", "transfer") and len(argv) > 1:
+        return [argv[0], RenamedStudy(draw(stored_name())), *argv[2:]], [*classes, "stored:study-name"]
+    return argv, classes
 
 
 SQL_STATEMENTS = [
