@@ -1,1 +1,1 @@
-"""`sweep coord-check` and `sweep inspect`: is a model in μP, per parameter and per activation."""
+"""`sweep coord-check`: is a model in μP, per parameter and per activation (the measurement is `sweep.coords`)."""
