@@ -1,8 +1,8 @@
 """SLURM from the submitting machine: is it there (`sinfo`), the job's batch script, what state a job is in,
 cancel it.
 
-Both entry points submit through `executor`: an array of sweep workers (`sweep.backends.slurm`) and one multi-node
-run (`sweep.launch.slurm`). It writes the settings (sweep/cluster/settings.py, whose patterns keep every text on
+Both entry points of `sweep.backends.slurm` submit through `executor`: an array of sweep workers and one
+multi-node run. It writes the settings (sweep/cluster/settings.py, whose patterns keep every text on
 its `#SBATCH` line) and refuses any other text bound for the script (the log folder, the job name) that holds a
 control character, before sbatch is called or a script written.
 """

@@ -54,15 +54,15 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
         console.print(f"already {where}; not starting it twice")
         return 0
     if request.backend == "local":
-        from sweep.launch.local import launch_local
+        from sweep.backends.local import launch_local
 
         code = launch_local(cfg, config, request.processes, console)
     elif request.backend == "slurm":
-        from sweep.launch.slurm import launch_slurm
+        from sweep.backends.slurm import launch_slurm
 
-        code = launch_slurm(cfg, request, record, console)
+        code = launch_slurm(cfg, request.settings, request.detach, record, console)
     else:
-        from sweep.launch.ray import launch_ray
+        from sweep.backends.ray import launch_ray
 
         code = launch_ray(cfg, request.settings.address, request.gpus, console)
     state = finished_state(run_dir)
