@@ -116,7 +116,8 @@ def options(entry: str) -> dict[str, tuple[type, str, tuple[str, ...]]]:
             names = tuple(f"--{alias.replace('_', '-')}" for alias in
                           (info.validation_alias.choices if info.validation_alias else (name,)))
             kind, helps, _ = found.get(name, (info.annotation, [], names))
-            found[name] = (kind, [*helps, f"{backend}: {info.description}"], names)
+            default = "" if info.default is None or "[default" in info.description else f" [default: {info.default:g}]"
+            found[name] = (kind, [*helps, f"{backend}: {info.description}{default}"], names)
     return {name: (kind | None, "; ".join(helps), names) for name, (kind, helps, names) in found.items()}
 
 
