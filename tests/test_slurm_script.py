@@ -98,3 +98,25 @@ def test_a_good_value_reaches_the_captured_script_on_its_sbatch_line(stub_slurm,
     lines = script.read_text().splitlines()
     assert "#SBATCH --account=proj-42_a.b" in lines
     assert all(line.startswith(("#", "export ", "srun ")) or not line.strip() for line in lines), lines
+
+
+@pytest.mark.parametrize("door", ["launch", "proxy"])
+def test_a_results_root_with_a_newline_is_refused_before_a_script_is_written(stub_slurm, tmp_path, run_cli,
+                                                                             monkeypatch, door):
+    """The log folder is written into the script's `#SBATCH --output=` line too: a results root holding a newline
+    is refused by the SLURM pre-flight, one line, nothing written, no script."""
+    root = tmp_path / "results\ntouch x"
+    if door == "launch":
+        config = tmp_path / "run.yaml"
+        config.write_text(yaml.safe_dump({**RUN, "output": {"root": str(root), "study": "s"}}))
+        argv = ["launch", str(config), "--backend", "slurm", "--detach"]
+    else:
+        monkeypatch.setenv("SWEEP_ROOT", str(root))
+        argv = ["proxy", str(write_spec(tmp_path, trials=1)), "--width", "16", "--backend", "slurm", "--storage",
+                f"journal:{tmp_path / 'j.log'}", "--detach"]
+    before = file_tree(tmp_path)
+
+    code, out, err = run_cli(*argv)
+
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: --backend slurm: the log folder"), (out, err)
+    assert list(stub_slurm.iterdir()) == [] and file_tree(tmp_path) == before

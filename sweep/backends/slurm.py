@@ -43,7 +43,17 @@ import submitit
 from rich.console import Console
 
 from sweep.backends.base import Backend, Execution
-from sweep.cluster.slurm import active, cancel, check_slurm, executor, failed_tasks, job_state, queued, slurm_job_id
+from sweep.cluster.slurm import (
+    active,
+    cancel,
+    check_script,
+    check_slurm,
+    executor,
+    failed_tasks,
+    job_state,
+    queued,
+    slurm_job_id,
+)
 from sweep.errors import InputError
 from sweep.runs.record import last_logged, read_result, write_record
 from sweep.study.storage import open_storage
@@ -69,6 +79,7 @@ class SlurmBackend(Backend):
             raise InputError("--storage: --backend slurm needs a storage every node reaches: journal:PATH on a "
                              "shared filesystem or a SQLAlchemy URL (postgresql://…); SQLite is for one machine")
         check_slurm()
+        check_script(Path(job.root) / job.spec.name / "slurm" / job.study_name, job_name=job.study_name)
 
     def launch(self, job: SweepJob) -> SlurmExecution:
         study = open_study(job, open_storage(job.storage), create=False)

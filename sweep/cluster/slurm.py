@@ -33,6 +33,15 @@ def slurm_job_id(value: object, source: object, field: str = "launch record job"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a newline ends a `#SBATCH` line; the rest would run as a command
 
 
+def check_script(folder: Path, **texts: Any) -> None:
+    """Refuse (an InputError) a log folder or any other text bound for the batch script that holds a control
+    character; called before anything is written (the backends' pre-flight) and again by `executor`."""
+    for key, value in [("log folder", str(folder.absolute())), *texts.items()]:
+        if isinstance(value, str) and CONTROL.search(value):
+            raise InputError(f"--backend slurm: the {key.replace('_', ' ')} {value[:60]!r} holds a control character "
+                             "(a newline would end its #SBATCH line); refused")
+
+
 def executor(folder: Path, name: str, settings: Any, **shape: Any) -> Any:
     """A submitit SlurmExecutor for a job named `name`, its logs in `folder`, with the SLURM `settings` (partition,
     account, QOS, time, memory per node) and the job's `shape` (nodes, tasks, GPUs, an array's parallelism)."""
@@ -42,10 +51,7 @@ def executor(folder: Path, name: str, settings: Any, **shape: Any) -> Any:
              "time": settings.time, "mem": f"{round(settings.mem * 1024)}M" if settings.mem else None,
              "signal_delay_s": min(90, 10 * settings.time), **shape}
     given = {key: value for key, value in given.items() if value is not None}
-    for key, value in [("log folder", str(folder.absolute())), *given.items()]:
-        if isinstance(value, str) and CONTROL.search(value):
-            raise InputError(f"--backend slurm: the {key.replace('_', ' ')} {value[:60]!r} holds a control character "
-                             "(a newline would end its #SBATCH line); refused")
+    check_script(folder, **given)
     slurm = submitit.SlurmExecutor(folder=folder, max_num_timeout=1000)
     slurm.update_parameters(**given)
     return slurm

@@ -36,9 +36,10 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     check_model(model.name, model.width, model.depth, model.parametrization,
                 **{**source.model_options(), **model.options})
     if request.backend == "slurm":
-        from sweep.cluster.slurm import check_slurm
+        from sweep.cluster.slurm import check_script, check_slurm
 
         check_slurm()
+        check_script(cfg.run_dir() / "slurm", job_name=cfg.run_id())
     if request.backend == "ray" and request.settings.address:
         from sweep.cluster.ray import check_address
 
