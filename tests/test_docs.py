@@ -1,0 +1,84 @@
+"""The docs cannot drift from the code: the CLI reference is generated from the typer app and holds every option
+`--help` shows, and every command the README names exists (each `sweep` subcommand and its flags, each `make`
+target, each script). `make test` also builds the site with warnings as errors (`mkdocs build --strict`)."""
+import importlib.util
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from sweep.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+GROUP = typer.main.get_command(app)
+FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+
+
+def reference_markdown() -> str:
+    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "docs/hooks/cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (ROOT / "docs/reference/cli.md").read_text()
+    assert module.MARKER in page, "docs/reference/cli.md lost the marker the generator fills"
+    return module.on_page_markdown(page, None, None, None)
+
+
+@pytest.mark.parametrize("name", sorted(GROUP.commands))
+def test_every_option_that_help_prints_is_in_the_reference(run_cli, name):
+    """What a user sees in `sweep NAME --help` (every flag, each spelling) is in the reference's section."""
+    code, out, _ = run_cli(name, "--help")
+    assert code == 0
+    flags = set(FLAG.findall(out)) - {"--help"}
+    assert flags, f"`sweep {name} --help` printed no option: the parser above is wrong"
+    section = reference_markdown().split(f"## `sweep {name}`", 1)[1].split("\n## ", 1)[0]
+    missing = sorted(flag for flag in flags if f"`{flag}" not in section and f" {flag}" not in section)
+    assert not missing, f"sweep {name}: {missing} are not in the CLI reference"
+
+
+def test_every_parameter_of_every_command_is_in_the_reference():
+    reference = reference_markdown()
+    for name, command in GROUP.commands.items():
+        section = reference.split(f"## `sweep {name}`", 1)[1].split("\n## ", 1)[0]
+        for param in command.params:
+            for spelling in [*param.opts, *param.secondary_opts]:
+                assert spelling in section, f"sweep {name}: {spelling} missing from the CLI reference"
+
+
+def readme_commands() -> list[str]:
+    """Each command line of the README's ```bash blocks, comments dropped, `a && b` split."""
+    blocks = re.findall(r"^```bash\n(.*?)^```$", (ROOT / "README.md").read_text(), re.S | re.M)
+    lines = [line.split(" #")[0].strip() for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    return [part.strip() for line in lines if line and not line.startswith("#") for part in line.split("&&")]
+
+
+def options_of(command) -> set[str]:
+    return {spelling for param in command.params for spelling in [*param.opts, *param.secondary_opts]}
+
+
+def test_readme_commands_exist():
+    """Every `sweep` subcommand and flag, `make` target and script the README tells a reader to type exists."""
+    makefile = (ROOT / "Makefile").read_text()
+    checked = 0
+    for line in readme_commands():
+        words = shlex.split(line.replace("$PWD", "."), comments=True)
+        if "sweep" in words:
+            words = words[words.index("sweep"):]
+            if len(words) < 2 or words[1].startswith("-"):
+                continue
+            assert words[1] in GROUP.commands, f"README: `sweep {words[1]}` is not a command ({line})"
+            command = GROUP.commands[words[1]]
+            for word in words[2:]:
+                flag = word.split("=")[0]
+                if flag.startswith("--"):
+                    assert flag in options_of(command), f"README: `sweep {words[1]}` has no {flag} ({line})"
+            checked += 1
+        elif words[0] == "make":
+            assert re.search(rf"^{words[1]}:", makefile, re.M), f"README: no make target {words[1]}"
+            checked += 1
+        elif words[0] in ("bash", "sh") or words[0].startswith("scripts/"):
+            script = words[1] if words[0] in ("bash", "sh") else words[0]
+            assert (ROOT / script).is_file(), f"README: no script {script}"
+            checked += 1
+    assert checked >= 8, f"only {checked} README commands found: the README's code blocks changed form"
