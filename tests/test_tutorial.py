@@ -47,7 +47,8 @@ def shims(folder: Path) -> Path:
     """`sweep` and `python` as the reader has them after set-up, run by this interpreter."""
     bin_dir = folder / ".bin"
     bin_dir.mkdir()
-    for name, command in (("sweep", f'exec "{sys.executable}" -m sweep "$@"'), ("python", f'exec "{sys.executable}" "$@"')):
+    for name, command in (("sweep", f'exec "{sys.executable}" -m sweep "$@"'),
+                          ("python", f'exec "{sys.executable}" "$@"')):
         (bin_dir / name).write_text(f"#!/bin/sh\n{command}\n")
         (bin_dir / name).chmod(0o755)
     return bin_dir
@@ -57,7 +58,7 @@ def test_tutorial_walks_the_whole_path():
     commands = "\n".join(body for kind, _, body in tutorial_steps(TUTORIAL.read_text()) if kind == "bash")
     used = set(re.findall(r"^sweep ([a-z-]+)", commands, re.M))
     assert set(THE_PATH) <= used, f"the tutorial no longer runs {sorted(set(THE_PATH) - used)}"
-    assert re.search(r"model: \{name: \"mymodel:", TUTORIAL.read_text()), "the tutorial's spec must name the reader's builder"
+    assert re.search(r"model: \{name: \"mymodel:", TUTORIAL.read_text()), "the spec must name the reader's builder"
 
 
 def test_every_tutorial_command_runs_as_written(tmp_path):
