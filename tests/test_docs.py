@@ -82,3 +82,30 @@ def test_readme_commands_exist():
             assert (ROOT / script).is_file(), f"README: no script {script}"
             checked += 1
     assert checked >= 8, f"only {checked} README commands found: the README's code blocks changed form"
+
+
+def docs_sweep_lines() -> list[tuple[str, str]]:
+    """(page, line) for each `sweep COMMAND …` line of the site's ```bash blocks, a synopsis's indented
+    continuation lines joined to it."""
+    found = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for block in re.findall(r"^```bash[^\n]*\n(.*?)^```$", page.read_text(), re.S | re.M):
+            lines = []
+            for line in block.splitlines():
+                if line.startswith(" ") and lines:
+                    lines[-1] += line
+                else:
+                    lines.append(line.split(" #")[0])
+            found += [(page.name, line) for line in lines if re.match(r"(\S+ )*sweep [a-z]", line)]
+    return found
+
+
+def test_every_flag_the_docs_show_exists():
+    """A flag shown in a page's commands or synopses (`[--trials N]`) is one its command takes."""
+    lines = docs_sweep_lines()
+    assert len(lines) >= 20, "the docs' command blocks changed form"
+    for page, line in lines:
+        name = re.search(r"sweep ([a-z-]+)", line)[1]
+        assert name in GROUP.commands, f"{page}: `sweep {name}` is not a command ({line})"
+        unknown = set(FLAG.findall(line.split("sweep " + name, 1)[1])) - options_of(GROUP.commands[name]) - {"--help"}
+        assert not unknown, f"{page}: `sweep {name}` has no {sorted(unknown)} ({line})"
