@@ -98,7 +98,7 @@ def coord_check_cmd(
     optimizer: Optimizer = typer.Option(Optimizer.adamw, help="its μP table (proxies.optimizers); Muon with "
                                         "adjust_lr_fn match_rms_adamw"),
     lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: the optimizer's, calibrated: "
-                                    "README]"),
+                                    "docs/guide/coord-check.md]"),
     depth: int = typer.Option(2, min=1),
     batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),

@@ -23,7 +23,7 @@ from trainer.atomic import atomic_path
 from trainer.config import LR_MAX
 from trainer.optim import build_optimizer
 
-# The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (calibration in the README).
+# The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (docs/guide/coord-check.md).
 DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1, "muon": 2 ** -7, "lion": 2 ** -9, "schedulefree_adamw": 2 ** -6,
               "adam_atan2": 2 ** -7}
 DEFAULT_STEPS = 8
