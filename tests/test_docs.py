@@ -109,3 +109,27 @@ def test_every_flag_the_docs_show_exists():
         assert name in GROUP.commands, f"{page}: `sweep {name}` is not a command ({line})"
         unknown = set(FLAG.findall(line.split("sweep " + name, 1)[1])) - options_of(GROUP.commands[name]) - {"--help"}
         assert not unknown, f"{page}: `sweep {name}` has no {sorted(unknown)} ({line})"
+
+
+PAGES = [ROOT / "README.md", ROOT / "RELIABILITY.md", ROOT / "benchmarks/README.md",
+         *sorted((ROOT / "docs").rglob("*.md"))]
+SOURCE_PATH = re.compile(r"`((?:sweep|trainer|proxies|tests|benchmarks|scripts)/[\w./-]*\w)(?:::\w+)?`")
+MODULE = re.compile(r"`((?:sweep|trainer|proxies)(?:\.\w+)+)")
+
+
+def test_every_source_path_and_module_the_docs_name_exists():
+    """A file, folder or module named in the README or the site (`sweep/study/liveness.py`,
+    `sweep.study.worker.run_worker`) is in the tree: a rename that leaves the docs behind fails here."""
+    stale = []
+    for page in PAGES:
+        text = page.read_text()
+        for path in SOURCE_PATH.findall(text):
+            if not (ROOT / path).exists():
+                stale.append(f"{page.relative_to(ROOT)}: {path}")
+        for dotted in MODULE.findall(text):
+            parts = dotted.split(".")
+            # a module or package, or an attribute of one
+            if not any((ROOT / Path(*parts[:n])).with_suffix(".py").is_file() or (ROOT / Path(*parts[:n])).is_dir()
+                       for n in (len(parts), len(parts) - 1)):
+                stale.append(f"{page.relative_to(ROOT)}: {dotted}")
+    assert not stale, "the docs name what is not there:\n" + "\n".join(stale)

@@ -27,7 +27,8 @@ def cli_group():
 
 def cell(text: str) -> str:
     """Text safe inside a Markdown table cell: no raw HTML, no column break, no emphasis."""
-    return html.escape(" ".join(text.split()), quote=False).replace("|", "&#124;").replace("*", r"\*").replace("_", r"\_")
+    text = html.escape(" ".join(text.split()), quote=False)
+    return text.replace("|", "&#124;").replace("*", r"\*").replace("_", r"\_")
 
 
 def render_command(name: str, command) -> list[str]:
