@@ -34,7 +34,7 @@ def tutorial_steps(text: str) -> list[tuple[str, str]]:
 
 
 def script_of(steps, folder: Path) -> str:
-    lines = ["set -euxo pipefail"]
+    lines = ["PS4='+ [${EPOCHREALTIME}] '", "set -euxo pipefail"]  # each command echoed with its start time
     for kind, name, body in steps:
         if kind == "file":
             (folder / name).write_text(body)  # written up front: each is used only after the page shows it
@@ -66,8 +66,7 @@ def test_every_tutorial_command_runs_as_written(tmp_path):
     work.mkdir()
     script = script_of(tutorial_steps(TUTORIAL.read_text()), work)
     env = {key: value for key, value in os.environ.items() if key not in ("SWEEP_ROOT", "PYTHONPATH")}
-    env.update(PATH=f"{shims(tmp_path)}{os.pathsep}{env['PATH']}", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1",
-               PS4="+ [${EPOCHREALTIME}] ")  # each command echoed with its start time: a failure shows which, and when
+    env.update(PATH=f"{shims(tmp_path)}{os.pathsep}{env['PATH']}", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-4000:]}"
     # what the reader was told they would get: a full-width config carrying the proxy's best trial
