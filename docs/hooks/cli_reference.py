@@ -47,7 +47,7 @@ def render_command(name: str, command) -> list[str]:
 
 def render() -> str:
     group = cli_group()
-    lines = [cell(group.help or ""), "", "| command | what it does |", "| --- | --- |"]
+    lines = ["## Commands", "", cell(group.help or ""), "", "| command | what it does |", "| --- | --- |"]
     lines += [f"| [`sweep {name}`](#sweep-{name}) | {cell(command.short_help or '')} |"
               for name, command in group.commands.items()]
     lines.append("")
