@@ -115,7 +115,8 @@ class Recipe:
         return cls(
             model={"name": m.name, "width": m.width, "base_width": net.base_width, "depth": m.depth,
                    "parametrization": m.parametrization, "options": options},
-            optimizer={"name": opt.name, "lr": opt.lr, "weight_decay": opt.weight_decay, "betas": [opt.beta1, opt.beta2],
+            optimizer={"name": opt.name, "lr": opt.lr, "weight_decay": opt.weight_decay,
+                       "betas": [opt.beta1, opt.beta2],
                        "eps": opt.eps, "momentum": opt.momentum, "wd_mode": opt.wd_mode, "grad_clip": opt.grad_clip,
                        "settings": opt.settings().model_dump(mode="json") if opt.settings() is not None else {}},
             schedule=cfg.schedule.model_dump(mode="json"),
@@ -124,7 +125,8 @@ class Recipe:
                          "branch_mult": branch[0] if len(branch) == 1 else 1.0},
             groups=[{k: v for k, v in g.items() if k not in GROUP_SKIP} for g in groups],
             params=list(entries.values()),
-            budget={"steps": cfg.steps, "tokens": cfg.tokens, "batch_size": cfg.batch_size, "seq_len": cfg.data.seq_len},
+            budget={"steps": cfg.steps, "tokens": cfg.tokens, "batch_size": cfg.batch_size,
+                    "seq_len": cfg.data.seq_len},
             provenance={"run": cfg.run_id(), **cfg.provenance.model_dump(mode="json", exclude_defaults=True)})
 
     def entry(self, pattern: str) -> ParamEntry:
@@ -165,7 +167,7 @@ class Recipe:
     def param_groups(self, model: nn.Module, names: list[tuple[str, str | tuple[str, ...]]] | None = None
                      ) -> list[dict[str, Any]]:
         """torch parameter groups for `model`, in the trainer's order and with its keys (`lr`, `lr_mult`,
-        `weight_decay`, `owner`, `eps`, …): pass them to `make_optimizer` or any torch optimizer of the recipe's kind."""
+        `weight_decay`, `owner`, `eps`, …), for `make_optimizer` or any torch optimizer of the recipe's kind."""
         members: list[list[tuple[str, nn.Parameter]]] = [[] for _ in self.groups]
         for name, p, parts in self.placed(model, names):
             members[parts[0].group].append((name, p))

@@ -58,7 +58,8 @@ def refusals(recipe: Recipe, framework: str = "hf") -> list[str]:
         out.append(f"model.name: {recipe.model['name']!r} — the {framework} export maps the zoo's llama only")
     if recipe.multipliers["branch_mult"] != 1:
         out.append(f"model.options.depth_alpha: {framework}'s llama has no residual-branch multiplier "
-                   f"(m_L^-α = {recipe.multipliers['branch_mult']:.4g}); train at the proxy's depth or drop depth_alpha")
+                   f"(m_L^-α = {recipe.multipliers['branch_mult']:.4g}); train at the proxy's depth or drop "
+                   "depth_alpha")
     return out
 
 

@@ -79,7 +79,7 @@ def adapt(recipe: Recipe, model_parts: list[nn.Module]) -> None:
                 module.scaling = recipe.multipliers["attn_scale"]
         mult = recipe.multipliers["readout_mult"]
         if not math.isclose(mult, 1.0) and hasattr(model, "lm_head"):
-            model.lm_head.register_forward_hook(lambda _m, _i, out: out * mult)
+            model.lm_head.register_forward_hook(lambda _m, _i, out, mult=mult: out * mult)
 
 
 def render(recipe: Recipe) -> str:
@@ -153,7 +153,8 @@ def mup_model(attn_backend="flex"):
 
 
 def mup_optimizer():
-    return OptimizersContainer.Config(param_groups=[ParamGroupConfig(**g) for g in PARAM_GROUPS], implementation="foreach")
+    return OptimizersContainer.Config(param_groups=[ParamGroupConfig(**g) for g in PARAM_GROUPS],
+                                      implementation="foreach")
 
 
 def mup_llama3():

@@ -1,0 +1,155 @@
+"""Each export checked on the framework's real package (CPU): its own model at the recipe's width, its own
+optimizer (or param-group code), every parameter's LR, weight decay and init std equal to this project's llama's."""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import types
+
+import pytest
+import torch
+
+from tests.frameworks_common import batches, losses, need, ours, run_config
+from trainer.frameworks import check, export
+from trainer.optim import optimizer_of
+from trainer.recipe import RecipeError
+
+
+def load(text: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(text, name, "exec"), module.__dict__)
+    return module
+
+
+def hidden_group(groups: list[dict]) -> int:
+    return next(i for i, g in enumerate(groups) if g["lr_mult"] < 1)
+
+
+# --- transformers ---------------------------------------------------------------------------------------------
+
+def hf_trainer_optimizer(module: types.ModuleType):
+    transformers = need("transformers")
+    torch.manual_seed(0)
+    model, optimizer = module.build()
+    args = transformers.TrainingArguments(output_dir=tempfile.mkdtemp(), report_to=[], use_cpu=True,
+                                          **module.TRAINING_ARGUMENTS)
+    trainer = transformers.Trainer(model=model, args=args, optimizers=(optimizer, None))
+    trainer.create_optimizer_and_scheduler(num_training_steps=3)
+    return model, trainer.optimizer
+
+
+@pytest.mark.parametrize("options", [{}, {"tie_embeddings": True}])
+def test_hf_llama_matches_ours_and_trains_the_same(options):
+    from trainer.frameworks import hf
+    net, groups, recipe = ours(run_config(**options))
+    need("transformers")
+    model, optimizer = hf_trainer_optimizer(load(export(recipe, "hf"), "hf_recipe"))
+    result = check(model, optimizer.param_groups, net, groups, hf.NAMES)
+    assert (result.matched, result.mismatches) == (result.total, []) and result.total > 0
+    ours_params = dict(net.named_parameters())
+    with torch.no_grad():  # identical weights: ours copied into transformers'
+        for name, p in model.named_parameters():
+            target = next(t for regex, t in hf.NAMES if re.fullmatch(regex, name))
+            p.copy_(ours_params[target.replace("*", re.findall(r"\d+", name)[0]) if "*" in target else target])
+    data = batches()
+    a = losses(net, optimizer_of("adamw", groups, lr=recipe.optimizer["lr"]), data)
+    b = losses(lambda x: model(x).logits, optimizer, data)
+    assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4, (a, b)
+
+
+def test_hf_wrong_multiplier_fails_the_check():
+    from trainer.frameworks import hf
+    net, groups, recipe = ours(run_config())
+    need("transformers")
+    module = load(export(recipe, "hf"), "hf_recipe")
+    module.RECIPE.groups[hidden_group(module.RECIPE.groups)]["lr"] *= 2
+    model, optimizer = hf_trainer_optimizer(module)
+    result = check(model, optimizer.param_groups, net, groups, hf.NAMES)
+    assert result.matched < result.total and "self_attn.q_proj.weight: lr" in " ".join(result.mismatches)
+
+
+def test_depth_transfer_is_refused_by_the_frameworks():
+    _, _, recipe = ours(run_config(depth=4, depth_alpha=1.0, base_depth=2))
+    for fmt in ("hf", "torchtitan", "megatron"):
+        with pytest.raises(RecipeError, match=f"^model.options.depth_alpha: {fmt}'s llama has no residual-branch"):
+            export(recipe, fmt)
+
+
+# --- torchtitan -----------------------------------------------------------------------------------------------
+
+def torchtitan_built(module: types.ModuleType):
+    need("torchtitan")
+    from trainer.frameworks import torchtitan
+    model = module.mup_model().build()
+    torch.manual_seed(0)
+    model.init_states()
+    optimizers = module.mup_optimizer().build(model_parts=[model])
+    torchtitan.adapt(module.RECIPE, [model])
+    return model, [g for o in optimizers.optimizers for g in o.param_groups]
+
+
+def test_torchtitan_llama_matches_ours():
+    from trainer.frameworks import torchtitan
+    net, groups, recipe = ours(run_config())
+    need("torchtitan")
+    module = load(export(recipe, "torchtitan"), "tt_recipe")
+    model, tt_groups = torchtitan_built(module)
+    result = check(model, tt_groups, net, groups, torchtitan.NAMES)
+    assert (result.matched, result.mismatches) == (result.total, []) and result.total == 21
+    assert {m.scaling for m in model.modules() if hasattr(m, "qkv_linear")} == {recipe.multipliers["attn_scale"]}
+    assert type(module.mup_llama3()).__name__ == "Config"  # the trainer config torchtitan's --config loads
+
+
+def test_torchtitan_wrong_multiplier_fails_the_check():
+    from trainer.frameworks import torchtitan
+    net, groups, recipe = ours(run_config())
+    need("torchtitan")
+    module = load(export(recipe, "torchtitan"), "tt_recipe")
+    module.PARAM_GROUPS[-1]["optimizer_kwargs"]["lr"] *= 2
+    model, tt_groups = torchtitan_built(module)
+    assert check(model, tt_groups, net, groups, torchtitan.NAMES).matched < 21
+
+
+# --- Megatron Core --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def megatron_state():
+    need("megatron.core")
+    from megatron.core import parallel_state
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29531")
+    torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+    parallel_state.initialize_model_parallel()
+    yield
+    parallel_state.destroy_model_parallel()
+    torch.distributed.destroy_process_group()
+
+
+def megatron_groups(module: types.ModuleType):
+    """Megatron's own `_get_param_groups` with the export's overrides, its scheduler's LR and decay applied."""
+    from megatron.core.optimizer import OptimizerConfig, _get_param_groups
+    from megatron.core.optimizer_param_scheduler import OptimizerParamScheduler
+    torch.manual_seed(0)
+    model = module.build_model(use_cpu_initialization=True, params_dtype=torch.float32)
+    o = module.OPTIMIZER
+    optimizer = torch.optim.AdamW(_get_param_groups([model], OptimizerConfig(**o), module.config_overrides()),
+                                  lr=o["lr"])
+    OptimizerParamScheduler(optimizer, init_lr=0.0, max_lr=o["lr"], min_lr=o["min_lr"], lr_warmup_steps=0,
+                            lr_decay_steps=10, lr_decay_style="constant", start_wd=o["weight_decay"],
+                            end_wd=o["weight_decay"], wd_incr_steps=10, wd_incr_style="constant").step(1)
+    return model, optimizer.param_groups
+
+
+def test_megatron_gpt_matches_ours(megatron_state):
+    from trainer.frameworks import megatron
+    with pytest.raises(RecipeError, match="^model.options.zero_query: megatron fuses"):
+        export(ours(run_config())[2], "megatron")
+    net, groups, recipe = ours(run_config(zero_query=False))
+    module = load(export(recipe, "megatron"), "mg_recipe")
+    model, mg_groups = megatron_groups(module)
+    result = check(model, mg_groups, net, groups, megatron.NAMES)
+    assert (result.matched, result.mismatches) == (result.total, []) and result.total == 15
+    module.OVERRIDES[-1][1]["max_lr"] *= 2  # a wrong multiplier in the export
+    model, mg_groups = megatron_groups(module)
+    assert check(model, mg_groups, net, groups, megatron.NAMES).matched < 15
