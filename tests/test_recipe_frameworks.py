@@ -89,16 +89,36 @@ def torchtitan_built(module: types.ModuleType):
     return model, [g for o in optimizers.optimizers for g in o.param_groups]
 
 
-def test_torchtitan_llama_matches_ours():
+@pytest.mark.parametrize("options,total", [({}, 21), ({"tie_embeddings": True, "q_per_kv": 2}, 20)])
+def test_torchtitan_llama_matches_ours(options, total):
     from trainer.frameworks import torchtitan
-    net, groups, recipe = ours(run_config())
+    net, groups, recipe = ours(run_config(**options))
     need("torchtitan")
     module = load(export(recipe, "torchtitan"), "tt_recipe")
     model, tt_groups = torchtitan_built(module)
     result = check(model, tt_groups, net, groups, torchtitan.NAMES)
-    assert (result.matched, result.mismatches) == (result.total, []) and result.total == 21
-    assert {m.scaling for m in model.modules() if hasattr(m, "qkv_linear")} == {recipe.multipliers["attn_scale"]}
+    assert (result.matched, result.mismatches) == (total, []) and result.total == total
     assert type(module.mup_llama3()).__name__ == "Config"  # the trainer config torchtitan's --config loads
+    # identical weights give the same loss: the adapter's attention scale and logit multiplier, the norms' ε
+    # (forward only: torchtitan's flex attention has no backward on CPU). torchtitan's RoPE turns adjacent pairs,
+    # ours halves: the query and key rows of each head are permuted to match
+    d = net.blocks[0].attn.head_dim
+    perm = torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2], dim=1).flatten()
+    ours_params = dict(net.named_parameters())
+    with torch.no_grad():
+        net.blocks[0].attn.query.weight.normal_(0, 0.1)  # a non-zero query, so the attention scale matters
+        for name, p in model.named_parameters():
+            target = next(t for regex, t in torchtitan.NAMES if re.fullmatch(regex, name))
+            src = ours_params[target.replace("*", re.findall(r"\d+", name)[0]) if "*" in target else target]
+            if target.endswith(("query.weight", "key.weight")):
+                src = src.view(-1, d, src.shape[1])[:, perm].reshape(src.shape)
+            p.copy_(src)
+        x = batches(1)[0]
+        positions = torch.arange(x.shape[1] - 1).expand(x.shape[0], -1).contiguous()
+        a = torch.nn.functional.cross_entropy(net(x[:, :-1]).flatten(0, 1), x[:, 1:].flatten())
+        logits = model(x[:, :-1], positions, model.get_attention_masks(positions))
+        b = torch.nn.functional.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
+    assert abs(a.item() - b.item()) < 1e-5, (a.item(), b.item())
 
 
 def test_torchtitan_wrong_multiplier_fails_the_check():
@@ -141,15 +161,17 @@ def megatron_groups(module: types.ModuleType):
     return model, optimizer.param_groups
 
 
-def test_megatron_gpt_matches_ours(megatron_state):
+@pytest.mark.parametrize("options,total", [({}, 15), ({"tie_embeddings": True, "q_per_kv": 2}, 14)])
+def test_megatron_gpt_matches_ours(megatron_state, options, total):
     from trainer.frameworks import megatron
     with pytest.raises(RecipeError, match="^model.options.zero_query: megatron fuses"):
-        export(ours(run_config())[2], "megatron")
-    net, groups, recipe = ours(run_config(zero_query=False))
+        export(ours(run_config(**options))[2], "megatron")
+    net, groups, recipe = ours(run_config(zero_query=False, **options))
     module = load(export(recipe, "megatron"), "mg_recipe")
     model, mg_groups = megatron_groups(module)
     result = check(model, mg_groups, net, groups, megatron.NAMES)
-    assert (result.matched, result.mismatches) == (result.total, []) and result.total == 15
+    assert (result.matched, result.mismatches) == (total, []) and result.total == total
+    assert model.decoder.layers[0].self_attention.core_attention.softmax_scale == recipe.multipliers["attn_scale"]
     module.OVERRIDES[-1][1]["max_lr"] *= 2  # a wrong multiplier in the export
     model, mg_groups = megatron_groups(module)
-    assert check(model, mg_groups, net, groups, megatron.NAMES).matched < 15
+    assert check(model, mg_groups, net, groups, megatron.NAMES).matched < total

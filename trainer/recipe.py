@@ -129,6 +129,9 @@ class Recipe:
                     "seq_len": cfg.data.seq_len},
             provenance={"run": cfg.run_id(), **cfg.provenance.model_dump(mode="json", exclude_defaults=True)})
 
+    def patterns(self) -> set[str]:
+        return {e.pattern for e in self.params}
+
     def entry(self, pattern: str) -> ParamEntry:
         for e in self.params:
             if e.pattern == pattern:

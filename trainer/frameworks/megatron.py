@@ -46,8 +46,7 @@ def refusals(recipe: Recipe) -> list[str]:
         out.append(f"optimizer.name: {recipe.optimizer['name']!r} — the megatron export writes adam (decoupled "
                    "decay) or sgd groups only")
     for _, parts in NAMES:
-        entries = [recipe.entry(p) for p in ((parts,) if isinstance(parts, str) else parts)
-                   if any(e.pattern == p for e in recipe.params)]
+        entries = [recipe.entry(p) for p in ((parts,) if isinstance(parts, str) else parts) if p in recipe.patterns()]
         stds = [e.init_std for e in entries]
         if len({e.init_mean for e in entries}) > 1 or (stds and min(stds) < max(stds) / 1.05):
             out.append(f"model.options.zero_query: megatron fuses {' + '.join(e.pattern for e in entries)} into one "
@@ -59,8 +58,9 @@ def overrides(recipe: Recipe) -> list[tuple[list[str], dict]]:
     """[(globs of Megatron's names, ParamGroupOverride)], one per recipe group."""
     base_wd, ratio, out = recipe.optimizer["weight_decay"], recipe.schedule["min_lr_ratio"], []
     for index, group in enumerate(recipe.groups):
-        globs = [regex.replace(r"\d+", "*").replace("\\", "") for regex, parts in NAMES
-                 if recipe.entry(parts if isinstance(parts, str) else parts[0]).group == index]
+        firsts = [(regex, parts if isinstance(parts, str) else parts[0]) for regex, parts in NAMES]
+        globs = [regex.replace(r"\d+", "*").replace("\\", "") for regex, first in firsts
+                 if first in recipe.patterns() and recipe.entry(first).group == index]
         if globs:
             wd_mult = group["weight_decay"] / base_wd if base_wd else 1.0
             out.append((globs, {"max_lr": group["lr"], "min_lr": group["lr"] * ratio, "wd_mult": wd_mult}))

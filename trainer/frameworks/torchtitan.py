@@ -56,7 +56,8 @@ def param_groups(recipe: Recipe) -> list[dict]:
     """`ParamGroupConfig` keywords, one per recipe group: a regex of torchtitan's names and AdamW's kwargs."""
     o, out = recipe.optimizer, []
     for index, group in enumerate(recipe.groups):
-        regexes = [regex for regex, target in NAMES if recipe.entry(target).group == index]
+        regexes = [regex for regex, target in NAMES
+                   if target in recipe.patterns() and recipe.entry(target).group == index]
         if regexes:
             kwargs = {"lr": group["lr"], "betas": list(o["betas"]), "eps": group.get("eps", o["eps"]),
                       "weight_decay": group["weight_decay"]}
@@ -68,7 +69,7 @@ def param_groups(recipe: Recipe) -> list[dict]:
 def inits(recipe: Recipe) -> dict[str, tuple[float, float]]:
     """{torchtitan name regex: (mean, std)} of each parameter's init."""
     return {regex: (recipe.entry(t).init_mean, recipe.entry(t).init_std) for regex, t in NAMES
-            if any(e.pattern == t for e in recipe.params)}
+            if t in recipe.patterns()}
 
 
 def adapt(recipe: Recipe, model_parts: list[nn.Module]) -> None:
@@ -116,6 +117,7 @@ from trainer.recipe import Recipe
 RECIPE = Recipe.from_dict(json.loads(r"""{recipe}"""))
 INIT = {init}  # torchtitan name (within a layer) → (mean, std) of its init
 PARAM_GROUPS = {groups}
+EPS = 1.1920928955078125e-07  # the zoo's nn.RMSNorm(eps=None): float32's machine ε (torchtitan's default is 1e-5)
 
 
 def _init(name):
@@ -127,8 +129,8 @@ def _init(name):
 
 def mup_model(attn_backend="flex"):
     layers = [Llama3TransformerBlock.Config(
-        attention_norm=RMSNorm.Config(normalized_shape={width}, param_init=_init(r"attention_norm\\.weight")),
-        ffn_norm=RMSNorm.Config(normalized_shape={width}, param_init=_init(r"ffn_norm\\.weight")),
+        attention_norm=RMSNorm.Config(normalized_shape={width}, eps=EPS, param_init=_init(r"attention_norm\\.weight")),
+        ffn_norm=RMSNorm.Config(normalized_shape={width}, eps=EPS, param_init=_init(r"ffn_norm\\.weight")),
         attention=make_gqa_config(
             dim={width}, n_heads={n_head}, n_kv_heads={n_kv_head}, fuse_qkv=False,
             wqkv_param_init=_init(r"attention\\.qkv_linear\\.wk\\.weight"),
@@ -146,7 +148,7 @@ def mup_model(attn_backend="flex"):
         dim={width}, vocab_size={vocab}, enable_weight_tying={tied},
         tok_embeddings=Embedding.Config(num_embeddings={vocab}, embedding_dim={width},
                                         param_init=_init(r"tok_embeddings\\.weight")),
-        norm=RMSNorm.Config(normalized_shape={width}, param_init=_init(r"norm\\.weight")),
+        norm=RMSNorm.Config(normalized_shape={width}, eps=EPS, param_init=_init(r"norm\\.weight")),
         lm_head=Linear.Config(in_features={width}, out_features={vocab},
                               param_init=_init(r"lm_head\\.weight" if {tied} is False else r"tok_embeddings\\.weight")),
         layers=layers)
