@@ -141,12 +141,14 @@ class RecipeFormat(str, Enum):
     torchtitan = "torchtitan"
     megatron = "megatron"
     hf = "hf"
+    nanogpt = "nanogpt"
 
 
-@app.command("recipe", short_help="Write a RunConfig's μP recipe for torchtitan, Megatron, transformers or torch")
+@app.command("recipe", short_help="Write a RunConfig's μP recipe for torchtitan, Megatron, HF, nanoGPT or torch")
 def recipe_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
-    to: RecipeFormat = typer.Option(..., "--to", help="torch (JSON for trainer.recipe), torchtitan, megatron, hf"),
+    to: RecipeFormat = typer.Option(..., "--to", help="torch (JSON for trainer.recipe), torchtitan, megatron, hf, "
+                                    "nanogpt"),
     out: Path | None = typer.Option(None, help="file to write (default: stdout)"),
 ):
     """Per parameter pattern: role, optimizer, LR, weight decay, init; the model's multipliers; provenance."""

@@ -111,3 +111,32 @@ def test_sweep_recipe_writes_the_export_or_refuses_in_one_line(tmp_path):
                           str(refused)], capture_output=True, text=True)
     assert run.returncode == 2 and not refused.exists()
     assert run.stderr.strip().splitlines() == [run.stderr.strip()] and "model.options.zero_query" in run.stderr
+
+
+def gpt_recipe(**options) -> Recipe:
+    cfg = RunConfig.parse({"steps": 1, "model": {"name": "gpt", "width": 128, "depth": 2, "options": options},
+                           "optimizer": {"lr": 0.01, "weight_decay": 0.1}})
+    return Recipe.from_config(cfg, DATA)
+
+
+def test_nanogpt_config_file_holds_the_recipe_and_refuses_a_parameter_it_cannot_place():
+    """nanoGPT is no package: its own model is checked by benchmarks/recipe_nanogpt.py; here the exported file runs
+    standalone (as nanoGPT's configurator executes it) and holds every recipe group."""
+    recipe = gpt_recipe(tie_embeddings=True)
+    config: dict = {}
+    exec(export(recipe, "nanogpt"), config)
+    assert (config["n_embd"], config["n_layer"], config["learning_rate"]) == (128, 2, 0.01)
+    assert sorted(g["lr_mult"] for g in config["MUP_GROUPS"]) == sorted(g["lr_mult"] for g in recipe.groups)
+    assert config["MUP_OUTPUT_MULT"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r"^weight: no rule of the μP recipe covers this parameter \(shape \(2, 2\)\)"):
+        config["mup_param_groups"](nn.Linear(2, 2, bias=False))
+
+
+@pytest.mark.parametrize("options,line", [
+    ({}, "model.options.tie_embeddings: nanoGPT ties lm_head to wte"),
+    ({"tie_embeddings": True, "n_head": 2}, "model.options.n_head: nanoGPT's attention scale is 1/√d_head"),
+])
+def test_nanogpt_refuses_what_it_cannot_hold(options, line):
+    with pytest.raises(RecipeError) as err:
+        export(gpt_recipe(**options), "nanogpt")
+    assert str(err.value).startswith(line) and "\n" not in str(err.value)

@@ -1,5 +1,5 @@
 """`sweep recipe CONFIG --to FORMAT`: the μP recipe of a RunConfig (a transferred full run, or any run) written for
-torchtitan, Megatron Core, Hugging Face transformers, or as JSON for `trainer.recipe.Recipe` in any torch loop.
+torchtitan, Megatron Core, Hugging Face transformers, nanoGPT, or as JSON for `trainer.recipe.Recipe` in any torch loop.
 
 A setting the framework cannot hold is refused in one line naming it and the framework (exit 2, nothing written):
 never a half recipe. The file is written atomically; without --out the export goes to stdout.

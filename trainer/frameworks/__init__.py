@@ -20,7 +20,7 @@ from torch import nn
 from trainer.recipe import Recipe, RecipeError, pattern_of
 
 FORMATS = ("torch", "torchtitan", "megatron", "hf", "nanogpt")
-DIGITS = re.compile(r"\d+")
+LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
 
 def export(recipe: Recipe, fmt: str) -> str:
@@ -47,6 +47,12 @@ class Check:
         return self.matched / self.total if self.total else 0.0
 
 
+def layer_of(name: str) -> str | None:
+    """The layer index in a parameter's name (`blocks.3.ln_1.weight` → "3"), None outside the layers."""
+    found = LAYER_INDEX.search(name)
+    return found.group(1) if found else None
+
+
 def group_of(optimizer_groups: list[dict]) -> dict[int, dict]:
     return {id(p): g for g in optimizer_groups for p in g["params"]}
 
@@ -59,7 +65,7 @@ def check(model: nn.Module, groups: list[dict], reference: nn.Module, reference_
     index): its LR, its weight decay, and its init std (within `init_rtol`; a constant init exactly). A fused
     matrix is compared part by part (stacked along dim 0)."""
     theirs, ours = group_of(groups), group_of(reference_groups)
-    reference_params = {(pattern_of(n), tuple(DIGITS.findall(n))): p for n, p in reference.named_parameters()}
+    reference_params = {(pattern_of(n), layer_of(n)): p for n, p in reference.named_parameters()}
     result = Check()
     for name, p in model.named_parameters():
         if not p.requires_grad:
@@ -70,7 +76,7 @@ def check(model: nn.Module, groups: list[dict], reference: nn.Module, reference_
             result.mismatches.append(f"{name}: not placed")
             continue
         parts = (target,) if isinstance(target, str) else target
-        layer = tuple(DIGITS.findall(name)[:1]) if "*" in parts[0] else ()
+        layer = layer_of(name) if "*" in parts[0] else None
         wrong, start = [], 0
         for part in parts:
             ref = reference_params[(part, layer)]
