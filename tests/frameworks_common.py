@@ -39,19 +39,26 @@ def hide_broken_torchvision() -> None:
         sys.modules["torchvision"] = None
 
 
-def run_config(width: int = 128, depth: int = 2, **options) -> RunConfig:
+def run_config(width: int = 128, depth: int = 2, optimizer: str = "adamw", **options) -> RunConfig:
     return RunConfig.parse({"steps": 3, "batch_size": 4, "seed": 0,
                             "model": {"name": "llama", "width": width, "depth": depth, "options": options},
-                            "optimizer": {"lr": 0.01, "weight_decay": 0.1},
+                            "optimizer": {"name": optimizer, "lr": 0.01, "weight_decay": 0.1},
                             "schedule": {"kind": "constant"}})
 
 
-def ours(cfg: RunConfig) -> tuple[torch.nn.Module, list[dict], Recipe]:
-    """This project's llama as the trainer builds it, its parameter groups, and its recipe."""
+def ours(cfg: RunConfig, optimizer: str | None = None) -> tuple[torch.nn.Module, list[dict], Recipe]:
+    """This project's llama as the trainer builds it, its parameter groups, and its recipe (`optimizer`: another
+    optimizer than the config's)."""
+    if optimizer is not None:
+        cfg = RunConfig.parse({**cfg.model_dump(mode="json", exclude={"provenance"}),
+                               "optimizer": {**cfg.optimizer.model_dump(mode="json", exclude={"muon"}),
+                                             "name": optimizer}})
     torch.manual_seed(cfg.seed)
     net = build_net(cfg.model, DATA)
     o = cfg.optimizer
-    groups = param_groups(net, o.lr, o.weight_decay, optimizer=o.name, wd_mode=o.wd_mode, eps=o.eps)
+    adjust = o.muon.adjust_lr_fn if o.name == "muon" else "match_rms_adamw"
+    groups = param_groups(net, o.lr, o.weight_decay, optimizer=o.name, wd_mode=o.wd_mode, eps=o.eps,
+                          adjust_lr_fn=adjust)
     return net, groups, Recipe.from_config(cfg, DATA)
 
 

@@ -39,10 +39,14 @@ def hf_trainer_optimizer(module: types.ModuleType):
     return model, trainer.optimizer
 
 
-@pytest.mark.parametrize("options", [{}, {"tie_embeddings": True}])
-def test_hf_llama_matches_ours_and_trains_the_same(options):
+@pytest.mark.parametrize("options,opt_name,tolerance", [({}, "adamw", 1e-5), ({"tie_embeddings": True}, "adamw", 1e-5),
+                                                    ({}, "muon", 1e-3)])
+def test_hf_llama_matches_ours_and_trains_the_same(options, opt_name, tolerance):
+    """Tied embeddings (mup #55): one matrix, the readout's multiplier. Muon: Muon's own width rule on the hidden
+    matrices, Adam's on the rest, never both (Megatron PR 3715). Muon orthogonalises in bfloat16, so the 1e-7 gaps
+    between two attention implementations' gradients come out at bfloat16's 4e-3 after a step: a looser tolerance."""
     from trainer.frameworks import hf
-    net, groups, recipe = ours(run_config(**options))
+    net, groups, recipe = ours(run_config(**options), opt_name)
     need("transformers")
     model, optimizer = hf_trainer_optimizer(load(export(recipe, "hf"), "hf_recipe"))
     result = check(model, optimizer.param_groups, net, groups, hf.NAMES)
@@ -53,9 +57,9 @@ def test_hf_llama_matches_ours_and_trains_the_same(options):
             target = next(t for regex, t in hf.NAMES if re.fullmatch(regex, name))
             p.copy_(ours_params[target.replace("*", re.findall(r"\d+", name)[0]) if "*" in target else target])
     data = batches()
-    a = losses(net, optimizer_of("adamw", groups, lr=recipe.optimizer["lr"]), data)
+    a = losses(net, optimizer_of(opt_name, groups, lr=recipe.optimizer["lr"]), data)  # the trainer's own
     b = losses(lambda x: model(x).logits, optimizer, data)
-    assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4, (a, b)
+    assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < tolerance, (a, b)
 
 
 def test_hf_wrong_multiplier_fails_the_check():
