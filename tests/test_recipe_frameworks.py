@@ -179,3 +179,35 @@ def test_megatron_gpt_matches_ours(megatron_state, options, total):
     module.OVERRIDES[-1][1]["max_lr"] *= 2  # a wrong multiplier in the export
     model, mg_groups = megatron_groups(module)
     assert check(model, mg_groups, net, groups, megatron.NAMES).matched < total
+
+
+# --- a parameter no rule covers ------------------------------------------------------------------------------
+
+def test_each_export_refuses_a_parameter_no_rule_covers_in_one_line(megatron_state):
+    """The framework's model with one parameter more than the recipe's: refused before any optimizer holds it."""
+    from trainer.frameworks import hf, megatron
+    extra = "extra: no rule of the recipe covers this parameter (shape (3,))"
+    refusals = []
+    _, _, recipe = ours(run_config())
+    need("transformers")
+    module = load(export(recipe, "hf"), "hf_recipe")
+    model, _ = module.build()
+    model.extra = torch.nn.Parameter(torch.zeros(3))
+    with pytest.raises(RecipeError) as err:
+        module.RECIPE.make_optimizer(model, hf.NAMES)
+    refusals.append(str(err.value))
+    need("torchtitan")
+    module = load(export(recipe, "torchtitan"), "tt_recipe")
+    model = module.mup_model().build()
+    model.extra = torch.nn.Parameter(torch.zeros(3))
+    with pytest.raises(RecipeError) as err:
+        module.mup_llama3().model_spec.parallelize_fn(model, parallel_dims=None)
+    refusals.append(str(err.value))
+    _, _, recipe = ours(run_config(zero_query=False))
+    module = load(export(recipe, "megatron"), "mg_recipe")
+    model = module.build_model(use_cpu_initialization=True, params_dtype=torch.float32)
+    model.extra = torch.nn.Parameter(torch.zeros(3))
+    with pytest.raises(RecipeError) as err:
+        megatron.adapt_(model, module.RECIPE)
+    refusals.append(str(err.value))
+    assert all(line.startswith(extra) and "\n" not in line for line in refusals), refusals

@@ -8,7 +8,8 @@ export writes one such module:
 - `mup_optimizer()`: `OptimizersContainer.Config(param_groups=[…])`, one `ParamGroupConfig` per recipe group (a regex
   of torchtitan's names, AdamW with that group's lr, weight_decay, betas, eps); torchtitan assigns every parameter
   to the first pattern that matches and refuses a parameter no pattern covers;
-- `mup_llama3()`: torchtitan's llama3 debug trainer config with the model, optimizer, steps and warmup above.
+- `mup_llama3()`: torchtitan's llama3 debug trainer config with the model, optimizer, steps and warmup above; its
+  `parallelize_fn` first places every parameter of the model in the recipe (a `RecipeError` naming one it cannot).
 
 The adapter (`adapt`, run by torchtitan as the model spec's `post_optimizer_build_fn`): torchtitan's attention
 computes its own scale (1/√d_head) and its llama has no logit multiplier; it sets each attention's `scaling` to the
@@ -111,7 +112,7 @@ from torchtitan.models.common.config_utils import get_attention_config, make_ffn
 from torchtitan.models.llama3 import Llama3Model, Llama3TransformerBlock, model_registry
 from torchtitan.models.llama3.config_registry import llama3_debugmodel
 
-from trainer.frameworks.torchtitan import adapt
+from trainer.frameworks.torchtitan import NAMES, adapt
 from trainer.recipe import Recipe
 
 RECIPE = Recipe.from_dict(json.loads(r"""{recipe}"""))
@@ -159,9 +160,19 @@ def mup_optimizer():
                                       implementation="foreach")
 
 
+def _placed_first(parallelize):
+    """torchtitan's parallelize_fn, after the recipe has placed every parameter (a RecipeError naming the first it
+    cannot: torchtitan's own check, after, counts them without names)."""
+    def parallelize_placed(model, **kwargs):
+        RECIPE.placed(model, NAMES)
+        return parallelize(model, **kwargs)
+    return parallelize_placed
+
+
 def mup_llama3():
     config = llama3_debugmodel()
-    spec = dataclasses.replace(model_registry("debugmodel"), flavor="mup", model=mup_model(),
+    base = model_registry("debugmodel")
+    spec = dataclasses.replace(base, flavor="mup", model=mup_model(), parallelize_fn=_placed_first(base.parallelize_fn),
                                post_optimizer_build_fn=lambda _opt, parts, _dims: adapt(RECIPE, parts))
     config.model_spec = spec
     config.optimizer = mup_optimizer()
