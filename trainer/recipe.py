@@ -23,7 +23,6 @@ uniform of that std, `init_` a normal of the same std.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -73,7 +72,7 @@ class Recipe:
     model: dict[str, Any]  # name, width, base_width, depth, parametrization, options
     optimizer: dict[str, Any]  # name, lr, weight_decay, betas, eps, momentum, wd_mode, grad_clip, settings
     schedule: dict[str, Any]
-    multipliers: dict[str, float]  # attn_scale, readout_mult, branch_mult
+    multipliers: dict[str, float | None]  # attn_scale (None: no attention, or several), readout_mult, branch_mult
     groups: list[dict[str, Any]]  # the trainer's parameter groups, without their parameters
     params: list[ParamEntry]
     budget: dict[str, Any] = field(default_factory=dict)  # steps or tokens, batch_size, seq_len
@@ -120,7 +119,7 @@ class Recipe:
                        "eps": opt.eps, "momentum": opt.momentum, "wd_mode": opt.wd_mode, "grad_clip": opt.grad_clip,
                        "settings": opt.settings().model_dump(mode="json") if opt.settings() is not None else {}},
             schedule=cfg.schedule.model_dump(mode="json"),
-            multipliers={"attn_scale": scales[0] if len(scales) == 1 else math.nan,
+            multipliers={"attn_scale": scales[0] if len(scales) == 1 else None,
                          "readout_mult": readout[0] if readout else 1.0,
                          "branch_mult": branch[0] if len(branch) == 1 else 1.0},
             groups=[{k: v for k, v in g.items() if k not in GROUP_SKIP} for g in groups],
@@ -202,6 +201,10 @@ class Recipe:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Recipe:
+        version = data.get("format_version")
+        if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+            raise RecipeError(f"format_version: {version!r} is not a recipe format this version reads "
+                              f"(1 to {FORMAT_VERSION})")
         params = [ParamEntry(**{**e, "shape": tuple(e["shape"])}) for e in data["params"]]
         return cls(**{**data, "params": params})
 
