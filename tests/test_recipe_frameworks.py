@@ -2,8 +2,8 @@
 optimizer (or param-group code), every parameter's LR, weight decay and init std equal to this project's llama's."""
 from __future__ import annotations
 
-import os
 import re
+import socket
 import tempfile
 import types
 
@@ -141,9 +141,10 @@ def test_torchtitan_wrong_multiplier_fails_the_check():
 def megatron_state():
     need("megatron.core")
     from megatron.core import parallel_state
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29531")
-    torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+    with socket.socket() as s:  # a free port: tests may run in parallel workers
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
     parallel_state.initialize_model_parallel()
     yield
     parallel_state.destroy_model_parallel()
