@@ -93,21 +93,8 @@ class Recipe:
                               decay_embeddings=opt.decay_embeddings, eps=opt.eps,
                               adjust_lr_fn=opt.muon.adjust_lr_fn if opt.name == "muon" else "match_rms_adamw",
                               roles=opt.roles.given(), width_exps=opt.roles.width_exps())
-        init = measured_init(builder, cfg, options)
         rules = {r.name: r for r in param_rules(net, decay_embeddings=opt.decay_embeddings)}
-        entries: dict[str, ParamEntry] = {}
-        for index, group in enumerate(groups):
-            for name, p in zip(group["names"], group["params"], strict=True):
-                pattern = pattern_of(name)
-                mean, std = init[pattern]
-                entry = ParamEntry(pattern=pattern, role=rules[name].role, owner=group["owner"], shape=tuple(p.shape),
-                                   group=index, lr_mult=group["lr_mult"], lr=group["lr"],
-                                   weight_decay=group["weight_decay"], eps=group.get("eps"), init_mean=mean,
-                                   init_std=std, forward_mult=rules[name].forward_mult, count=1)
-                seen = entries.get(pattern)
-                if seen is not None and (seen.group, seen.shape) != (index, entry.shape):
-                    raise RecipeError(f"{name}: its layers differ in group or shape; the recipe needs one per pattern")
-                entries[pattern] = entry if seen is None else _counted(seen)
+        entries = _entries(groups, rules, measured_init(builder, cfg, options))
         scales = sorted({float(mod.scale) for mod in net.modules() if isinstance(getattr(mod, "scale", None), float)})
         branch = sorted({float(mod.branch_mult) for mod in net.modules() if hasattr(mod, "branch_mult")})
         readout = [e.forward_mult for e in entries.values() if e.role in ("readout", "tied")]
@@ -121,7 +108,7 @@ class Recipe:
             schedule=cfg.schedule.model_dump(mode="json"),
             multipliers={"attn_scale": scales[0] if len(scales) == 1 else None,
                          "readout_mult": readout[0] if readout else 1.0,
-                         "branch_mult": branch[0] if len(branch) == 1 else 1.0},
+                         "branch_mult": branch[0] if len(branch) == 1 else 1.0 if not branch else None},
             groups=[{k: v for k, v in g.items() if k not in GROUP_SKIP} for g in groups],
             params=list(entries.values()),
             budget={"steps": cfg.steps, "tokens": cfg.tokens, "batch_size": cfg.batch_size,
@@ -209,8 +196,23 @@ class Recipe:
         return cls(**{**data, "params": params})
 
 
-def _counted(entry: ParamEntry) -> ParamEntry:
-    return ParamEntry(**{**asdict(entry), "count": entry.count + 1})
+def _entries(groups: list[dict], rules: dict, init: dict[str, tuple[float, float]]) -> dict[str, ParamEntry]:
+    """One entry per pattern from the trainer's groups, the μP rules (role, forward multiplier) and the measured init;
+    a pattern whose layers fall in different groups or shapes is a RecipeError."""
+    entries: dict[str, ParamEntry] = {}
+    for index, group in enumerate(groups):
+        for name, p in zip(group["names"], group["params"], strict=True):
+            pattern = pattern_of(name)
+            mean, std = init[pattern]
+            entry = ParamEntry(pattern=pattern, role=rules[name].role, owner=group["owner"], shape=tuple(p.shape),
+                               group=index, lr_mult=group["lr_mult"], lr=group["lr"],
+                               weight_decay=group["weight_decay"], eps=group.get("eps"), init_mean=mean,
+                               init_std=std, forward_mult=rules[name].forward_mult, count=1)
+            seen = entries.get(pattern)
+            if seen is not None and (seen.group, seen.shape) != (index, entry.shape):
+                raise RecipeError(f"{name}: its layers differ in group or shape; the recipe needs one per pattern")
+            entries[pattern] = entry if seen is None else ParamEntry(**{**asdict(seen), "count": seen.count + 1})
+    return entries
 
 
 def _patterns(name: str, names: list[tuple[str, str | tuple[str, ...]]] | None) -> tuple[str, ...] | None:

@@ -14,7 +14,7 @@ from sweep.paths import check_out_file
 from trainer.atomic import atomic_path
 from trainer.config import ConfigError, RunConfig
 from trainer.frameworks import export
-from trainer.recipe import Recipe, RecipeError
+from trainer.recipe import Recipe
 
 
 def run_recipe(config: Path, fmt: str, out: Path | None) -> str:
@@ -25,11 +25,11 @@ def run_recipe(config: Path, fmt: str, out: Path | None) -> str:
     except (ConfigError, OSError) as err:
         raise InputError(f"CONFIG: {err}") from None
     d = cfg.data
-    source = open_data(d.kind, path=d.path, seq_len=d.seq_len, dtype=d.dtype, vocab_size=d.vocab_size,
-                       val_fraction=d.val_fraction, seed=cfg.seed, **d.options)
     try:
+        source = open_data(d.kind, path=d.path, seq_len=d.seq_len, dtype=d.dtype, vocab_size=d.vocab_size,
+                           val_fraction=d.val_fraction, seed=cfg.seed, **d.options)
         text = export(Recipe.from_config(cfg, source.model_options()), fmt)
-    except RecipeError as err:
+    except ValueError as err:  # RecipeError, ModelError, ConfigError: one line naming the field or the setting
         raise InputError(str(err)) from None
     if out is not None:
         with atomic_path(out) as tmp:
