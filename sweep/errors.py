@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rich.text import Text
+
 from trainer.atomic import os_error_behind
 from trainer.secret_text import holds_secret
 
@@ -48,6 +50,12 @@ def printable(text: str) -> str:
     """`text` with every character that is not printable (a newline, a terminal escape, a NUL) written as its
     Python escape: a line made from a file's contents stays one line and cannot drive the user's terminal."""
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def plain_text(value: object) -> Text:
+    """A text to show in a Rich table, read as no markup (a stored `[/x]` is shown, not parsed) and `printable` (a
+    stored terminal escape or newline is shown as its escape): text read back never drives the terminal."""
+    return Text(printable("" if value is None else str(value)))
 
 
 def is_bad_input(err: BaseException) -> bool:

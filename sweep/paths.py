@@ -25,6 +25,7 @@ from trainer.config import ConfigError, check_name
 from trainer.folders import check_writable
 
 STORED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")  # a name read back: one folder's worth
+STORED_MODEL = re.compile(rf"{STORED_NAME.pattern}(:[A-Za-z_][A-Za-z0-9_]{{0,254}})?")  # zoo name or module:function
 
 if TYPE_CHECKING:
     from trainer.config import RunConfig
@@ -56,6 +57,18 @@ def stored_name(value: object, field: str, source: object) -> str:
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
     raise InputError(f"{field}: {source} holds the name {shown}, not 1 to 255 letters, digits, '.', '_' or '-' "
                      "(not starting with '.' or '-'); refused")
+
+
+def stored_model(attrs: dict, source: object) -> str:
+    """The model a study's stored spec names (`spec.run.model.name`: a zoo name or `module:function`; "gpt" when the
+    spec names none), else an InputError: it names a folder under the root and a command on a page."""
+    value: object = attrs.get("spec", {})
+    for key in ("run", "model", "name"):
+        value = value.get(key, "gpt" if key == "name" else {}) if isinstance(value, dict) else None
+    if isinstance(value, str) and STORED_MODEL.fullmatch(value):
+        return value
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+    raise InputError(f"study spec.run.model.name: {source} holds {shown}, not a zoo name or module:function; refused")
 
 
 def inside_root(path: Path, root: Path, field: str) -> Path:

@@ -184,11 +184,17 @@ def load_sharded(path: Path, templates: Mapping[str, Any]) -> dict:
     """A sharded checkpoint's state: its rank-0 parts, and its sharded parts read into `templates[name]()` (the
     live part's state dict, whose DTensors say which shards this process holds)."""
     rest = load_checkpoint(path / REST)
-    sharded = {name: templates[name]() for name in rest.pop("sharded")}
+    names = rest.get("sharded") if isinstance(rest, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) and n in templates for n in names):
+        raise CheckpointError(f"checkpoint: {path / REST} is refused: it names no sharded parts of this run (a list "
+                              f"of {', '.join(sorted(templates))}); only this trainer's checkpoints are resumed")
+    rest = {name: part for name, part in rest.items() if name != "sharded"}
+    sharded = {name: templates[name]() for name in names}
     try:
         SafeReader(path).read_metadata()  # the index is checked here, not inside DCP (which logs a traceback)
         dcp.load(sharded, storage_reader=SafeReader(path), planner=SafePlanner())
-    except (CheckpointException, pickle.UnpicklingError, RuntimeError, EOFError, OSError, KeyError) as err:
+    except (CheckpointException, pickle.UnpicklingError, RuntimeError, EOFError, OSError, KeyError, TypeError,
+            ValueError, AttributeError) as err:  # an index's allowed records built from wrong arguments included
         raise CheckpointError(f"checkpoint: {path} is refused: its sharded parts do not load ({reason(err)}); "
                               "only this trainer's checkpoints are resumed: move it away or set another output.run"
                               ) from None

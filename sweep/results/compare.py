@@ -19,7 +19,7 @@ from sweep.paths import inside_root
 from sweep.results.plots import save_png
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope, scope
-from sweep.results.table import cell
+from sweep.results.table import text
 from sweep.runs.prediction import held_to, read_prediction
 from trainer.curves import read_run
 
@@ -88,8 +88,8 @@ def compare_table(runs: pd.DataFrame, curves: dict, metric: str) -> Table:
         trial = f"{run.provenance_study}#{int(run.provenance_trial)}" if not pd.isna(run.provenance_trial) else None
         done = len(curve) > 0 and curve["step"].iloc[-1] >= total_steps(run, curve)
         predicted = held_to(read_prediction(run.path), final, done)[0] if metric == "val_loss" else "-"
-        table.add_row(run.run, run.kind, cell(run.width), cell(run.batch_size), cell(run.last_step),
-                      cell(final), cell(best), predicted, cell(trial))
+        table.add_row(*map(text, (run.run, run.kind, run.width, run.batch_size, run.last_step, final, best,
+                                  predicted, trial)))
     return table
 
 

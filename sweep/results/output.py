@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.errors import InputError
-from sweep.results.table import cell
+from sweep.results.table import text
 from trainer.atomic import atomic_path
 
 TABLE_ROWS = 1000  # rows printed as a table; more go to CSV or Parquet
@@ -24,9 +24,9 @@ def print_table(result: duckdb.DuckDBPyRelation, console: Console) -> None:
     frame = fetch(lambda: result.limit(TABLE_ROWS + 1).df())
     table = Table(title_justify="left")
     for column in frame.columns:
-        table.add_column(str(column), overflow="fold")
+        table.add_column(text(str(column)), overflow="fold")
     for row in frame.head(TABLE_ROWS).itertuples(index=False):
-        table.add_row(*(cell(v) for v in row))
+        table.add_row(*(text(v) for v in row))
     console.print(table)
     shown = min(len(frame), TABLE_ROWS)
     more = "; more: use --format csv or parquet, or LIMIT" if len(frame) > TABLE_ROWS else ""

@@ -23,7 +23,7 @@ import pandas as pd
 from markupsafe import Markup
 from rich.console import Console
 
-from sweep.paths import inside_root, results_root
+from sweep.paths import inside_root, results_root, stored_model
 from sweep.results.compare import compare_figure
 from sweep.results.compare import read_curve as read_run_curve
 from sweep.results.plots import write_plots
@@ -142,7 +142,7 @@ def build_report(spec_or_name: str, *, storage: str | None, password_env: str | 
     root = results_root().resolve()
     mup = [s for s in studies if s.user_attrs.get("parametrization") == "mup"] or studies
     proxy = mup[-1]  # the widest μP study
-    model = proxy.user_attrs.get("spec", {}).get("run", {}).get("model", {}).get("name", "gpt")
+    model = stored_model(proxy.user_attrs, url.redacted)
     verify = verify_section(root, name, spec_or_name)  # read (and refused when bad) before any plot is written
     transfer = transfer_section(root, name, spec_or_name)
     plots = sweep_sections(proxy, root / name / "plots" / proxy.study_name)

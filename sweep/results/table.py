@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import optuna
 import pandas as pd
 from optuna.distributions import CategoricalDistribution
-from rich.markup import escape
 from rich.table import Table
+
+from sweep.errors import plain_text
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 COLUMNS = ("rank", "trial", "value", "state", "steps", "duration_s")
 
@@ -64,10 +69,15 @@ def rich_table(frame: pd.DataFrame, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     shown = [c for c in frame.columns if c != "runs"]
     for column in shown:
-        table.add_column(escape(column.removeprefix("params.")), overflow="fold")
+        table.add_column(text(column.removeprefix("params.")), overflow="fold")
     for _, row in frame.iterrows():
-        table.add_row(*(escape(cell(row[c])) for c in shown))
+        table.add_row(*(text(cell(row[c])) for c in shown))
     return table
+
+
+def text(value) -> Text:
+    """A table's header or cell (`cell`'s format) as `plain_text`: no markup read, no control character shown."""
+    return plain_text(value if isinstance(value, str) else cell(value))
 
 
 def cell(value) -> str:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.cluster.processes import process_alive
-from sweep.errors import InputError
+from sweep.errors import InputError, plain_text
 from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.runs.prediction import held_to, read_prediction
 from sweep.runs.record import RECORD, finished_state, last_logged, read_record
@@ -38,9 +38,9 @@ def run_status(target: str | None, fmt: str, console: Console) -> None:
                    "detail"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["run"], row["study"], row["kind"], row["backend"], row["job"], row["state"],
-                      show(row["step"]), show(row["train_loss"]), show(row["val_loss"]), row["predicted"],
-                      row["detail"])
+        table.add_row(*map(plain_text, (row["run"], row["study"], row["kind"], row["backend"], row["job"], row["state"],
+                                  show(row["step"]), show(row["train_loss"]), show(row["val_loss"]),
+                                  row["predicted"], row["detail"])))
     console.print(table)
 
 

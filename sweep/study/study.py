@@ -127,8 +127,8 @@ def check_same_spec(recorded: dict, job: SweepJob) -> None:
     seeds) may not change after it was created. The first changed field is named, with the value it had."""
     if recorded["spec_hash"] == job.spec.spec_hash():
         return
-    name, before, now = job.study_name, recorded.get("spec") or {}, job.spec.model_dump(mode="json")
-    for key in ("run", "search", "objective", "seeds_per_trial") if before else ():
+    name, before, now = job.study_name, recorded.get("spec"), job.spec.model_dump(mode="json")
+    for key in ("run", "search", "objective", "seeds_per_trial") if before and isinstance(before, dict) else ():
         found = first_difference(before.get(key, MISSING), now[key], key)
         if found:
             path, old, new = found
