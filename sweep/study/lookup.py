@@ -8,7 +8,7 @@ import optuna
 import pandas as pd
 
 from sweep.errors import InputError
-from sweep.paths import default_storage, results_root, stored_name, sweep_name
+from sweep.paths import default_storage, inside_root, results_root, stored_name, sweep_name
 from sweep.study.spec import load_spec
 from sweep.study.storage import StorageURL, open_storage, storage_url
 from trainer.curves import read_run
@@ -73,9 +73,13 @@ def pick_trial(name: str, url: StorageURL, *, width: int | None, parametrization
 
 
 def read_curve(trial, root: Path | None = None) -> pd.DataFrame | None:
-    """The curve of a trial's first seed, by step (None when it has none, or, given the results `root`, when the
-    folder the trial names lies outside it: a root copied elsewhere never reads the old one's files)."""
+    """The curve of a trial's first seed, by step (None when it has none, or when the folder the trial names lies
+    outside the results `root`, links resolved: a stored path is input, and a root copied elsewhere never reads the
+    old one's files)."""
     folder = trial.user_attrs.get("curves")
-    if folder and root is not None and not Path(folder).resolve().is_relative_to(root.resolve()):
+    if not isinstance(folder, str) or not folder or "\0" in folder:
         return None
-    return read_run(folder) if folder else None
+    try:
+        return read_run(inside_root(Path(folder), root or results_root(), "curves"))
+    except InputError:  # out of the root, or a link loop
+        return None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trainer import yaml_io
 from trainer.config._base import ConfigError, Name, Strict
@@ -116,6 +116,18 @@ class OutputConfig(Strict):
     study: Name = "default"
     kind: Literal["proxy", "full"] = "proxy"
     run: Name | None = None  # default: derived from the config's content
+
+    @field_validator("root")
+    @classmethod
+    def a_path_the_file_system_takes(cls, value: str) -> str:
+        """The root reaches folders, logs and a SLURM script's `#SBATCH` lines: no control character (a newline would
+        start a line of the script, a NUL is no path), and a length the file system takes (ENAMETOOLONG)."""
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError("a path without control characters (newline, tab, NUL)")
+        encoded = value.encode("utf-8", "surrogateescape")
+        if len(encoded) > 4095 or max(len(part) for part in encoded.split(b"/")) > 255:
+            raise ValueError(f"a path of at most 4095 bytes with names of at most 255 bytes (got {len(encoded)} bytes)")
+        return value
 
 
 class Provenance(Strict):
