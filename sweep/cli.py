@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from sweep import errors
+from sweep.bounds import check_flag
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.paths import check_out_file, check_writable
 from trainer.folders import check_path_length
@@ -431,7 +432,8 @@ OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes 
 
 def checked_flags(command: Callable, name: str) -> Callable:
     """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
-    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a path past the file system's
+    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a number past its kind's
+    bound (sweep/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the file system's
     name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder where a file
     goes, a file in the way of a folder, a read-only place)."""
     shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
@@ -442,6 +444,7 @@ def checked_flags(command: Callable, name: str) -> Callable:
         for flag, value in kwargs.items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"{shown[flag]}: must be a finite number, got {value}")
+            check_flag(name, flag, shown[flag], value)
             if isinstance(value, Path):
                 check_path_length(value, shown[flag])
         out = kwargs.get("out")

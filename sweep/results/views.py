@@ -24,6 +24,7 @@ from trainer.curves import FLOAT_COLUMNS, PARTITIONS, live_parts
 
 TABLES = ("curves", "trials", "runs")
 CURVE_PARTS = "curves/study=*/kind=*/run=*/part-*.parquet"
+MEMORY_LIMIT = "2GB"  # DuckDB's working memory for one query (it spills what it can to no disk: none is allowed)
 
 
 def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConnection:
@@ -37,6 +38,7 @@ def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConn
     con.execute("SET python_enable_replacements = false")  # no Python variable is a table
     con.execute(f"SET allowed_directories = [{quote(str(scope.root))}]")
     con.execute("SET enable_external_access = false")
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # a result of gigabytes is one line, not the machine's RAM
     con.execute("SET lock_configuration = true")
     return con
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from sweep.bounds import check_list
 from sweep.errors import InputError
 from sweep.study.space import set_path
 from sweep.study.spec import check_search_path
@@ -91,7 +92,8 @@ def parse_axis(text: str) -> Axis:
     try:
         values = sorted({float(v) for v in listed.split(",") if v.strip()})
     except ValueError:
-        raise InputError(f"--across {name}: {listed!r} is not a comma-separated list of numbers") from None
+        raise InputError(f"--across {name}: {listed[:80]!r} is not a comma-separated list of numbers") from None
+    check_list(f"--across {name}", values)
     if len(values) < 2:
         raise InputError(f"--across {name}: at least two distinct values are needed for a law, got {listed!r}")
     if any(not v > 0 or v == float("inf") for v in values):

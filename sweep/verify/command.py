@@ -29,6 +29,7 @@ from rich.table import Table
 from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.backends import get_backend
+from sweep.bounds import check_list
 from sweep.errors import InputError
 from sweep.paths import inside_root
 from sweep.study.lookup import locate, pick_trial, read_curve
@@ -56,9 +57,10 @@ def parse_list(text: str, flag: str, cast=str) -> list:
     try:
         items = [cast(part.strip()) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise InputError(f"{flag}: {text!r} is not a comma-separated list") from None
+        raise InputError(f"{flag}: {text[:80]!r} is not a comma-separated list") from None
     if not items:
         raise InputError(f"{flag}: empty")
+    check_list(flag, items)
     return items
 
 
@@ -118,6 +120,7 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
 
 def width_axis(widths: str) -> Axis:
     width_list = sorted(set(parse_list(widths, "--widths", int)))
+    check_list("--widths", width_list, "width")
     if width_list[0] < 1 or len(width_list) < 2:
         raise InputError(f"--widths: at least two positive widths, got {widths!r}")
     return Axis("width", tuple(float(w) for w in width_list))
