@@ -52,6 +52,7 @@ from trainer.curves import CurveWriter
 from trainer.divergence import Divergence
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
+from trainer.folders import check_writable
 from trainer.noise_scale import NoiseScale
 from trainer.optim import averaged_weights, train_mode
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
@@ -59,6 +60,7 @@ from trainer.preemption import Preemption
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
 from trainer.tracking import Trackers, check_trackers
+from trainer.written import reading
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
 
@@ -159,6 +161,7 @@ def compile_for_run(module: torch.nn.Module, **options) -> torch.nn.Module:
 
 
 def check_start(cfg: RunConfig, run: rt.Runtime, resume: bool) -> None:
+    check_writable(cfg.run_dir() / "checkpoints", "output.run")  # a file where the folder goes, a read-only disk
     if list_checkpoints(cfg.run_dir() / "checkpoints") and not resume:
         raise RunExists(f"output.run: {cfg.run_dir()} already has checkpoints; pass --resume to continue it, "
                         "or set output.run")
@@ -212,7 +215,8 @@ class Trainer:
         if self.state.step >= self.total_steps:  # resumed a finished run: report what it recorded
             recorded = self.run_dir / "result.json"
             if recorded.exists():
-                return RunResult(**json.loads(recorded.read_text()))
+                with reading(recorded, "run result"):
+                    return RunResult(**json.loads(recorded.read_text()))
             return RunResult(self.run_id, "completed", self.state.step, None, None)
         self.prepare_steps()
         if self.guard is not None and self.state.step == 0:

@@ -20,7 +20,7 @@ import duckdb
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.results.trials_table import trial_rows
-from trainer.curves import FLOAT_COLUMNS, PARTITIONS, live_parts
+from trainer.curves import FLOAT_COLUMNS, PARTITIONS, live_parts, read_schema
 
 TABLES = ("curves", "trials", "runs")
 CURVE_PARTS = "curves/study=*/kind=*/run=*/part-*.parquet"
@@ -46,6 +46,8 @@ def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConn
 def curves_query(scope: Scope) -> str:
     """read_parquet over the live parts of the sweeps in scope; with none, an empty table of the known columns."""
     parts = [str(path) for path in live_parts(scope.files(CURVE_PARTS))]
+    for part in parts:  # a damaged part is a line naming it, not DuckDB's error while the view is made
+        read_schema(part)
     if not parts:
         columns = ["NULL::BIGINT AS step", *(f"NULL::DOUBLE AS {c}" for c in FLOAT_COLUMNS),
                    *(f"NULL::VARCHAR AS {p}" for p in PARTITIONS)]
