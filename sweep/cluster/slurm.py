@@ -5,6 +5,7 @@ The submission itself (submitit's executors) stays with its user: an array of sw
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 from sweep.errors import InputError
@@ -15,7 +16,11 @@ FAILED = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADL
 
 
 def check_slurm() -> None:
-    """SLURM's commands run here (`sinfo --version`), else an InputError for `--backend slurm`."""
+    """SLURM's commands run here (`sinfo --version`), and those submitit and status call are installed (a half
+    installed SLURM, sinfo without srun, was submitit's traceback), else an InputError for `--backend slurm`."""
+    if missing := [name for name in ("sbatch", "srun", "scontrol", "sacct") if shutil.which(name) is None]:
+        raise InputError(f"--backend slurm: SLURM is half installed here ({', '.join(missing)} not found on PATH); "
+                         "submit from a login node")
     try:
         subprocess.run(["sinfo", "--version"], capture_output=True, check=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
