@@ -209,14 +209,14 @@ class Trainer:
     def fit_steps(self, resume: bool, preemption: Preemption) -> RunResult:
         if resume:
             self.resume()
+        recorded = self.run_dir / "result.json"
+        if self.state.step >= self.total_steps and recorded.exists():  # resumed a finished run: what it recorded
+            with reading(recorded, "run result"):  # read before anything is written
+                return RunResult(**json.loads(recorded.read_text()))
         if self.guard is not None:
             self.guard.write_events()  # events of a branch lost with the kill are dropped, as curve rows are
         self.open_outputs()
-        if self.state.step >= self.total_steps:  # resumed a finished run: report what it recorded
-            recorded = self.run_dir / "result.json"
-            if recorded.exists():
-                with reading(recorded, "run result"):
-                    return RunResult(**json.loads(recorded.read_text()))
+        if self.state.step >= self.total_steps:  # finished, killed before its result was written
             return RunResult(self.run_id, "completed", self.state.step, None, None)
         self.prepare_steps()
         if self.guard is not None and self.state.step == 0:

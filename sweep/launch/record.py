@@ -47,7 +47,8 @@ def read_record(run_dir: Path) -> dict | None:
     record = read_object(path, "launch record", RECORD_FIELDS)
     if record is not None and record["backend"] != "slurm":
         with reading(path, "launch record"):
-            check_fields(record.get("process"), PROCESS_FIELDS)
+            check_fields(record, {"process": dict})
+            check_fields(record["process"], PROCESS_FIELDS)
     return record
 
 
