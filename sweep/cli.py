@@ -15,9 +15,9 @@ import typer
 from rich.console import Console
 
 from sweep import errors
-from sweep.bounds import check_flag
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.paths import check_out_file, check_writable
+from sweep.study.bounds import check_flag
 from trainer.folders import check_path_length
 from trainer.preemption import Preempted
 
@@ -433,9 +433,9 @@ OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes 
 def checked_flags(command: Callable, name: str) -> Callable:
     """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
     (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a number past its kind's
-    bound (sweep/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the file system's
-    name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder where a file
-    goes, a file in the way of a folder, a read-only place)."""
+    bound (sweep/study/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the
+    file system's name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder
+    where a file goes, a file in the way of a folder, a read-only place)."""
     shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
              for flag, p in inspect.signature(command).parameters.items()}
 

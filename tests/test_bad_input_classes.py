@@ -2,7 +2,7 @@
 sizes and counts past what a machine can do, numbers past machine range, deep YAML, files the tool wrote and
 someone damaged, paths the file system refuses, storages that cannot work, a half-installed scheduler. Each case:
 exit 2, one line on stderr naming the field or the file, the folder trees unchanged, no study created (the
-machinery of tests/test_bad_input.py). A case per kind of bound (sweep/bounds.py), not per flag.
+machinery of tests/test_bad_input.py). A case per kind of bound (sweep/study/bounds.py), not per flag.
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def half_installed_slurm(root: Path) -> list:
 
 RANGE_1E20 = {"batch_size": {"type": "int", "low": 1, "high": 10**20}}
 CASES = {
-    # ---- sizes and counts: one bound per kind (sweep/bounds.py)
+    # ---- sizes and counts: one bound per kind (sweep/study/bounds.py)
     "count-trials-flag": Case(proxy("--width", "16", "--trials", str(10**23)), ("--trials:", "at most 1000000")),
     "count-trials-spec": Case(proxy(trials=10**17), ("trials:", "less than or equal to 1000000")),
     "count-coord-check-steps": Case(cli("coord-check", "--model", "mlp", "--steps", str(10**9)),

@@ -4,8 +4,8 @@ from __future__ import annotations
 import yaml
 
 from proxies.data import DataSource, open_data
-from sweep.bounds import check_list
 from sweep.errors import InputError
+from sweep.study.bounds import check_list
 from trainer import yaml_io
 
 DEFAULT_DATA = {"gpt": "stdlib", "mlp": "synthetic-vectors", "resnet": "synthetic-images"}

@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.bounds import check_list
 from sweep.errors import InputError
+from sweep.study.bounds import check_list
 from sweep.study.space import set_path
 from sweep.study.spec import check_search_path
 from trainer.config import MAX_BATCH, RunConfig

@@ -38,7 +38,7 @@ from typing import Any, Literal
 import optuna
 from pydantic import Field, ValidationError, model_validator
 
-from sweep.bounds import INT_MAX, shown
+from sweep.study.bounds import INT_MAX, shown
 from trainer import yaml_io
 from trainer.config import Strict, one_line
 

@@ -31,8 +31,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from sweep.bounds import MAX_TRIALS
 from sweep.errors import InputError
+from sweep.study.bounds import MAX_TRIALS
 from sweep.study.space import (
     HALFLIFE_FIELDS,
     CategoricalParam,
@@ -100,7 +100,7 @@ class RaySpec(Strict):
 
 class StudySpec(Strict):
     name: Name
-    trials: int = Field(20, ge=1, le=MAX_TRIALS)  # as `--trials` (sweep/bounds.py)
+    trials: int = Field(20, ge=1, le=MAX_TRIALS)  # as `--trials` (sweep/study/bounds.py)
     run: dict[str, Any] = {}
     search: dict[str, Any] = Field(min_length=1)
     objective: ObjectiveSpec = ObjectiveSpec()

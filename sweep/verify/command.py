@@ -30,11 +30,11 @@ from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.backends import get_backend
 from sweep.backends.live import run_workers
-from sweep.bounds import check_list
 from sweep.errors import InputError
 from sweep.paths import inside_root
 from sweep.rules.axis import INTEGER, Axis, label, moved_moments, parse_axis
 from sweep.rules.summary import axis_folder, certificate, interval_text, write_summary
+from sweep.study.bounds import check_list
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.space import get_path

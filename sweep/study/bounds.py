@@ -49,7 +49,7 @@ FLAGS = {"width": "width", "proxy_width": "width", "ladder_width": "width", "war
          "max_concurrent": "processes", "array_parallelism": "processes", "cpus_per_task": "processes",
          "gpus_per_node": "devices", "gpus_per_task": "devices", "gpus_per_trial": "devices",
          "cpus_per_trial": "devices", "nodes": "nodes", "time": "minutes", "timeout": "minutes", "mem": "gb",
-         "lr_max": "lr", "lr": "lr", "top": "rows"}
+         "lr_max": "lr", "top": "rows"}  # coord-check's --lr has its own line (above 0 and at most LR_MAX)
 COMMAND_FLAGS = {("coord-check", "steps"): "check-steps"}  # a flag whose kind differs in one command
 
 
