@@ -427,6 +427,7 @@ def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the
     raise typer.Exit(run_demo(workers, console))
 
 
+NAMED_OR_PATH = {"study", "refs", "name"}  # a sweep's name or its spec, run ids, an example: names a path too
 OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes a file or a folder and checks its own
 
 
@@ -445,8 +446,11 @@ def checked_flags(command: Callable, name: str) -> Callable:
             if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"{shown[flag]}: must be a finite number, got {value}")
             check_flag(name, flag, shown[flag], value)
-            if isinstance(value, Path):
-                check_path_length(value, shown[flag])
+            if isinstance(value, Path) or flag in NAMED_OR_PATH and isinstance(value, str):
+                check_path_length(Path(value), shown[flag])
+            if flag in NAMED_OR_PATH and isinstance(value, list):
+                for item in value:
+                    check_path_length(Path(item), shown[flag])
         out = kwargs.get("out")
         if out is not None and name != "init":
             check_writable(out, "--out") if name in OUT_FOLDER else check_out_file(out)

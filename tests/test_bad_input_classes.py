@@ -145,6 +145,7 @@ CASES = {
                                                      f"journal:{root}/{LONG_NAME}.log"], ("storage:", "255 bytes")),
     "path-storage-over-4096": Case(proxy("--width", "16", "--storage", f"sqlite:////tmp/{DEEP_PATH}/x.db"),
                                    ("storage:", "a path of at most 4095 bytes")),
+    "path-study-name-over-255": Case(cli("results", LONG_NAME, "--no-plots"), ("STUDY:", "names of at most 255")),
     "storage-sqlite-in-memory": Case(proxy("--width", "16", "--storage", "sqlite://"),
                                      ("storage:", "in memory", "sqlite:///PATH")),
     "storage-sqlite-in-proc": Case(proxy("--width", "16", "--storage", "sqlite:////proc/x.db"),
