@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from sweep.errors import InputError
 from trainer import folders
 from trainer.config import ConfigError, check_name
-from trainer.folders import check_writable
+from trainer.folders import check_path_length, check_writable
 
 STORED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")  # a name read back: one folder's worth
 STORED_MODEL = re.compile(rf"{STORED_NAME.pattern}(:[A-Za-z_][A-Za-z0-9_]{{0,254}})?")  # zoo name or module:function
@@ -31,9 +31,14 @@ if TYPE_CHECKING:
     from trainer.config import RunConfig
 
 
+ROOM = 1024  # bytes below the root: a sweep's name, a run's name and the files in its folder
+
+
 def results_root(root: str | None = None) -> Path:
     """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies (made when first written)."""
     path = Path(root or os.environ.get("SWEEP_ROOT") or "studies")
+    # the root and a study's files below it (NAME/runs/RUN/checkpoints/…: up to ~700 bytes) within PATH_MAX
+    check_path_length(path, "results root ($SWEEP_ROOT)", room=ROOM)
     if path.exists() and not path.is_dir():
         raise InputError(f"results root ($SWEEP_ROOT): {path} is not a folder")
     return path

@@ -14,13 +14,14 @@ from trainer.config import ConfigError
 NAME_MAX, PATH_MAX = 255, 4095  # bytes in one path component and in a whole path (Linux's limits, and most others')
 
 
-def check_path_length(path: Path, field: str) -> None:
-    """A ConfigError naming `field` for a path the file system would refuse with ENAMETOOLONG."""
-    encoded = os.fsencode(path)
+def check_path_length(path: Path, field: str, room: int = 0) -> None:
+    """A ConfigError naming `field` for a path the file system would refuse with ENAMETOOLONG (`room`: bytes kept
+    for what will be written below it)."""
+    encoded = os.fsencode(Path(path).absolute())
     longest = max((len(part) for part in encoded.split(b"/")), default=0)
-    if longest > NAME_MAX or len(encoded) > PATH_MAX:
-        raise ConfigError(f"{field}: a path of at most {PATH_MAX} bytes with names of at most {NAME_MAX} bytes "
-                          f"(got {len(encoded)} bytes, a name of {longest})")
+    if longest > NAME_MAX or len(encoded) + room > PATH_MAX:
+        raise ConfigError(f"{field}: a path of at most {PATH_MAX - room} bytes with names of at most {NAME_MAX} "
+                          f"bytes (got {len(encoded)} bytes, a name of {longest})")
 
 
 def check_writable(folder: Path, field: str) -> None:

@@ -54,7 +54,7 @@ from trainer.curves import CurveWriter
 from trainer.divergence import Divergence
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
-from trainer.folders import inside_root
+from trainer.folders import check_writable, inside_root
 from trainer.noise_scale import NoiseScale
 from trainer.optim import averaged_weights, train_mode
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
@@ -62,6 +62,7 @@ from trainer.preemption import Preemption
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
 from trainer.tracking import Trackers, check_trackers
+from trainer.written import reading
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
 
@@ -162,6 +163,7 @@ def compile_for_run(module: torch.nn.Module, **options) -> torch.nn.Module:
 
 
 def check_start(cfg: RunConfig, run: rt.Runtime, resume: bool) -> None:
+    check_writable(cfg.run_dir() / "checkpoints", "output.run")  # a file where the folder goes, a read-only disk
     if list_checkpoints(cfg.run_dir() / "checkpoints") and not resume:
         raise RunExists(f"output.run: {cfg.run_dir()} already has checkpoints; pass --resume to continue it, "
                         "or set output.run")
@@ -209,14 +211,15 @@ class Trainer:
     def fit_steps(self, resume: bool, preemption: Preemption) -> RunResult:
         if resume:
             self.resume()
+        recorded = self.run_dir / "result.json"
+        if self.state.step >= self.total_steps and recorded.exists():  # resumed a finished run: what it recorded
+            inside_root(recorded, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
+            with reading(recorded, "run result"):  # read before anything is written
+                return RunResult(**json.loads(recorded.read_text()))
         if self.guard is not None:
             self.guard.write_events()  # events of a branch lost with the kill are dropped, as curve rows are
         self.open_outputs()
-        if self.state.step >= self.total_steps:  # resumed a finished run: report what it recorded
-            recorded = self.run_dir / "result.json"
-            if recorded.exists():
-                inside_root(recorded, Path(self.cfg.output.root), "output.run")
-                return RunResult(**json.loads(recorded.read_text()))
+        if self.state.step >= self.total_steps:  # finished, killed before its result was written
             return RunResult(self.run_id, "completed", self.state.step, None, None)
         self.prepare_steps()
         if self.guard is not None and self.state.step == 0:

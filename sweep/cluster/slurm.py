@@ -9,6 +9,7 @@ control character, before sbatch is called or a script written.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,11 @@ def executor(folder: Path, name: str, settings: Any, **shape: Any) -> Any:
 
 
 def check_slurm() -> None:
-    """SLURM's commands run here (`sinfo --version`), else an InputError for `--backend slurm`."""
+    """SLURM's commands run here (`sinfo --version`), and those submitit and status call are installed (a half
+    installed SLURM, sinfo without srun, was submitit's traceback), else an InputError for `--backend slurm`."""
+    if missing := [name for name in ("sbatch", "srun", "scontrol", "sacct") if shutil.which(name) is None]:
+        raise InputError(f"--backend slurm: SLURM is half installed here ({', '.join(missing)} not found on PATH); "
+                         "submit from a login node")
     try:
         subprocess.run(["sinfo", "--version"], capture_output=True, check=True, timeout=30)
     except (OSError, subprocess.SubprocessError):

@@ -20,6 +20,7 @@ from proxies.registry import check_model
 from sweep.cluster.processes import process_alive
 from sweep.launch.request import LaunchRequest
 from sweep.runs.record import finished_state, last_logged, locations, read_record, read_result
+from sweep.study.trial import check_run_folder
 from trainer.config import RunConfig
 from trainer.loop import resolve
 from trainer.tracking import check_trackers
@@ -46,6 +47,7 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
         check_address(request.settings.address)
 
     run_dir = cfg.run_dir()
+    check_run_folder(cfg)  # a folder another config trained is never reported as this one's, nor continued
     console.print(f"run {cfg.run_id()} ({cfg.output.kind}) in {run_dir.resolve()}")
     if state := finished_state(run_dir):
         return report(state, cfg, console)

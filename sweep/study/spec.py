@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from sweep.cluster.settings import WORKERS, section
 from sweep.errors import InputError
+from sweep.study.bounds import MAX_TRIALS
 from sweep.study.space import (
     HALFLIFE_FIELDS,
     CategoricalParam,
@@ -76,7 +77,7 @@ RaySpec = section("ray", WORKERS)
 
 class StudySpec(Strict):
     name: Name
-    trials: int = Field(20, ge=1)
+    trials: int = Field(20, ge=1, le=MAX_TRIALS)  # as `--trials` (sweep/study/bounds.py)
     run: dict[str, Any] = {}
     search: dict[str, Any] = Field(min_length=1)
     objective: ObjectiveSpec = ObjectiveSpec()
