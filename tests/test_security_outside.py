@@ -29,7 +29,7 @@ import yaml
 
 from sweep.study.lookup import read_curve
 from tests.sweep_helpers import file_tree
-from trainer.checkpoint import REST, CheckpointError, load_sharded
+from trainer.checkpoint import REST, CheckpointError, check_in_root, load_sharded
 
 RUN = {"model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
        "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 4000}},
@@ -81,6 +81,22 @@ def test_a_damaged_or_hostile_sharded_index_is_one_refusal_and_runs_nothing(tmp_
     with pytest.raises(CheckpointError, match="its sharded parts do not load"):
         load_sharded(folder, PARTS)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("where", ["checkpoint", "sharded-part"])
+def test_a_fifo_in_a_checkpoints_place_is_refused_before_it_is_read(tmp_path, where):
+    """`train --resume` hung on a FIFO named like a checkpoint (or a sharded checkpoint's train_state.pt)."""
+    folder = tmp_path / "root" / "runs" / "r" / "checkpoints"
+    if where == "checkpoint":
+        folder.mkdir(parents=True)
+        path = folder / "step-000000002.pt"
+        os.mkfifo(path)
+    else:
+        path = sharded(folder / "step-000000002")
+        (path / REST).unlink()
+        os.mkfifo(path / REST)
+    with pytest.raises(CheckpointError, match="not a regular file or folder"):
+        check_in_root(path, tmp_path / "root")
 
 
 def stored_sweep(root: Path, name: str, spec: object = None, status: str = "ok", curves: str | None = None) -> Path:

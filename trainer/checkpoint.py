@@ -139,12 +139,15 @@ def delete_after(folder: Path, step: int) -> None:
 
 def check_in_root(path: Path, root: Path) -> None:
     """A checkpoint is read only when it, and every file of a sharded one, stays inside the results root once links
-    are resolved: a checkpoint linked out of the root (or a folder, or a file in it) is refused before it is read."""
+    are resolved, and is a regular file or folder: a checkpoint linked out of the root (or a folder, or a file in it)
+    or a FIFO in its place (a read that never returns) is refused before it is read."""
     for part in [path, *(sorted(path.iterdir()) if path.is_dir() and not path.is_symlink() else [])]:
         try:
-            inside_root(part, root, "checkpoint")
+            resolved = inside_root(part, root, "checkpoint")
         except ConfigError as err:
             raise CheckpointError(str(err)) from None
+        if resolved.exists() and not (resolved.is_file() or resolved.is_dir()):  # a FIFO would hang the read
+            raise CheckpointError(f"checkpoint: {part} is refused: not a regular file or folder (a FIFO, a device)")
 
 
 def is_sharded(path: Path) -> bool:
