@@ -275,6 +275,8 @@ def verify_cmd(
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
+    plan: Path | None = typer.Option(None, help="run the ladders of a `sweep plan` file, rung by rung, each until "
+                                                "its interval at the target reaches the plan's goal"),
     backend_flags: dict = None,
 ):
     """A grid of the setting × an axis per parametrization (resumable studies): each value's optimum as a fitted
@@ -288,6 +290,10 @@ def verify_cmd(
                             proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
                             backend=backend.value, workers=workers, storage=storage,
                             password_env=storage_password_env, backend_flags=backend_flags)
+    if plan is not None:
+        from sweep.verify.planned import run_planned
+
+        raise typer.Exit(run_planned(plan, request, console))
     raise typer.Exit(run_verify(request, console))
 
 

@@ -110,7 +110,7 @@ def test_a_budget_that_cannot_buy_the_goal_is_said_in_one_line_with_the_budget_t
 
 def test_the_plan_runs_rung_by_rung_and_stops_each_ladder_at_its_goal():
     plan = {"goal": 0.5, "ladders": [
-        {"name": "a", "rungs": [8, 16, 32, 64], "proxy_value": 16, "target_value": 256},
+        {"name": "a", "rungs": [8, 16, 32, 64], "proxy_value": 16, "target_value": 512},
         {"name": "b", "rungs": [1, 2, 4], "proxy_value": 1, "target_value": 2}]}
     calls = []
 
@@ -124,20 +124,30 @@ def test_the_plan_runs_rung_by_rung_and_stops_each_ladder_at_its_goal():
     assert [d["stopped"] for d in done] == ["rungs spent", "goal"]
 
 
-@pytest.mark.parametrize("flags,line", [
-    (["--tokens", "1000000", "--width", "256", "--params", "1e9"], "--width, --params:"),
-    (["--tokens", "1000000", "--width", "256", "--share", "0"], "--share:"),
-    (["--tokens", "1000000", "--width", "256", "--share", "0.1", "--flops", "1e15"], "--share, --flops:"),
-    (["--tokens", "0", "--width", "256"], "--tokens:"),
-    (["--tokens", "1000000", "--width", "16"], "--width:"),
+@pytest.mark.parametrize("changes,line", [
+    ({"width": 256, "params": 1e9}, "--width, --params:"),
+    ({"width": 256, "share": 0.0}, "--share:"),
+    ({"width": 256, "share": 1.5}, "--share:"),
+    ({"width": 256, "share": 0.1, "flops": 1e15}, "--share, --flops:"),
+    ({"width": 256, "flops": float("nan")}, "--flops:"),
+    ({"width": 256, "tokens": 0}, "--tokens:"),
+    ({"width": 256, "goal": -1.0}, "--goal:"),
+    ({"width": 16}, "--width:"),
 ])
-def test_bad_targets_and_budgets_are_one_line_exit_2_nothing_written(tmp_path, flags, line):
-    root = tmp_path / "root"
-    root.mkdir()
-    result = run_sweep(root, "plan", EXAMPLES / "demo.yaml", *flags)
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.strip().count("\n") == 0 and line in result.stderr
-    assert list(root.iterdir()) == []
+def test_bad_targets_and_budgets_name_the_flag_and_write_nothing(tmp_path, monkeypatch, changes, line):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", **{"tokens": 10 ** 6, **changes})
+    with pytest.raises(InputError, match=f"^{line}"):
+        run_plan(request, Console(file=open("/dev/null", "w")))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_budget_through_the_command_is_one_line_and_exit_2(tmp_path):
+    result = run_sweep(tmp_path, "plan", EXAMPLES / "demo.yaml", "--tokens", "1000000", "--width", "256",
+                       "--share", "0")
+    assert result.returncode == 2 and result.stderr.strip() == (
+        "error: --share: a fraction of the full run's FLOPs in (0, 1], got 0.0")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_plan_file_not_written_by_the_tool_is_refused(tmp_path):
