@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from sweep.forecast.design import Ladder, sequential
-from sweep.forecast.interval import Z95, Noise, Prior, at_target, posterior
+from sweep.forecast.interval import Z95, Prior, at_target, posterior
 
 PRIOR = Prior(-0.3, 0.15, "Bjorck et al. 2025")
 PROXY, TARGET = 2.0 ** 20, 2.0 ** 30  # tokens: ten octaves of horizon to cross
