@@ -72,10 +72,14 @@ def curve(law: dict, target_n: float, target_d: float, ladder: list[tuple[np.nda
           final: tuple[float, float], fractions: np.ndarray) -> dict:
     """{fraction, loss, low, high}: the full run's predicted validation curve (module docstring). `ladder`: each
     run's (fractions of its run, validation losses), its last point its end; `final`: the final loss's interval."""
-    e = law["E"]
-    shapes = np.array([np.interp(fractions, f, (y - e) / (y[-1] - e)) for f, y in ladder])
-    end = float(value(law, target_n, target_d))
-    middle = np.median(shapes, axis=0)
-    low = e + (final[0] - e) * shapes.min(axis=0)
-    high = e + (final[1] - e) * shapes.max(axis=0)
-    return {"fraction": fractions, "loss": e + (end - e) * middle, "low": low, "high": high}
+    return collapse(ladder, law["E"], float(value(law, target_n, target_d)), final, fractions)
+
+
+def collapse(ladder: list[tuple[np.ndarray, np.ndarray]], floor: float, end: float, final: tuple[float, float],
+             fractions: np.ndarray) -> dict:
+    """The ladder's curves as reducible loss over their final value, their median scaled to `end` and their
+    extremes to the final interval's ends (module docstring)."""
+    shapes = np.array([np.interp(fractions, f, (y - floor) / (y[-1] - floor)) for f, y in ladder])
+    return {"fraction": fractions, "loss": floor + (end - floor) * np.median(shapes, axis=0),
+            "low": floor + (final[0] - floor) * shapes.min(axis=0),
+            "high": floor + (final[1] - floor) * shapes.max(axis=0)}

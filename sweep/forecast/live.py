@@ -1,0 +1,52 @@
+"""A full run held to its predicted curve while it trains: the band, and the first evaluation that leaves it.
+
+The band (sweep/forecast/varpro.py's `collapse`): the ladder runs' validation curves collapsed onto one shape
+(reducible loss over its final value, against the fraction of the run), scaled to the predicted final loss and its
+interval. A run is off when an evaluation lies outside the band at its fraction: above it, the run learns slower
+than its ladder did (too high or too low an LR carried over, a data or config change); below it, faster than the
+law allows at its size (a leak between train and validation, or the prediction is wrong). Found at the first such
+evaluation, with what to do, while the budget is still unspent.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sweep.forecast.varpro import collapse
+
+FRACTIONS = np.linspace(0.02, 1.0, 50)
+
+
+def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0) -> dict:
+    """provenance.prediction.curve: {fraction, loss, low, high} lists from the ladder's curves (each (fractions,
+    val losses), ending at its run's end), the final prediction {loss, low, high}, and the law's floor E."""
+    out = collapse(ladder, floor, final["loss"], (final["low"], final["high"]), FRACTIONS)
+    return {"fraction": FRACTIONS.tolist(), "loss": out["loss"].tolist(), "low": out["low"].tolist(),
+            "high": out["high"].tolist()}
+
+
+def departure(rows: pd.DataFrame, prediction: dict, total_steps: int) -> dict | None:
+    """{step, fraction, val_loss, low, high, side, advice} at the run's first evaluation outside its band; None while
+    it stays inside (or without a predicted curve)."""
+    shape = (prediction or {}).get("curve")
+    if not shape or rows is None or "val_loss" not in rows:
+        return None
+    evals = rows.dropna(subset=["val_loss"]).sort_values("step")
+    for step, val in zip(evals["step"], evals["val_loss"], strict=True):
+        fraction = step / total_steps
+        if fraction < shape["fraction"][0]:
+            continue
+        low, high = (float(np.interp(fraction, shape["fraction"], shape[k])) for k in ("low", "high"))
+        if not low <= val <= high:
+            side = "above" if val > high else "below"
+            return {"step": int(step), "fraction": fraction, "val_loss": float(val), "low": low, "high": high,
+                    "side": side, "advice": ADVICE[side]}
+    return None
+
+
+ADVICE = {
+    "above": "learning slower than its ladder: check the LR and schedule carried over (`sweep transfer`'s changes), "
+             "the data and the batch; stop it before the budget is spent, fix, relaunch",
+    "below": "learning faster than the law allows at its size: check that validation data is not in training, or "
+             "the prediction (`sweep verify` ladders) before trusting either",
+}
