@@ -53,11 +53,36 @@ def test_an_honest_run_stays_in_its_band_and_logs_the_prediction_beside_its_loss
     rows = run(root, 64, LR, "honest", pred)
     evals = rows.dropna(subset=["val_loss"])
     assert evals[list(COLUMNS)].notna().all().all()  # logged at every evaluation
-    assert departure(rows, pred, STEPS) is None, departure(rows, pred, STEPS)
+    assert departure(rows, STEPS) is None, departure(rows, STEPS)
 
 
 def test_a_run_forced_off_leaves_its_band_within_the_first_fifth(prediction):
     pred, root = prediction
     rows = run(root, 64, 4 * LR, "lr-x4", pred)
-    off = departure(rows, pred, STEPS)
+    off = departure(rows, STEPS)
     assert off is not None and off["fraction"] <= 0.2 and off["side"] == "above" and "LR" in off["advice"]
+
+
+def test_status_flags_a_launched_run_at_the_first_evaluation_outside_its_curve(tmp_path, run_cli, monkeypatch):
+    """The final interval holds both runs (0–99); only the curve tells them apart: one band no run of 20 steps can
+    stay in (0.01–0.02 throughout), one it cannot leave (0–99)."""
+    import json
+
+    import yaml
+
+    from tests.test_prediction import RUN
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    for name, low, high in (("held", 0.0, 99.0), ("forced", 0.01, 0.02)):
+        curve = {"fraction": [0.0, 1.0], "loss": [(low + high) / 2] * 2, "low": [low] * 2, "high": [high] * 2}
+        prediction = {"loss": 1.0, "low": 0.0, "high": 99.0, "level": 0.95, "curve": curve}
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({**RUN, "output": {**RUN["output"], "root": str(tmp_path), "run": name},
+                                        "provenance": {"prediction": prediction}}))
+        code, _, err = run_cli("launch", path)
+        assert code == 0, err
+    code, out, err = run_cli("status", "--format", "json")
+    rows = {row["run"]: row for row in json.loads(out)}
+    assert rows["forced"]["outside"] and rows["forced"]["left_curve"]["step"] == 10  # its first evaluation
+    assert "left its predicted curve at step 10 (above" in rows["forced"]["detail"] and "LR" in rows["forced"]["detail"]
+    assert not rows["held"]["outside"] and rows["held"]["left_curve"] is None

@@ -25,22 +25,19 @@ def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float 
             "high": out["high"].tolist()}
 
 
-def departure(rows: pd.DataFrame, prediction: dict, total_steps: int) -> dict | None:
-    """{step, fraction, val_loss, low, high, side, advice} at the run's first evaluation outside its band; None while
-    it stays inside (or without a predicted curve)."""
-    shape = (prediction or {}).get("curve")
-    if not shape or rows is None or "val_loss" not in rows:
+def departure(rows: pd.DataFrame | None, total_steps: int | None = None) -> dict | None:
+    """{step, fraction, val_loss, low, high, side, advice} at the run's first evaluation outside the band the trainer
+    logged beside it (predicted_low, predicted_high: trainer/predicted.py); None while it stays inside, or when it
+    logged no band. `fraction`: of `total_steps`, None when not given (a run still going)."""
+    if rows is None or not {"val_loss", "predicted_low", "predicted_high"} <= set(rows.columns):
         return None
-    evals = rows.dropna(subset=["val_loss"]).sort_values("step")
-    for step, val in zip(evals["step"], evals["val_loss"], strict=True):
-        fraction = step / total_steps
-        if fraction < shape["fraction"][0]:
-            continue
-        low, high = (float(np.interp(fraction, shape["fraction"], shape[k])) for k in ("low", "high"))
+    evals = rows.dropna(subset=["val_loss", "predicted_low", "predicted_high"]).sort_values("step")
+    for step, val, low, high in zip(evals["step"], evals["val_loss"], evals["predicted_low"], evals["predicted_high"],
+                                    strict=True):
         if not low <= val <= high:
             side = "above" if val > high else "below"
-            return {"step": int(step), "fraction": fraction, "val_loss": float(val), "low": low, "high": high,
-                    "side": side, "advice": ADVICE[side]}
+            return {"step": int(step), "fraction": step / total_steps if total_steps else None, "val_loss": float(val),
+                    "low": float(low), "high": float(high), "side": side, "advice": ADVICE[side]}
     return None
 
 
