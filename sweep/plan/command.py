@@ -24,19 +24,12 @@ from rich.table import Table
 from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.forecast.design import Ladder, grow, objective, total
-from sweep.forecast.interval import Noise, Prior
+from sweep.forecast.interval import Noise
+from sweep.forecast.priors import PRIORS
 from sweep.paths import inside_root, results_root
 from sweep.plan.shapes import Sizer
 from sweep.study.spec import load_spec
 
-PRIORS = {
-    "width": Prior(0.0, 0.15, "μP (Tensor Programs V): the optimum is width-free; sweep verify's 1-octave drift bound "
-                              "over 8× width is s = 0.33 ≈ 2 sd"),
-    "batch_size": Prior(0.5, 0.25, "square-root rule for Adam (Malladi et al. 2022); the linear rule (Goyal et al. "
-                                   "2017) 2 sd away"),
-    "tokens": Prior(-0.3, 0.15, "LR* ∝ D^−β, β ≈ 0.3 (Bjorck et al. 2025; Filatov et al. 2025: 0.28)"),
-    "depth": Prior(0.0, 0.15, "depth-μP / CompleteP (Dey et al. 2025): the optimum depth-free under its rule"),
-}
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
 MIN_STEPS = 50  # a rung shorter than this measures its warmup, not its optimum
 MIN_WIDTH = 32
