@@ -19,7 +19,10 @@ FRACTIONS = np.linspace(0.02, 1.0, 50)
 
 def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0) -> dict:
     """provenance.prediction.curve: {fraction, loss, low, high} lists from the ladder's curves (each (fractions,
-    val losses), ending at its run's end), the final prediction {loss, low, high}, and the law's floor E."""
+    val losses), ending at its run's end), the final prediction {loss, low, high}, and the law's floor E (0, the
+    plain ratio to the final loss, where E is within 10 % of a ladder run's final loss)."""
+    if floor >= 0.9 * min(float(y[-1]) for _, y in ladder):  # a floor at the losses: no reducible loss to scale
+        floor = 0.0
     out = collapse(ladder, floor, final["loss"], (final["low"], final["high"]), FRACTIONS)
     return {"fraction": FRACTIONS.tolist(), "loss": out["loss"].tolist(), "low": out["low"].tolist(),
             "high": out["high"].tolist()}
