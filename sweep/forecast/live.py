@@ -24,7 +24,7 @@ def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float 
     if floor >= 0.9 * min(float(y[-1]) for _, y in ladder):  # a floor at the losses: no reducible loss to scale
         floor = 0.0
     out = collapse(ladder, floor, final["loss"], (final["low"], final["high"]), FRACTIONS)
-    return {"fraction": FRACTIONS.tolist(), "loss": out["loss"].tolist(), "low": out["low"].tolist(),
+    return {"fraction": out["fraction"].tolist(), "loss": out["loss"].tolist(), "low": out["low"].tolist(),
             "high": out["high"].tolist()}
 
 

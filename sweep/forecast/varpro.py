@@ -78,8 +78,13 @@ def curve(law: dict, target_n: float, target_d: float, ladder: list[tuple[np.nda
 def collapse(ladder: list[tuple[np.ndarray, np.ndarray]], floor: float, end: float, final: tuple[float, float],
              fractions: np.ndarray) -> dict:
     """The ladder's curves as reducible loss over their final value, their median scaled to `end` and their
-    extremes to the final interval's ends (module docstring)."""
-    shapes = np.array([np.interp(fractions, f, (y - floor) / (y[-1] - floor)) for f, y in ladder])
-    return {"fraction": fractions, "loss": floor + (end - floor) * np.median(shapes, axis=0),
-            "low": floor + (final[0] - floor) * shapes.min(axis=0),
-            "high": floor + (final[1] - floor) * shapes.max(axis=0)}
+    extremes to the final interval's ends (module docstring). Only where two curves or more were measured (a
+    fraction before a curve's first evaluation is not extrapolated): the band starts where its spread is seen."""
+    fractions = np.asarray(fractions, float)
+    shapes = np.array([np.where(fractions >= f[0], np.interp(fractions, f, (y - floor) / (y[-1] - floor)), np.nan)
+                       for f, y in ladder])
+    seen = np.sum(np.isfinite(shapes), axis=0) >= min(2, len(ladder))
+    shapes, fractions = shapes[:, seen], fractions[seen]
+    return {"fraction": fractions, "loss": floor + (end - floor) * np.nanmedian(shapes, axis=0),
+            "low": floor + (final[0] - floor) * np.nanmin(shapes, axis=0),
+            "high": floor + (final[1] - floor) * np.nanmax(shapes, axis=0)}
