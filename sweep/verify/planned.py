@@ -12,12 +12,12 @@ from rich.console import Console
 
 from sweep.forecast import planfile
 from sweep.paths import results_root
+from sweep.rules.axis import label, parse_axis
+from sweep.rules.summary import read_summary
 from sweep.study.spec import load_spec
-from sweep.verify.axis import label, parse_axis
 from sweep.verify.command import run_verify, settings
 from sweep.verify.grid import base_values
 from sweep.verify.request import VerifyRequest
-from sweep.verify.summary import read_summary
 
 
 def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
