@@ -154,3 +154,14 @@ def test_a_plan_file_not_written_by_the_tool_is_refused(tmp_path):
     (tmp_path / "p.yaml").write_text("plan: 1\nladders: [{rungs: [1], seeds: 2, grid: 9}]\n")
     with pytest.raises(InputError, match=r"ladders\[0\].rungs"):
         planfile.read(tmp_path / "p.yaml")
+
+
+def test_a_law_whose_prior_already_reaches_the_goal_gets_no_ladder():
+    """Twice the proxy's tokens: the horizon prior (D^−0.3 ± 0.15) holds the LR to ±0.29 octave there, inside the
+    goal, so the plan spends nothing on that law and says so; four times the tokens needs a ladder."""
+    near = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=256, flops=1e20), "demo")
+    assert "tokens" not in {ld["across"] for ld in near["ladders"]}
+    assert [law["name"] for law in near["verdict"]["prior_only"]] == ["lr × tokens"]
+    assert near["verdict"]["prior_only"][0]["prior_at_target"] == pytest.approx(1.96 * 0.15, rel=1e-3)
+    far = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 16 * 153600, width=256, flops=1e20), "demo")
+    assert "tokens" in {ld["across"] for ld in far["ladders"]}

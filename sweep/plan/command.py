@@ -97,19 +97,23 @@ def make_plan(request: PlanRequest, name: str) -> dict:
     noise = Noise()
     widths = [request.proxy_width] if request.proxy_width else \
         [w for w in (2 ** k for k in range(5, 21)) if w <= width / 4] or [MIN_WIDTH]
-    options = [(w, grow(ladders_at(sizer, w, target, batch, request.tokens), budget, request.goal, noise))
+    options = [(w, grow(ladders_at(sizer, w, target, batch, request.tokens, request.goal), budget, request.goal, noise))
                for w in widths]
     options = [(w, ls) for w, ls in options if total(ls) <= budget] or options[:1]
     reached = [(w, ls) for w, ls in options if all(ld.at_target(noise) <= request.goal for ld in ls)]
     proxy, ladders = max(reached) if reached else min(options, key=lambda o: (objective(o[1], request.goal, noise),
                                                                               -o[0]))
     verdict = judge(ladders, budget, full, request.goal, noise, sizer, proxy, target, batch, request.tokens)
+    verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
+                             for ld in ladders_at(sizer, proxy, target, batch, request.tokens)
+                             if ld.prior_at_target() <= request.goal]
     return planfile.plan_dict(name, request, target, batch, full, kaplan, budget, sizer, proxy, ladders, noise,
                               verdict)
 
 
-def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int) -> list[Ladder]:
-    """The starting ladders at a proxy width: each law's first two rungs, two seeds."""
+def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, goal: float = 0.0) -> list[Ladder]:
+    """The starting ladders at a proxy width: each law's first two rungs, two seeds; a law whose prior alone is
+    within `goal` at the target gets none (the textbook rule already pins the setting down there)."""
     proxy = sizer.shape(proxy_width)
     p_tokens, p_batch = sizer.proxy_tokens(), sizer.run.batch_size
     step = p_batch * sizer.tokens_per_example
@@ -130,7 +134,7 @@ def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int) 
         out.append(Ladder(NAMES["depth"], "optimizer.lr", "depth", PRIORS["depth"], proxy.depth, target.depth,
                           max(1, proxy.depth / 4), target.depth / 2,
                           lambda d: sizer.shape(proxy_width, int(d)).flops_per_token * p_tokens))
-    return out
+    return [ld for ld in out if ld.prior_at_target() > goal]
 
 
 def judge(ladders: list[Ladder], budget: float, full: float, goal: float, noise: Noise, sizer: Sizer, proxy: int,
@@ -138,7 +142,7 @@ def judge(ladders: list[Ladder], budget: float, full: float, goal: float, noise:
     """{reached, line, needed}: whether every ladder reaches the goal; if not, one line with what would."""
     short = [ld for ld in ladders if ld.at_target(noise) > goal]
     if total(ladders) > budget:
-        unlimited = grow(ladders_at(sizer, proxy, target, batch, tokens), math.inf, goal, noise)
+        unlimited = grow(ladders_at(sizer, proxy, target, batch, tokens, goal), math.inf, goal, noise)
         needed = total(unlimited) if all(ld.at_target(noise) <= goal for ld in unlimited) else math.inf
         goal_text = f"{needed:.3g} FLOPs ({needed / full:.2%})" if math.isfinite(needed) else "no budget at these rungs"
         return {"reached": False, "needed": needed,
@@ -147,7 +151,7 @@ def judge(ladders: list[Ladder], budget: float, full: float, goal: float, noise:
                         f"two seeds per law); the goal ±{goal:g} octave needs {goal_text}"}
     if not short:
         return {"reached": True, "line": f"every law reaches ±{goal:g} octave at the target", "needed": total(ladders)}
-    unlimited = grow(ladders_at(sizer, proxy, target, batch, tokens), math.inf, goal, noise)
+    unlimited = grow(ladders_at(sizer, proxy, target, batch, tokens, goal), math.inf, goal, noise)
     bought = "; ".join(f"{ld.name} ±{ld.at_target(noise):.2g}" for ld in short)
     if all(ld.at_target(noise) <= goal for ld in unlimited):
         needed = total(unlimited)
@@ -174,6 +178,9 @@ def show(plan: dict, console: Console) -> None:
                       str(ld["grid"]), str(ld["runs"]), f"{ld['flops']:.3g}", f"{ld['flops'] / target['flops']:.3%}",
                       f"{ld['prior_at_target']:.2f}", f"{ld['expected_at_target']:.2f}")
     console.print(table)
+    for law in plan["verdict"]["prior_only"]:
+        console.print(f"{law['name']}: no ladder; the prior alone holds the LR to ±{law['prior_at_target']:.2f} "
+                      f"octave at the target ({law['source']})")
     console.print(f"total {plan['total']['runs']} runs, {plan['total']['flops']:.3g} FLOPs = "
                   f"{plan['total']['share']:.3%} of the full run ({target['flops']:.3g} FLOPs; 6·N·D "
                   f"{target['kaplan_flops']:.3g}); budget {budget['flops']:.3g} ({budget['share']:.2%}). "
