@@ -301,7 +301,7 @@ def verify_cmd(
                               "they buy")
 def plan_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML of the proxy sweep"),
-    tokens: int = typer.Option(..., help="the full run's token budget"),
+    tokens: float = typer.Option(..., help="the full run's token budget, e.g. 26e9"),
     width: int | None = typer.Option(None, help="the full run's width (or --params)"),
     depth: int | None = typer.Option(None, help="the full run's depth [default: the spec's]"),
     params: float | None = typer.Option(None, help="the full run's parameter count (or --width), e.g. 1.3e9"),

@@ -15,7 +15,7 @@ ladder by ladder, rung by rung, resumable, on any backend.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -39,7 +39,7 @@ WIDTH_QUANTUM = 64  # --params: the width searched in steps of this
 @dataclass(frozen=True)
 class PlanRequest:
     spec: Path
-    tokens: int
+    tokens: float  # a whole number (26e9 is one)
     width: int | None = None
     depth: int | None = None
     params: float | None = None
@@ -60,6 +60,8 @@ class PlanRequest:
                             ("--goal", self.goal), ("--proxy-width", self.proxy_width)):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise InputError(f"{flag}: must be a positive number, got {value}")
+        if not float(self.tokens).is_integer():
+            raise InputError(f"--tokens: a whole number of tokens, got {self.tokens}")
         if self.share is not None and not 0 < self.share <= 1:
             raise InputError(f"--share: a fraction of the full run's FLOPs in (0, 1], got {self.share}")
 
@@ -67,6 +69,7 @@ class PlanRequest:
 def run_plan(request: PlanRequest, console: Console) -> int:
     """Plan, print, write; exit 0 when the plan reaches the goal, 1 when the budget cannot (said in one line)."""
     request.check()
+    request = replace(request, tokens=int(request.tokens))
     spec = load_spec(request.spec)
     root = results_root()
     out = inside_root(request.out or root / spec.name / "plan.yaml", root, "--out")
