@@ -165,3 +165,16 @@ def test_a_law_whose_prior_already_reaches_the_goal_gets_no_ladder():
     assert near["verdict"]["prior_only"][0]["prior_at_target"] == pytest.approx(1.96 * 0.15, rel=1e-3)
     far = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 16 * 153600, width=256, flops=1e20), "demo")
     assert "tokens" in {ld["across"] for ld in far["ladders"]}
+
+
+def test_a_ladder_stops_once_its_measurement_combined_with_the_prior_reaches_the_goal():
+    """±0.25 measured on the slope is ±1 octave four octaves out, past the goal; with the prior's sd 0.05 the
+    posterior is ±0.38 octave there: the first rungs suffice."""
+    ladder = {"name": "c", "rungs": [16, 32, 64], "proxy_value": 16, "target_value": 256,
+              "prior": {"slope": 0.0, "sd": 0.05}}
+    calls = []
+    done = planfile.execute({"goal": 0.5, "ladders": [ladder]},
+                            lambda ld, rungs: calls.append(rungs) or {"slope": 0.0, "low": -0.25, "high": 0.25},
+                            lambda line: None)
+    assert calls == [[16, 32]] and done[0]["stopped"] == "goal" and done[0]["at_target"] == pytest.approx(
+        4 * 1.96 * (0.05 ** -2 + (0.25 / 1.96) ** -2) ** -0.5, rel=1e-3)

@@ -14,7 +14,8 @@
 Running it (`execute`): each ladder is a `sweep verify --across AXIS=rungs` at the proxy width, its grid
 centre × 2^k for k = −K … K (K = (grid − 1)/2), μP only, the plan's seeds; rung by rung (the proxy's own rung and
 the next first, then one more per call: verify's studies are per rung and resume, so a call reruns nothing), and a
-ladder stops once its measured interval, carried to the target, reaches the goal, or its rungs are spent.
+ladder stops once its measured interval combined with the plan's prior (the normal conjugate update), carried to
+the target, reaches the goal, or its rungs are spent.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import yaml
 
 from sweep.errors import InputError
 from sweep.forecast.design import Ladder, total
-from sweep.forecast.interval import Noise, at_target
+from sweep.forecast.interval import Z95, Noise, at_target
 from trainer.atomic import atomic_path
 
 VERSION = 1
@@ -95,6 +96,12 @@ def steps(ladder: dict) -> list[list]:
     return [sorted(order[:k]) for k in range(2, len(order) + 1)]
 
 
+def posterior_sd(law: dict, prior: dict | None) -> float:
+    """The slope's sd after the measurement (its 95 % interval's half-width over 1.96) meets the plan's prior."""
+    measured = max((law["high"] - law["low"]) / (2 * Z95), 1e-12)
+    return measured if not prior else (prior["sd"] ** -2 + measured ** -2) ** -0.5
+
+
 def execute(plan: dict, run_one: Callable[[dict, list], dict | None], say: Callable[[str], None]) -> list[dict]:
     """Run every ladder rung by rung; `run_one(ladder, rungs)` runs `sweep verify` over those rungs and returns the
     μP law it measured ({slope, low, high}, or None). Each ladder stops at the goal or when its rungs are spent;
@@ -105,7 +112,8 @@ def execute(plan: dict, run_one: Callable[[dict, list], dict | None], say: Calla
         for rungs in steps(ladder):
             law = run_one(ladder, rungs)
             if law and all(math.isfinite(law.get(k, math.nan)) for k in ("low", "high")):
-                reached = at_target((law["high"] - law["low"]) / 2, ladder["proxy_value"], ladder["target_value"])
+                reached = at_target(Z95 * posterior_sd(law, ladder.get("prior")), ladder["proxy_value"],
+                                    ladder["target_value"])
                 if reached <= plan["goal"]:
                     break
         stopped = "goal" if reached <= plan["goal"] else "rungs spent"
