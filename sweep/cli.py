@@ -98,7 +98,7 @@ def coord_check_cmd(
     optimizer: Optimizer = typer.Option(Optimizer.adamw, help="its μP table (proxies.optimizers); Muon with "
                                         "adjust_lr_fn match_rms_adamw"),
     lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: the optimizer's, calibrated: "
-                                    "README]"),
+                                    "docs/guide/coord-check.md]"),
     depth: int = typer.Option(2, min=1),
     batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),
@@ -134,6 +134,29 @@ def inspect_cmd(
     from sweep.inspect.command import inspect_table
 
     console.print(inspect_table(model, width, depth, parametrization.value, opt, optimizer.value, set_))
+
+
+class RecipeFormat(str, Enum):
+    torch = "torch"
+    torchtitan = "torchtitan"
+    megatron = "megatron"
+    hf = "hf"
+    nanogpt = "nanogpt"
+
+
+@app.command("recipe", short_help="Write a RunConfig's μP recipe for torchtitan, Megatron, HF, nanoGPT or torch")
+def recipe_cmd(
+    config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
+    to: RecipeFormat = typer.Option(..., "--to", help="torch (JSON for trainer.recipe), torchtitan, megatron, hf, "
+                                    "nanogpt"),
+    out: Path | None = typer.Option(None, help="file to write (default: stdout)"),
+):
+    """Per parameter pattern: role, optimizer, LR, weight decay, init; the model's multipliers; provenance."""
+    from sweep.recipe.command import run_recipe
+
+    text = run_recipe(config, to.value, out)
+    if out is None:
+        sys.stdout.write(text)
 
 
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")

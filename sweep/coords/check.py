@@ -25,8 +25,8 @@ aligned, slope ≈ −0.5) and reach it as training aligns them, and at a large 
 residual streams run ahead of the wider ones after a few steps on one batch. Outputs exactly zero
 at some width (a zero query at t = 0, every delta at t = 0) have no slope and are skipped.
 
-The bounds come from the calibration in `benchmarks/coord_check_calibration.py` (table in the
-README): at the CLI defaults correct μP models (every zoo model, both attention regimes, AdamW and
+The bounds come from the calibration in `benchmarks/coord_check_calibration.py` (table in
+docs/guide/coord-check.md): at the CLI defaults correct μP models (every zoo model, both attention regimes, AdamW and
 SGD) reach growth ≤ +0.26 and a largest delta slope ≥ −0.50; the planted bugs of tests/mutations
 reach growth ≥ +0.39 (readout ×1/√m; the others ≥ +0.52) or ≤ −0.94. mup's own tests accept a ratio
 within [1/1.2, 1.2] over 4× width (|slope| ≤ 0.13), which finite-width effects alone exceed here.
@@ -50,7 +50,7 @@ GROW_BOUND = 0.35
 SHRINK_BOUND = 0.7
 LOGITS = "logits"
 
-# The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (calibration in the README).
+# The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (docs/guide/coord-check.md).
 DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1, "muon": 2 ** -7, "lion": 2 ** -9, "schedulefree_adamw": 2 ** -6,
               "adam_atan2": 2 ** -7}
 DEFAULT_STEPS = 8
