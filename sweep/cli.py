@@ -293,6 +293,8 @@ def verify_cmd(
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
+    plan: Path | None = typer.Option(None, help="run the ladders of a `sweep plan` file, rung by rung, each until "
+                                                "its interval at the target reaches the plan's goal"),
     backend_flags: dict = None,
 ):
     """A grid of the setting × an axis per parametrization (resumable studies): each value's optimum as a fitted
@@ -306,7 +308,37 @@ def verify_cmd(
                             proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
                             backend=backend.value, workers=workers, storage=storage,
                             password_env=storage_password_env, backend_flags=backend_flags)
+    if plan is not None:
+        from sweep.verify.planned import run_planned
+
+        raise typer.Exit(run_planned(plan, request, console))
     raise typer.Exit(run_verify(request, console))
+
+
+@app.command("plan", short_help="From a compute budget to the proxy ladder: rungs, seeds, grids and the intervals "
+                              "they buy")
+def plan_cmd(
+    spec: Path = typer.Argument(..., help="study spec YAML of the proxy sweep"),
+    tokens: float = typer.Option(..., help="the full run's token budget, e.g. 26e9"),
+    width: int | None = typer.Option(None, help="the full run's width (or --params)"),
+    depth: int | None = typer.Option(None, help="the full run's depth [default: the spec's]"),
+    params: float | None = typer.Option(None, help="the full run's parameter count (or --width), e.g. 1.3e9"),
+    batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: the spec's]"),
+    share: float | None = typer.Option(None, help="the tuning budget as a share of the full run's FLOPs "
+                                                  "[default: 0.05]"),
+    flops: float | None = typer.Option(None, help="the tuning budget in FLOPs (or --share)"),
+    goal: float = typer.Option(0.5, help="the LR's 95 % half-width wanted at the target, octaves"),
+    proxy_width: int | None = typer.Option(None, help="the proxy width [default: chosen]"),
+    out: Path | None = typer.Option(None, help="the plan file, inside the results root [default: ROOT/NAME/plan.yaml]"),
+):
+    """Chooses the proxy width, rungs along width, batch, tokens and depth, seeds and grids so that each law's
+    interval at the target is as narrow as the budget allows; prints the plan and writes plan.yaml for
+    `sweep verify --plan`. Exit 1 (one line) when the budget cannot buy the goal."""
+    from sweep.plan.command import PlanRequest, run_plan
+
+    request = PlanRequest(spec, tokens, width=width, depth=depth, params=params, batch_size=batch_size, share=share,
+                          flops=flops, goal=goal, proxy_width=proxy_width, out=out)
+    raise typer.Exit(run_plan(request, console))
 
 
 @app.command("transfer", short_help="Write the full-size RunConfig from a proxy trial, with rules and provenance")

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+import pandas as pd
 from optuna.trial import TrialState
 
 from sweep.errors import InputError
+from sweep.rules.axis import label
 from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
 from sweep.rules.summary import axis_folder, has_interval, ladder_widths, load_summary, read_summary
@@ -139,3 +141,31 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
         verify += sum(6 * s["params"] * s["tokens"] * runs for s in summary.get("shapes", []))
     return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,
             "share": (proxy + verify) / full_flops}
+
+
+def ladder_curves(root: str, name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fraction of its run, val loss) of the best μP run (its first seed) at every value of the LR ladders across
+    width, tokens and steps: the shapes the full run's predicted curve is collapsed from (sweep/forecast/live.py)."""
+    from trainer.curves import read_run
+
+    curves = []
+    for axis in ("width", "tokens", "steps"):
+        folder = axis_folder(name, "optimizer.lr", axis)
+        points_path = Path(root) / folder / "points.parquet"
+        if not points_path.is_file():
+            continue
+        points = pd.read_parquet(points_path)
+        points = points[points["parametrization"] == "mup"]
+        for at, group in points.groupby(axis):
+            best = group.groupby("trial")["loss"].mean().idxmin() if group["loss"].notna().any() else None
+            if best is None:
+                continue
+            width = int(group["width"].iloc[0])
+            study = folder if axis == "width" else f"{folder}-{label(at)}"
+            rows = read_run(Path(root) / study / "curves" / f"study={study}" / "kind=proxy"
+                            / f"run=w{width}-mup-t{int(best):05d}-s0")
+            evals = rows.dropna(subset=["val_loss"]) if rows is not None else None
+            if evals is not None and len(evals) >= 2:
+                steps = evals["step"].to_numpy(float)
+                curves.append((steps / steps[-1], evals["val_loss"].to_numpy(float)))
+    return curves

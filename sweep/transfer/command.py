@@ -19,10 +19,11 @@ from rich.table import Table
 from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.errors import InputError
+from sweep.forecast.live import band
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
 from sweep.rules.fitted import EXTRAPOLATION
-from sweep.rules.ladder import measured_anchors, measured_laws, predicted_loss, tuning_compute
+from sweep.rules.ladder import ladder_curves, measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.rules.roles import role_laws, role_lines, role_records
 from sweep.rules.summary import read_summary
@@ -83,6 +84,9 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     params = [count_parameters(c.model.name, c.model.width, c.model.depth, "mup",
                                **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
     prediction, no_prediction = predicted_loss(root, name, params[1], full_tokens)
+    curves = ladder_curves(root, name) if prediction else []
+    if curves:  # the whole curve, collapsed from the ladder's (sweep/forecast/live.py): the trainer logs it
+        prediction["curve"] = band(curves, prediction, floor=float(prediction.get("E", 0.0)))
     tuning = tuning_compute(root, load_studies(name, url), cached_params(source.model_options()), tokens_per_example,
                             6 * params[1] * full_tokens, name)
     provenance = Provenance(
