@@ -52,14 +52,19 @@ def test_a_malformed_recipe_is_one_line_naming_the_field(recipe_dict, change, st
 
 
 @pytest.mark.parametrize("depth", [1, 4])
-def test_a_model_of_another_depth_is_refused(depth):
-    """Before: a depth-2 recipe gave a depth-1 or depth-4 llama groups silently."""
-    cfg, recipe = llama()
-    net = build_net(llama(depth)[0].model, DATA)
+def test_a_model_of_another_depth_is_refused_where_the_recipe_depends_on_depth(depth):
+    """Before: a depth-2 recipe with depth_alpha (branch multiplier 2^-α, depth-scaled LRs) gave a depth-1 or
+    depth-4 llama its groups silently. Without depth_alpha the recipe is depth-free and the model's depth may differ
+    (tests/test_recipe.py)."""
+    cfg = RunConfig.parse({"steps": 1, "model": {"name": "llama", "width": 64, "depth": 2,
+                                                  "options": {"depth_alpha": 1.0, "base_depth": 1}}})
+    recipe = Recipe.from_config(cfg, DATA)
+    assert recipe.multipliers["branch_mult"] != 1.0
+    other = RunConfig.parse({"steps": 1, "model": {**cfg.model.model_dump(), "depth": depth}})
     with pytest.raises(RecipeError) as err:
-        recipe.param_groups(net)
+        recipe.param_groups(build_net(other.model, DATA))
     one_line(err, "blocks.*.")
-    assert f"the model has {depth} of these, the recipe 2" in str(err.value)
+    assert f"the model has {depth} of these, the recipe 2; export the recipe at the model's depth" in str(err.value)
 
 
 def test_two_parameters_mapped_onto_one_entry_are_refused():
@@ -70,7 +75,7 @@ def test_two_parameters_mapped_onto_one_entry_are_refused():
              for n, _ in net.named_parameters()]
     with pytest.raises(RecipeError) as err:
         recipe.param_groups(net, names=names)
-    one_line(err, "blocks.*.attn.key.weight: the model has 1 of these, the recipe 2")
+    one_line(err, "blocks.*.attn.key.weight: the model has 1 of these, the recipe 2; each is placed once")
 
 
 @pytest.mark.parametrize("names,start", [

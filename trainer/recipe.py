@@ -154,11 +154,21 @@ class Recipe:
         missing = [e.pattern for e in self.params if e.pattern not in used]
         if missing:
             raise RecipeError(f"{missing[0]}: the recipe's parameter is not in the model (a different architecture?)")
-        for e in self.params:  # a recipe is for its own depth: its LRs and multipliers may depend on it
-            if used[e.pattern] != e.count:
-                raise RecipeError(f"{e.pattern}: the model has {used[e.pattern]} of these, the recipe {e.count} "
-                                  f"(depth {self.model.get('depth')}); export the recipe at the model's depth")
+        self._check_counts(used)
         return placed
+
+    def _check_counts(self, used: dict[str, int]) -> None:
+        """Each pattern placed as often as the recipe has it. Layers may differ in count (all by the same depth)
+        only when the recipe does not depend on depth (no `depth_alpha`: branch multiplier 1)."""
+        depth_free = self.multipliers.get("branch_mult") == 1.0 and "depth_alpha" not in self.model.get("options", {})
+        layers = {used[e.pattern] for e in self.params if ".*." in e.pattern}
+        for e in self.params:
+            if used[e.pattern] == e.count or (depth_free and ".*." in e.pattern and len(layers) == 1):
+                continue
+            why = (f"export the recipe at the model's depth (depth {self.model.get('depth')}: its multipliers "
+                   "depend on depth)" if ".*." in e.pattern and len(layers) == 1 else
+                   "each is placed once per layer (two parameters mapped onto one entry?)")
+            raise RecipeError(f"{e.pattern}: the model has {used[e.pattern]} of these, the recipe {e.count}; {why}")
 
     def param_groups(self, model: nn.Module, names: list[tuple[str, str | tuple[str, ...]]] | None = None
                      ) -> list[dict[str, Any]]:
