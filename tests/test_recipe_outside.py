@@ -103,3 +103,15 @@ def test_a_width_too_big_to_measure_is_one_line_not_a_crash(tmp_path):
                        "data: {kind: synthetic-tokens}\n", "--to", "torch", "--out", str(out))
     assert run.returncode == 2 and not out.exists(), run.stderr
     assert run.stderr.startswith("error: model.width: the one-block copy") and run.stderr.count("\n") == 1
+
+
+def test_a_password_in_the_provenance_never_reaches_the_export(tmp_path):
+    """Before: a RunConfig whose provenance.storage held postgresql://alice:PASSWORD@… printed PASSWORD in every
+    export (the recipe's provenance, the hf module's docstring)."""
+    out = tmp_path / "r.json"
+    run = sweep_recipe(tmp_path, "steps: 10\nmodel: {name: llama, width: 64, depth: 2}\n"
+                       "data: {kind: synthetic-tokens}\nprovenance: {storage: 'postgresql://alice:hunter2pw@db.example/optuna'}\n",
+                       "--to", "hf", "--out", str(out))
+    assert run.returncode == 2 and not out.exists(), run.stderr
+    assert "hunter2pw" not in run.stdout + run.stderr and run.stderr.count("\n") == 1
+    assert run.stderr.startswith("error: provenance.storage: holds a password")

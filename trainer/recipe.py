@@ -36,6 +36,7 @@ from proxies.registry import call_builder, resolve_builder
 from proxies.resources import check_fits
 from trainer.config import SETTINGS, RunConfig
 from trainer.optim import optimizer_of, param_groups
+from trainer.secret_text import holds_secret
 
 FORMAT_VERSION = 1
 LAYER = re.compile(r"\.\d+\.")
@@ -115,7 +116,7 @@ class Recipe:
             params=list(entries.values()),
             budget={"steps": cfg.steps, "tokens": cfg.tokens, "batch_size": cfg.batch_size,
                     "seq_len": cfg.data.seq_len},
-            provenance={"run": cfg.run_id(), **cfg.provenance.model_dump(mode="json", exclude_defaults=True)})
+            provenance={"run": cfg.run_id(), **_public(cfg.provenance.model_dump(mode="json", exclude_defaults=True))})
 
     def patterns(self) -> set[str]:
         return {e.pattern for e in self.params}
@@ -288,6 +289,16 @@ def _entries(groups: list[dict], rules: dict, init: dict[str, tuple[float, float
                 raise RecipeError(f"{name}: its layers differ in group or shape; the recipe needs one per pattern")
             entries[pattern] = entry if seen is None else ParamEntry(**{**asdict(seen), "count": seen.count + 1})
     return entries
+
+
+def _public(provenance: dict[str, Any]) -> dict[str, Any]:
+    """`provenance` unless a text in it holds a password or token (a storage URL with user:password@): every export
+    prints or writes the provenance, so such a config is refused by the field's name."""
+    for key, value in provenance.items():
+        if isinstance(value, str) and holds_secret(value):
+            raise RecipeError(f"provenance.{key}: holds a password or token, which an export would print; give the "
+                              "storage without it (a ${VAR} in the URL, or --storage-password-env)")
+    return provenance
 
 
 def _patterns(name: str, names: list[tuple[str, str | tuple[str, ...]]] | None) -> tuple[str, ...] | None:
