@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from tests.frameworks_common import DATA
 from trainer.build import build_net
@@ -115,3 +116,26 @@ def test_a_password_in_the_provenance_never_reaches_the_export(tmp_path):
     assert run.returncode == 2 and not out.exists(), run.stderr
     assert "hunter2pw" not in run.stdout + run.stderr and run.stderr.count("\n") == 1
     assert run.stderr.startswith("error: provenance.storage: holds a password")
+
+
+def test_adapting_a_model_twice_is_refused_not_a_squared_logit_multiplier():
+    """Before: a second adapt_ (hf, megatron, torchtitan) or mup_adapt_ (nanogpt) added a second hook: logits
+    × readout_mult² silently."""
+    from torch import nn
+
+    from trainer.frameworks import export, scale_logits
+    head = nn.Linear(4, 3, bias=False)
+    scale_logits(head, 0.5)
+    x = torch.ones(1, 4)
+    assert torch.allclose(head(x), 0.5 * (x @ head.weight.T))
+    with pytest.raises(RecipeError, match="^readout_mult: this model's Linear already scales its logits by 0.5"):
+        scale_logits(head, 0.5)
+    cfg = RunConfig.parse({"steps": 1, "model": {"name": "gpt", "width": 128, "depth": 2,
+                                                  "options": {"tie_embeddings": True}}})
+    config: dict = {}
+    exec(export(Recipe.from_config(cfg, DATA), "nanogpt"), config)
+    model = nn.Module()
+    model.lm_head = nn.Linear(128, 256, bias=False)
+    config["mup_adapt_"](model)
+    with pytest.raises(ValueError, match="^readout_mult: lm_head already scales its logits"):
+        config["mup_adapt_"](model)
