@@ -63,13 +63,21 @@ SERIAL = {
 }
 
 
+# the fault suite, one test at a time: each kills and times real processes against bounds of a few minutes, which
+# four of them at once on two cores overran (a run of `make test` under load)
+FAULT = "tests/fault/"
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Groups for pytest-xdist's `--dist loadgroup` (`make test`): each group runs on one worker. The tests of a
-    service that takes one test at a time (`SERIAL`); and the tests of one module sharing a module-scoped fixture
-    (a trained pipeline, a server, reference runs), so that it is built once, not once per worker."""
+    service that takes one test at a time (`SERIAL`); the fault suite (`FAULT`); and the tests of one module sharing
+    a module-scoped fixture (a trained pipeline, a server, reference runs), so that it is built once, not once per
+    worker."""
     for item in items:
         group = next((SERIAL[name] for name in item.fixturenames if name in SERIAL), None)
+        if group is None and item.nodeid.startswith(FAULT):
+            group = "fault"
         if group is None and uses_module_fixture(item):
             group = item.nodeid.split("::")[0]
         if group is not None:
