@@ -76,8 +76,8 @@ def mean_losses(points: list[tuple[RunConfig, float]], seeds: int, workers: int)
 
 
 def ladder(spec_path: Path, args, console: Console) -> None:
-    from sweep.sweeps.command import run_proxy
-    from sweep.sweeps.request import SweepRequest
+    from sweep.proxy.command import run_proxy
+    from sweep.proxy.request import SweepRequest
     from sweep.verify.command import run_verify
     from sweep.verify.request import VerifyRequest
 
@@ -97,7 +97,7 @@ def ladder(spec_path: Path, args, console: Console) -> None:
 
 def transfers(spec_path: Path, root: Path, args, console: Console) -> dict[str, RunConfig]:
     from sweep.rules import Target
-    from sweep.rules.command import run_transfer
+    from sweep.transfer.command import run_transfer
 
     tokens = 2 * args.steps * 16 * 64
     rules = {"none": {}, "textbook": {"batch_rule": "sqrt"},

@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 from sweep.errors import InputError
 from sweep.rules.fitted import Law
 from sweep.rules.scaling import predict
-from sweep.verify.summary import axis_folder, has_interval, ladder_widths, load_summary, read_summary
+from sweep.rules.summary import axis_folder, has_interval, ladder_widths, load_summary, read_summary
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")

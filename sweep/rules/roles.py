@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep.rules.fitted import Law
-from sweep.verify.summary import axis_folder, has_interval, octaves, read_summary
+from sweep.rules.summary import axis_folder, has_interval, octaves, read_summary
 from trainer.config import RunConfig
 
 
