@@ -43,6 +43,14 @@ def slurm_cluster():
     return shared_slurm()
 
 
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """Headless Chromium's command line up to the page (its profile this worker's own: tests/services.py)."""
+    from tests.services import chromium_command
+
+    return chromium_command(tmp_path_factory.mktemp("chromium"))
+
+
 def pytest_configure(config):
     """The controller (or a run without workers) makes the run's folder; its workers inherit it."""
     if not hasattr(config, "workerinput"):

@@ -121,6 +121,16 @@ def start_postgres(folder: Path) -> Postgres:
     return server
 
 
+def chromium_command(profile: Path) -> list[str]:
+    """Headless Chromium's command line up to the page, with `profile` as its profile folder (each worker its own:
+    browsers of two workers share no state, whatever the browser's default)."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        missing("chromium (Debian's package; scripts/test-services.sh installs it)")
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+            f"--user-data-dir={profile}"]
+
+
 SLURM_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-test-cluster.sh"
 
 
