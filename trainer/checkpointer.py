@@ -18,6 +18,7 @@ import torch
 from trainer import runtime as rt
 from trainer.checkpoint import (
     CheckpointError,
+    check_in_root,
     checkpoint_path,
     delete_after,
     is_sharded,
@@ -30,6 +31,7 @@ from trainer.checkpoint import (
 )
 from trainer.config import RunConfig
 from trainer.curves import CurveWriter
+from trainer.folders import inside_root
 from trainer.guard import SpikeGuard
 from trainer.optim import averaged_weights, train_mode
 from trainer.state import FORMAT, TrainState, format_of
@@ -68,13 +70,17 @@ class Checkpointer:
         """The run's optimizer state resumes only into the optimizer that wrote it (the config the run was started
         with is beside it): Lion would load AdamW's moments and groups without a word."""
         started = self.cfg.run_dir() / "config.yaml"
+        if started.is_file():
+            inside_root(started, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
         before = RunConfig.load(started).optimizer.name if started.is_file() else self.cfg.optimizer.name
         if before != self.cfg.optimizer.name:
             raise CheckpointError(f"optimizer.name: the run {self.cfg.run_id()} was started with {before}; resume it "
                                   f"with {before}, or set another output.run for {self.cfg.optimizer.name}")
 
     def load(self, path: Path) -> dict:
-        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes."""
+        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes, read only inside the
+        results root."""
+        check_in_root(path, Path(self.cfg.output.root))
         if is_sharded(path) != self.cfg.sharded():
             written = "sharded (parallel.kind fsdp)" if is_sharded(path) else "unsharded (parallel.kind ddp)"
             raise CheckpointError(f"parallel.kind: {path} was written {written}; resume it with the kind that wrote "
