@@ -10,7 +10,6 @@ import time
 
 from torch import nn
 
-from proxies.data import open_data
 from proxies.parametrization import param_rules, scale_init
 from proxies.registry import ModelError, build_model, count_parameters
 from proxies.resources import BYTES_PER_PARAMETER, check_fits
@@ -24,8 +23,8 @@ from sweep.study.storage import storage_url
 from sweep.study.study import SweepJob
 from sweep.study.trial import base_run
 from trainer.config import ConfigError, RunConfig
-from trainer.loop import resolve
 from trainer.optim import check_roles as check_model_roles
+from trainer.resolve import resolve
 
 # searched fields that change a run's length, so Hyperband's max_resource is read off the first trial
 LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
@@ -97,9 +96,7 @@ def check_points(spec: StudySpec, base: dict) -> tuple[RunConfig, int]:
         cfg = resolve(RunConfig.parse(base))
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
-    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
-                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
-                     **cfg.data.options)
+    data = cfg.data.open(cfg.seed)
     check_run(spec, base, tokens_per_step=cfg.batch_size * data.tokens_per_example)
     options = {path.removeprefix("model.options."): p.points()[0]
                for path, p in spec.space().params.items() if path.startswith("model.options.")}

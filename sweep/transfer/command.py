@@ -16,7 +16,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.errors import InputError
 from sweep.forecast.live import band
@@ -47,9 +46,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     proxy = RunConfig.from_yaml(chosen.user_attrs["config"])
     given = load_spec(spec_path) if spec_path.suffix in (".yaml", ".yml") or spec_path.is_file() else None
     check_builder_named(proxy.model.name, given, f"trial {chosen.number} of {study.study_name}")
-    data = proxy.data
-    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
-                       val_fraction=data.val_fraction, seed=proxy.seed, **data.options)
+    source = proxy.data.open(proxy.seed)
     tokens_per_example = source.tokens_per_example
     b_noise = measured_noise_scale(chosen) if target.batch_rule == "noise" else None
     root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's

@@ -26,7 +26,6 @@ from optuna.trial import TrialState
 from rich.console import Console
 from rich.table import Table
 
-from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.backends import get_backend
 from sweep.backends.live import run_workers
@@ -219,9 +218,7 @@ def check_budgets(axis: Axis, shapes: dict[float, dict]) -> None:
 def shape(job: SweepJob) -> dict:
     """The run's width, depth, batch, tokens and parameter count N (all parameters) at one axis value."""
     cfg = RunConfig.parse(base_run(job.spec, job.width, job.parametrization))
-    data = cfg.data
-    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
-                       val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
+    source = cfg.data.open(cfg.seed)
     n = count_parameters(cfg.model.name, job.width, cfg.model.depth, job.parametrization,
                          **{**source.model_options(), **cfg.model.options})
     steps = cfg.total_steps(source.tokens_per_example)
