@@ -139,6 +139,29 @@ def inspect_cmd(
     console.print(inspect_table(model, width, depth, parametrization.value, opt, optimizer.value, set_))
 
 
+class RecipeFormat(str, Enum):
+    torch = "torch"
+    torchtitan = "torchtitan"
+    megatron = "megatron"
+    hf = "hf"
+    nanogpt = "nanogpt"
+
+
+@app.command("recipe", short_help="Write a RunConfig's μP recipe for torchtitan, Megatron, HF, nanoGPT or torch")
+def recipe_cmd(
+    config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
+    to: RecipeFormat = typer.Option(..., "--to", help="torch (JSON for trainer.recipe), torchtitan, megatron, hf, "
+                                    "nanogpt"),
+    out: Path | None = typer.Option(None, help="file to write (default: stdout)"),
+):
+    """Per parameter pattern: role, optimizer, LR, weight decay, init; the model's multipliers; provenance."""
+    from sweep.recipe.command import run_recipe
+
+    text = run_recipe(config, to.value, out)
+    if out is None:
+        sys.stdout.write(text)
+
+
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")
 def train_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML"),
