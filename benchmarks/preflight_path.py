@@ -35,14 +35,15 @@ def module_of(filename: str) -> str | None:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def trace(spec: Path) -> tuple[list[tuple[str, str | None]], set[tuple[str, str]]]:
+def trace(spec: Path) -> tuple[list[tuple[str, str | None]], set[tuple[str, str]], dict[str, set[str]]]:
     """(module, the module that first called it) in the order they were first entered; every (caller, callee) pair
-    of modules of sweep/ that a call crossed."""
+    of modules of sweep/ that a call crossed; the `check*` functions that ran, by module."""
     import sweep.proxy.command as proxy
     from sweep.cli import app
 
     first: dict[str, str | None] = {}
     edges: set[tuple[str, str]] = set()
+    checks: dict[str, set[str]] = {}
     stack: list[str | None] = []
 
     def profile(frame, event, arg):
@@ -51,6 +52,8 @@ def trace(spec: Path) -> tuple[list[tuple[str, str | None]], set[tuple[str, str]
             caller = next((m for m in reversed(stack) if m), None)
             if module and module not in first:
                 first[module] = caller
+            if module and frame.f_code.co_name.startswith("check"):
+                checks.setdefault(module, set()).add(frame.f_code.co_name)
             if module and caller and caller != module and module.startswith("sweep") and caller.startswith("sweep"):
                 edges.add((caller, module))
             stack.append(module)
@@ -68,7 +71,7 @@ def trace(spec: Path) -> tuple[list[tuple[str, str | None]], set[tuple[str, str]
         pass
     finally:
         sys.setprofile(None)
-    return list(first.items()), edges
+    return list(first.items()), edges, checks
 
 
 def climbs(visits: list[tuple[str, str | None]]) -> int:
@@ -85,7 +88,7 @@ def main() -> None:
     spec = args.spec or Path(str(examples.example("demo")))
     with tempfile.TemporaryDirectory() as root:
         os.environ["SWEEP_ROOT"] = root
-        visits, edges = trace(spec.resolve())
+        visits, edges, checks = trace(spec.resolve())
     depth = {}
     for module, parent in visits:
         depth[module] = depth.get(parent, -1) + 1
@@ -96,6 +99,10 @@ def main() -> None:
           f"{len(edges)} caller → callee pairs of its modules:")
     for caller, callee in sorted(edges):
         print(f"  {caller} → {callee}")
+    ours = {m: names for m, names in checks.items() if m.startswith("sweep")}
+    print(f"check* functions that ran in sweep/: {sum(map(len, ours.values()))}, in {len(ours)} modules:")
+    for module, names in sorted(ours.items()):
+        print(f"  {module}: {', '.join(sorted(names))}")
 
 
 if __name__ == "__main__":
