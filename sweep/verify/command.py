@@ -45,11 +45,9 @@ from sweep.verify.analysis import optima, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
-from sweep.verify.request import VerifyRequest
+from sweep.verify.request import WIDTHS, VerifyRequest
 from trainer.atomic import atomic_path
 from trainer.config import MAX_WIDTH, RunConfig, check_name
-
-DEFAULT_MAX_DRIFT = 1.0
 
 
 def parse_list(text: str, flag: str, cast=str) -> list:
@@ -66,10 +64,10 @@ def parse_list(text: str, flag: str, cast=str) -> list:
 def run_verify(request: VerifyRequest, console: Console) -> int:
     r = request
     spec = load_spec(r.spec)
-    if r.across and r.widths != VerifyRequest.widths:
+    if r.across and r.widths is not None:
         raise InputError(f"--widths: not used with --across {r.across} (the ladder runs at the proxy's width; "
                          "widths are an axis of their own: --across width=…)")
-    axis = parse_axis(r.across) if r.across else width_axis(r.widths)
+    axis = parse_axis(r.across) if r.across else width_axis(WIDTHS if r.widths is None else r.widths)
     params = parse_list(r.parametrizations or ("mup,sp" if axis.name == "width" else "mup"), "--parametrizations")
     if any(p not in NAMES for p in params):
         raise InputError(f"--parametrizations: {r.parametrizations!r}: comma-separated, each mup or sp (both: mup,sp)")
