@@ -100,7 +100,7 @@ def coord_check_cmd(
     depth: int = typer.Option(2, min=1),
     batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),
-    data: str | None = typer.Option(None, help="data kind [default: stdlib for gpt, synthetic for mlp/resnet]"),
+    data: str | None = typer.Option(None, help="data kind [default: synthetic for mlp/resnet, else stdlib]"),
     data_path: str | None = typer.Option(None, help="file or folder for text/tokens data"),
     opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable; gpt: n_head= or head_dim= "
                                             "picks one attention regime, else both run)"),
