@@ -100,14 +100,18 @@ def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[
 
 
 def predicted_loss(root: str, name: str, params: float, tokens: float) -> tuple[dict, str]:
-    """(the scaling law's prediction for the full run, why there is none): none with fewer than 3 ladder points,
+    """(the scaling law's prediction for the full run, why there is none): none with fewer than 4 ladder points
+    (3 fit the reduced form's 3 unknowns exactly, leaving no residual to price the noise: an interval of width 0),
     when the target's N (or D) differs from the ladder's and the ladder has one N (or D) only (a term never measured
     would be priced at 0), when a ladder loss is not positive (no loss law holds it), or when the law gives the
     target a loss that is not positive; an interval reaching below 0 is cut at 0 (a loss is never negative). The
     prediction records how far the target lies past the largest measured N and D (`beyond`) and the cut."""
     n, d, loss = ladder_points(root, name)
-    if len(loss) < 3 or (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
+    if (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
         return {}, "it needs `sweep verify` across width and tokens (or steps)"
+    if len(loss) < 4:
+        return {}, (f"{len(loss)} ladder points leave none to measure the law's error (it has 3 unknowns), so no "
+                    "interval could hold the run to it; one more rung of `sweep verify --across …` gives one")
     if min(loss) <= 0:
         return {}, f"a ladder point's loss is {min(loss):.4g}: a loss law needs positive losses"
     with np.errstate(all="ignore"):

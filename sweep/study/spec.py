@@ -101,7 +101,7 @@ def load_spec(path: str | Path) -> StudySpec:
     try:
         raw = yaml_io.load(text)
     except yaml.YAMLError as err:
-        raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
+        raise InputError(f"spec: {path} is not valid YAML ({yaml_io.reason(err)})") from None
     if not isinstance(raw, dict):
         raise InputError(f"spec: {path} must be a mapping of keys (name, run, search, …)")
     return parse_spec(raw)

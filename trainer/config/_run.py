@@ -272,7 +272,7 @@ class RunConfig(Strict):
         try:
             data = yaml_io.load(text)
         except yaml.YAMLError as err:
-            raise ConfigError(f"config: not valid YAML ({' '.join(str(err).split())})") from None
+            raise ConfigError(f"config: not valid YAML ({yaml_io.reason(err)})") from None
         return cls.parse(data or {})
 
     @classmethod
@@ -310,4 +310,6 @@ def one_line(err: ValidationError, root: type[BaseModel] | None = None) -> str:
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "value_error":  # a rule across keys; the message names them
         return message if not first["loc"] else f"{key}: {message}"
+    if not first["loc"]:  # the whole document is no mapping: say what it is, never its text (a file read by mistake)
+        return f"{key}: a mapping of settings is expected, got {type(first.get('input')).__name__}"
     return f"{key}: {message} (got {first.get('input')!r})"
