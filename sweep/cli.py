@@ -271,6 +271,8 @@ def verify_cmd(
                                             "folder …-across-AXIS-wWIDTH [default: the proxy's]; a steps ladder at a "
                                             "second width lets `sweep transfer` fit the loss's width × tokens term"),
     max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
+    prior: str = typer.Option("published", help="each law's prior: published (its slope from the literature, updated "
+                              "by the measurement) or none (the measurement alone)"),
     backend: Backend = typer.Option(Backend.local, help="where the runs go"),
     workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
     storage: Storage = None,
@@ -286,7 +288,7 @@ def verify_cmd(
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
-                            backend=backend.value, workers=workers, storage=storage,
+                            prior=prior, backend=backend.value, workers=workers, storage=storage,
                             password_env=storage_password_env, backend_flags=backend_flags)
     raise typer.Exit(run_verify(request, console))
 
@@ -308,6 +310,8 @@ def transfer_cmd(
     role_rule: str = typer.Option("kept", help="per-role multipliers: kept as tuned (μP's width-free reading), or "
                                   "fitted (each by the width law `sweep verify --param PATH` measured)"),
     extrapolate: bool = typer.Option(False, help="apply a fitted law past 2× its measured range (flagged)"),
+    prior: str = typer.Option("published", help="fitted laws: the posterior over each law's published prior, or none "
+                              "(the measured slope alone)"),
     warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
                                                      "fraction|tokens"),
     beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
@@ -329,7 +333,7 @@ def transfer_cmd(
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
-                    depth_rule=depth_rule, role_rule=role_rule, extrapolate=extrapolate)
+                    depth_rule=depth_rule, role_rule=role_rule, extrapolate=extrapolate, prior=prior)
     run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
                  password_env=storage_password_env, out=out, console=console, device_memory_gb=device_memory)
 

@@ -31,6 +31,7 @@ from sweep.paths import results_root
 from sweep.results.report import run_report
 from sweep.rules import Target
 from sweep.rules.command import run_transfer
+from sweep.rules.prior import chain_text, slope_chain
 from sweep.study.spec import load_spec
 from sweep.study.trial import base_run
 from sweep.sweeps.command import run_proxy
@@ -128,11 +129,12 @@ def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result:
         summary = read_summary(root, name, axis=axis)
         law = summary["laws"].get("mup")
         if law:
-            console.print(f"law across {axis}: LR* ∝ {axis}^{law['slope']:.2f} {interval_text(law, 2)}")
+            console.print(f"law across {axis}: LR* ∝ {axis}^s, {chain_text(law)} {interval_text(law, 2)}")
         proxies += [row["loss"] for row in summary["optima"] if row["parametrization"] == "mup" and row["loss"]]
     for law in full.provenance.laws:
         console.print(f"fitted {law['param']} × ({law['axis']} ×{law['ratio']:g}): {law['before']:.4g} → "
                       f"{law['after']:.4g}; textbook " + ", ".join(f"{k} {v:.4g}" for k, v in law["textbook"].items()))
+        console.print(f"  transfer's slope: {slope_chain(law)}")
     val, p = result["val_loss"], full.provenance.prediction
     below = val is not None and val < min(proxies)
     inside = val is not None and bool(p) and p["low"] <= val <= p["high"]

@@ -25,6 +25,7 @@ from sweep.results.compare import read_curve as read_run_curve
 from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
+from sweep.rules.prior import chain_text
 from sweep.study.lookup import load_studies, locate
 from sweep.verify.summary import axis_folder, interval_text, ladder_widths, octaves, read_summary, verify_name
 from trainer.atomic import atomic_path
@@ -82,16 +83,26 @@ def verify_section(root: Path, name: str, spec: str) -> str:
     if summary is None:
         return missing(f"sweep verify {spec}")
     folder = root / verify_name(name, "optimizer.lr")
-    rows = "".join(f"<tr><td>{p}</td><td>{octaves(v.get('drift'))}</td><td>±{octaves(v.get('noise'))}</td>"
+    one = (summary.get("seeds") or 1) == 1
+    rows = "".join(f"<tr><td>{p}</td><td>{octaves(v.get('drift'))}</td>"
+                   f"<td>{'unknown (one seed)' if one else '±' + octaves(v.get('noise'))}</td>"
                    f"<td>{'' if v['passed'] is None else 'pass' if v['passed'] else 'FAIL'}</td></tr>"
                    for p, v in summary["parametrizations"].items())
     shown = {key: html.escape(str(summary.get(key, "?"))) for key in ("param", "widths", "seeds", "max_drift")}
     return (f"<p>optimum of {shown['param']} across widths {shown['widths']}, {shown['seeds']} seed(s); "
             f"bound {shown['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
             f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
+            + law_line(summary.get("laws", {}).get("mup"))
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
             + "".join(ladder_section(root, name, axis, width) for axis in ("batch_size", "tokens", "steps", "depth")
                       for width in (None, *ladder_widths(root, name, "optimizer.lr", axis))))
+
+
+def law_line(law: dict | None) -> str:
+    """μP's width law: its slope prior → measured → posterior and its equivalence verdict ("" when none)."""
+    if not law:
+        return ""
+    return f"<p>μP width law: {html.escape(chain_text(law))}; {html.escape(law.get('certificate', ''))}</p>"
 
 
 def ladder_section(root: Path, name: str, axis: str, width: int | None) -> str:
@@ -105,7 +116,7 @@ def ladder_section(root: Path, name: str, axis: str, width: int | None) -> str:
     at = f" at width {width}" if width else ""
     return (f"<h3>across {html.escape(axis)}{at}</h3><p>optimal LR ∝ {html.escape(axis)}^s, s = {law['slope']:.3f} "
             f"{html.escape(interval_text(law))}; "
-            f"{html.escape(law['certificate'])}</p>"
+            f"{html.escape(law['certificate'])}</p><p>slope: {html.escape(chain_text(law))}</p>"
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), f"figure 1 across {axis}"))
 
 

@@ -17,30 +17,36 @@ from optuna.trial import TrialState
 
 from sweep.errors import InputError
 from sweep.rules.fitted import Law
+from sweep.rules.prior import prior_for
 from sweep.rules.scaling import predict
-from sweep.verify.summary import axis_folder, has_interval, ladder_widths, load_summary, read_summary
+from sweep.verify.summary import axis_folder, ladder_widths, load_summary, read_summary
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
 
 
-def measured_laws(root: str, name: str) -> tuple[Law, ...]:
+def measured_laws(root: str, name: str, prior: str = "published") -> tuple[Law, ...]:
     """The μP laws `sweep verify --across` measured for this sweep (LR, weight decay, β2 × batch, tokens or steps,
     depth), one per setting and axis; a steps law is measured in tokens (its runs' token counts), the unit a target's
     budget is in, so where both a tokens and a steps ladder exist (the same horizon, the batch held) the tokens one
-    is the law, never both: the horizon would move the setting twice. Each names the trial it was measured from."""
+    is the law, never both: the horizon would move the setting twice. Each names the trial it was measured from, and
+    is the posterior over its published prior (`prior` "published") or the measurement alone ("none"): a ladder
+    without an interval leaves the prior, and with neither there is no law."""
     laws = {}
     for param in FITTED_PARAMS:
         for axis in ("batch_size", "tokens", "steps", "depth"):
             unit = "tokens" if axis == "steps" else axis
             summary = read_summary(root, name, param, axis)
             law = (summary or {}).get("laws", {}).get("mup")
-            if (param, unit) in laws or law is None or not has_interval(law):  # measured already, or not a law
+            if (param, unit) in laws or law is None:  # measured already, or not measured
                 continue
             at = horizon_tokens(summary, axis) if axis in ("tokens", "steps") else law["at"]
-            laws[param, unit] = Law(param, unit, law["slope"], law["low"], law["high"], (min(at), max(at)),
-                                    axis_folder(name, param, axis), tuple(law.get("poor_at", ())),
-                                    summary.get("source"))
+            published = prior_for(param, unit, "mup", summary.get("optimizer", "adamw"),
+                                  summary.get("depth_rule", True)) if prior == "published" else None
+            found = Law.updated(param, unit, law, (min(at), max(at)), axis_folder(name, param, axis), published,
+                                summary.get("source"))
+            if found is not None:
+                laws[param, unit] = found
     return tuple(laws.values())
 
 

@@ -31,6 +31,7 @@ from proxies.registry import count_parameters
 from sweep.backends import get_backend
 from sweep.errors import InputError
 from sweep.paths import inside_root
+from sweep.rules.prior import chain_text, check_prior_choice, prior_for, update
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.space import get_path
@@ -76,6 +77,7 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         raise InputError(f"--seeds: at least 1, got {r.seeds}")
     if not r.max_drift > 0:
         raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
+    check_prior_choice(r.prior)
     check_ladder_width(r, axis)
     check_search_path(r.param, f"--param {r.param}")  # before the folder its name makes is judged
     check_study_names(spec, r.param, axis, r.ladder_width)  # the longest folder name it can have
@@ -109,9 +111,11 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
             return code
     points = collect(jobs, stores, r.param, axis.name)
     values = [int(v) if axis.name in INTEGER else v for v in axis.values]
+    cfg = RunConfig.parse(base_run(jobs[0][1].spec, jobs[0][1].width, jobs[0][1].parametrization))
     summary = {"param": r.param, "axis": axis.name, "values": values,
                "widths": values if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
-               "source": source, "max_drift": r.max_drift,
+               "source": source, "max_drift": r.max_drift, "prior": r.prior, "optimizer": cfg.optimizer.name,
+               "depth_rule": cfg.model.options.get("depth_alpha") is not None,
                "shapes": [{"at": at, **s} for at, s in shapes.items()]}
     return report(out, points, axis, summary, console)
 
@@ -229,32 +233,55 @@ def shape(job: SweepJob) -> dict:
 def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: Console) -> int:
     """Fit the optima, the verdicts and the laws; write and print them; the exit code (1: μP drifts with width)."""
     table = optima(points, axis.name)
-    judged = verdicts(table, summary["max_drift"])
-    if axis.name != "width":  # only width has μP's promise to judge
-        judged = [replace(v, passed=None) for v in judged]
-    laws, poor = {}, table[table["poor_fit"]]
-    for p, group in points.groupby("parametrization", sort=True):
-        law = fit_law(group, axis.name)
-        if law is not None:
-            poor_at = sorted(float(v) for v in poor.loc[poor["parametrization"] == p, axis.name])
-            laws[p] = {**law, **certificate(axis.name, p, law, summary["max_drift"]), "poor_at": poor_at}
+    laws = fit_laws(points, table, axis.name, summary)
+    judged = [replace(v, passed=judge(v, laws.get(v.parametrization), axis.name)) for v in
+              verdicts(table, summary["max_drift"])]
     write_results(out, points, table, judged, {**summary, "laws": laws})
     console.print(optima_table(table, summary["param"], axis.name))
     span = f"{axis.name} {label(axis.values[0])}–{label(axis.values[-1])}"
     for v in judged:
         verdict = "" if v.passed is None else " — pass" if v.passed else " — FAIL"
-        bound = f" (bound {summary['max_drift']:g})" if v.passed is not None else ""
-        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} "
-                      f"(seed noise ±{v.noise:.2f}){verdict}{bound}")
+        noise = f"seed noise ±{v.noise:.2f}" if summary["seeds"] > 1 else "seed noise unknown: one seed"
+        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} ({noise}){verdict}")
     for p, law in laws.items():
-        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} "
-                      f"{interval_text(law)}; {law['certificate']}{poor_remark(law, axis.name)}")
+        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s: {chain_text(law)} "
+                      f"{interval_text(law)}, residual {law['residual']:.4f}; {law['certificate']}"
+                      f"{poor_remark(law, axis.name)}")
+        if law.get("edge_at"):
+            console.print(f"[yellow]edge[/]: {NAMES[p]} at {axis.name} {', '.join(label(v) for v in law['edge_at'])}"
+                          ": the best point is at the grid's edge, so that valley's vertex is extrapolated; extend "
+                          "--range past it")
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
                       f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range "
                       f"(a new grid is a new ladder: move {out.name}* aside first, or rename the spec)")
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
+
+
+def fit_laws(points: pd.DataFrame, table: pd.DataFrame, axis: str, summary: dict) -> dict[str, dict]:
+    """Per parametrization, the law measured by the joint fit, its published prior and posterior (`--prior`), its
+    certificate (an equivalence test) and the axis values whose optimum was a poor fit."""
+    laws, poor = {}, table[table["poor_fit"]]
+    for p, group in points.groupby("parametrization", sort=True):
+        law = fit_law(group, axis)
+        if law is None:
+            continue
+        prior = prior_for(summary["param"], axis, p, summary["optimizer"], summary["depth_rule"])
+        poor_at = sorted(float(v) for v in poor.loc[poor["parametrization"] == p, axis])
+        laws[p] = {**law, **update(law, prior, summary["prior"]), "poor_at": poor_at,
+                   **certificate(axis, p, law, summary["max_drift"], prior.centre if prior else None)}
+    return laws
+
+
+def judge(verdict, law: dict | None, axis: str) -> bool | None:
+    """μP's verdict across width: the law's equivalence test where it has an interval (pass, FAIL, None undecided),
+    else the drift against its bound; nothing judged along another axis or for SP."""
+    if axis != "width" or verdict.parametrization != "mup":
+        return None
+    if law is not None and law.get("equivalence", {}).get("verdict") in ("pass", "fail", "undecided"):
+        return law["passed"]
+    return verdict.passed
 
 
 def poor_remark(law: dict, axis: str) -> str:
