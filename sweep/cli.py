@@ -271,6 +271,8 @@ def verify_cmd(
                                             "folder …-across-AXIS-wWIDTH [default: the proxy's]; a steps ladder at a "
                                             "second width lets `sweep transfer` fit the loss's width × tokens term"),
     max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
+    refine: int = typer.Option(0, help="extra grid points per axis value, run until each optimum is bracketed (the "
+                               "loss rises past the noise on both sides, ½-octave spacing there); 0: the grid only"),
     prior: str = typer.Option("published", help="each law's prior: published (its slope from the literature, updated "
                               "by the measurement) or none (the measurement alone)"),
     backend: Backend = typer.Option(Backend.local, help="where the runs go"),
@@ -288,7 +290,7 @@ def verify_cmd(
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
-                            prior=prior, backend=backend.value, workers=workers, storage=storage,
+                            refine=refine, prior=prior, backend=backend.value, workers=workers, storage=storage,
                             password_env=storage_password_env, backend_flags=backend_flags)
     raise typer.Exit(run_verify(request, console))
 

@@ -1,5 +1,6 @@
 """Issue 37: laws as posteriors over published priors, one joint fit over every point, verdicts as equivalence
 tests — the statistics on synthetic ladders with a known answer, and what transfer records."""
+import json
 import math
 
 import numpy as np
@@ -11,6 +12,8 @@ from sweep.rules import Target, transfer_run
 from sweep.rules.equivalence import equivalence
 from sweep.rules.fitted import Law
 from sweep.rules.prior import BATCH_ADAM, HORIZON, posterior, prior_for, slope_chain
+from sweep.verify.bracket import next_values, refine
+from sweep.verify.fit import vertex
 from sweep.verify.summary import certificate
 from sweep.verify.valley import fit_valley, valley_fit
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
@@ -151,3 +154,56 @@ def test_a_bad_prior_is_one_line_exit_2_and_writes_nothing(tmp_path, command, fl
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.count("\n") == 1 and "--prior: 'flat' is not one of published, none" in done.stderr
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def valley(top: float, seed: int = 0, noise: float = 0.005):
+    """A synthetic LR valley (no training): steep above the optimum, diverged 4 octaves past it, noisy."""
+    rng = np.random.default_rng(seed)
+
+    def loss(x: float) -> float:
+        if x > top + 4:
+            return math.nan
+        return 2.0 + 0.05 * (top - x) ** 2 + (0.1 * (x - top) ** 2 if x > top else 0) + rng.normal(0, noise)
+    return loss
+
+
+@pytest.mark.parametrize("top", [-6.37, -13.2, -2.6])  # off-grid inside, past the low edge, past the high edge
+def test_refinement_brackets_an_optimum_off_grid_and_at_an_edge(top):
+    grid = [-11.0, -10.0, -9.0, -8.0, -7.0, -6.0, -5.0]
+    seen, done = refine(valley(top), grid, noise=0.01, budget=20)
+    assert done, sorted(seen.items())
+    x = np.array(sorted(seen))
+    y = np.array([seen[v] for v in x])
+    best = int(np.nanargmin(y))
+    assert 0 < best < len(x) - 1 and x[best + 1] - x[best] <= 0.5 and x[best] - x[best - 1] <= 0.5
+    above = np.where(np.isfinite(y), y - y[best], np.inf) > 0.01  # risen past the noise (a divergence is above)
+    assert above[:best].any() and above[best + 1:].any()
+    assert abs(vertex(x, y).x - top) < 0.35  # the vertex now interpolates the optimum
+    assert vertex(np.array(grid), np.array([valley(top)(v) for v in grid])).fitted == (top == -6.37)
+
+
+def test_refinement_stops_at_its_budget_and_says_it_is_not_bracketed():
+    seen, done = refine(valley(-20.0), [-11.0, -10.0, -9.0], noise=0.01, budget=4)
+    assert not done and len(seen) == 3 + 4 and min(seen) == -15.0  # one octave further down per round
+    assert next_values(np.array([-3.0, -2.0, -1.0]), np.array([math.nan] * 3), 0.01) == [-4.0]  # all diverged
+    assert next_values(np.array([0.0, 1.0, 2.0]), np.array([2.0, 1.995, 2.0]), 0.01) == [-1.0, 3.0]  # flat: both
+
+
+def test_verify_refines_each_grid_until_its_optimum_is_bracketed_and_resumes_without_rerunning(tmp_path):
+    """A coarse grid two octaves apart: `--refine` adds points around each width's best (its own studies, …-rK),
+    within the budget; the same command again runs nothing and writes the same summary."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    flags = ["--trials-from", "spec", "--widths", "32,64", "--parametrizations", "mup", "--range", "2^-12,2^-2,6",
+             "--seeds", "1", "--refine", "4", "--workers", "2"]
+    done = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    summary = json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text())
+    points = pd.read_parquet(tmp_path / "v-verify-lr" / "points.parquet")
+    for row in summary["refined"]:
+        assert 1 <= len(row["added"]) <= 4, row
+        assert len(points[points["width"] == row["at"]]) == 6 + len(row["added"])
+        assert row["bracketed"] or "not bracketed" in done.stdout
+    again = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
+    assert again.returncode == done.returncode and "COMPLETE" not in again.stdout
+    assert json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text()) == summary

@@ -4,7 +4,8 @@ predicted final loss (sweep/rules/scaling.py), and the compute the tuning spent.
 Compute: C ≈ 6·N·D per run (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1: forward and
 backward passes over D tokens of a model of N parameters), summed over the trials of every study of the sweep
 at its own width (a finished trial's seeds × its tokens; a pruned one up to its last report) and every verify
-run (grid × seeds × parametrizations × each axis value's tokens), as a share of the full run's.
+run (grid × seeds × parametrizations × each axis value's tokens, and the points refinement added), as a share of
+the full run's.
 """
 from __future__ import annotations
 
@@ -143,5 +144,8 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
         summary = load_summary(path, Path(root))
         runs = len(summary["grid"]) * summary["seeds"] * len(summary["parametrizations"])
         verify += sum(6 * s["params"] * s["tokens"] * runs for s in summary.get("shapes", []))
+        shapes = {s["at"]: s for s in summary.get("shapes", [])}
+        verify += sum(6 * shapes[r["at"]]["params"] * shapes[r["at"]]["tokens"] * summary["seeds"] * len(r["added"])
+                      for r in summary.get("refined", []) if r["at"] in shapes)  # the points refinement added
     return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,
             "share": (proxy + verify) / full_flops}
