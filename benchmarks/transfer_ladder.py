@@ -198,6 +198,7 @@ def report(name: str, found: dict, args) -> list[tuple[str, bool]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--text", default=None, help="a second byte corpus (e.g. ../shared/data/tinyshakespeare.txt)")
+    parser.add_argument("--corpora", default="builtin,text", help="which corpora to run (text needs --text)")
     parser.add_argument("--proxy-width", type=int, default=32)
     parser.add_argument("--ratio", type=int, default=8, help="the target's width over the proxy's")
     parser.add_argument("--multiples", default="2,4", help="targets: m× the batch and m× the tokens, each m")
@@ -223,7 +224,7 @@ def main() -> None:
     if args.text:
         corpora["text"] = {"kind": "text", "path": str(Path(args.text).resolve())}
     goals = []
-    for name, data in corpora.items():
+    for name, data in ((n, d) for n, d in corpora.items() if n in args.corpora.split(",")):
         goals += report(name, corpus(name, data, Path(args.root), args), args)
     print("\ngoals:")
     for goal, met in goals:

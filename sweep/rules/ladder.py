@@ -74,7 +74,7 @@ def measured_anchors(root: str, name: str, source: str, point: dict) -> dict[str
             if not summary or summary.get("source") != source:
                 continue
             at = {s["at"] for s in summary.get("shapes", []) if all(s.get(k) == v for k, v in point.items())}
-            grid = summary.get("grid") or [0.0]
+            grid = (summary.get("grid") or [0.0]) + [2.0 ** v for r in summary.get("refined", []) for v in r["added"]]
             rows = [r for r in summary.get("optima", []) if r["parametrization"] == "mup" and r.get(axis) in at
                     and r.get("fitted") and not r.get("poor_fit") and r.get("optimum")
                     and min(grid) <= r["optimum"] <= max(grid)]
