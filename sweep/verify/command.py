@@ -47,7 +47,7 @@ from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import VerifyRequest
-from sweep.verify.summary import axis_folder, certificate, interval_text, write_summary
+from sweep.verify.summary import axis_folder, certificate, interval_basis, write_summary
 from trainer.atomic import atomic_path
 from trainer.config import MAX_WIDTH, RunConfig, check_name
 
@@ -307,8 +307,8 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
         noise = f"seed noise ±{v.noise:.2f}" if summary["seeds"] > 1 else "seed noise unknown: one seed"
         console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} ({noise}){verdict}")
     for p, law in laws.items():
-        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s: {chain_text(law)} "
-                      f"{interval_text(law)}, residual {law['residual']:.4f}; {law['certificate']}"
+        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} measured; "
+                      f"{chain_text(law)} {interval_basis(law)}, residual {law['residual']:.4f}; {law['certificate']}"
                       f"{poor_remark(law, axis.name)}")
         if law.get("edge_at"):
             console.print(f"[yellow]edge[/]: {NAMES[p]} at {axis.name} {', '.join(label(v) for v in law['edge_at'])}"

@@ -79,11 +79,19 @@ def interval_text(law: dict, digits: int = 3) -> str:
     """A law's interval as shown: `[low, high] (95%, joint fit)`, or why there is none; with one seed, that the
     seed noise is unknown."""
     if not has_interval(law):
-        return "(no interval: too few axis values and seeds for the scatter about the line to be seen)"
+        return interval_basis(law)
     low, high = law["low"] + 0.0, law["high"] + 0.0  # + 0.0: an end at −0 is shown as 0
+    return f"[{low:.{digits}f}, {high:.{digits}f}] {interval_basis(law)}"
+
+
+def interval_basis(law: dict) -> str:
+    """What a law's interval rests on: `(95%, joint valley)`, with one seed that its seed noise is unknown, or why it
+    has none."""
+    if not has_interval(law):
+        return "(no interval: too few axis values and seeds for the scatter about the line to be seen)"
     seeds = "" if law.get("seed_noise_known", True) else "; one seed: the seed noise is unknown, only the scatter " \
         "about the line is priced"
-    return f"[{low:.{digits}f}, {high:.{digits}f}] ({law['level']:.0%}, {law.get('fit', 'bootstrap')}{seeds})"
+    return f"({law['level']:.0%}, {law.get('fit', 'bootstrap')}{seeds})"
 
 
 def octaves(value: float | None) -> str:
