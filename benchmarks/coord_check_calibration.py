@@ -1,6 +1,6 @@
 """Calibration of the coordinate check's bounds: slopes of correct μP models, of SP and of planted μP bugs.
 
-Every case runs `sweep.coordcheck.check.coord_check` at the defaults of `sweep coord-check` (widths 1×, 2×,
+Every case runs `sweep.coords.check.coord_check` at the defaults of `sweep coord-check` (widths 1×, 2×,
 4× the base width, 8 steps on one batch per seed, 3 seeds; gpt: 4 × 32 tokens, AdamW lr 2^-7, SGD lr 0.1;
 mlp/resnet: 16 examples). Per case it prints
 - growth: the largest slope of log mean |x_t| or log mean |Δx_t| against log width, over modules and steps
@@ -34,9 +34,8 @@ import pandas as pd
 import torch
 
 from proxies.registry import base_width_of, build_model
-from sweep.coordcheck.args import open_model_data
-from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check
-from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR
+from sweep.coords.args import open_model_data
+from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR, GROW_BOUND, SHRINK_BOUND, coord_check
 from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
 
 STEPS, SEEDS, SEQ_LEN = 8, 3, 32

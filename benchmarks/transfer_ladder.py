@@ -85,8 +85,8 @@ def mean_losses(points: list[tuple[RunConfig, float]], seeds: int, workers: int)
 
 def ladders(spec_path: Path, args, console: Console) -> int:
     """The proxy sweep and the three ladders; returns the ladder's runs."""
-    from sweep.sweeps.command import run_proxy
-    from sweep.sweeps.request import SweepRequest
+    from sweep.proxy.command import run_proxy
+    from sweep.proxy.request import SweepRequest
     from sweep.verify.command import run_verify
     from sweep.verify.request import VerifyRequest
 
@@ -107,7 +107,7 @@ def ladders(spec_path: Path, args, console: Console) -> int:
 
 def transfers(spec_path: Path, root: Path, m: int, args, console: Console) -> dict[str, RunConfig | str]:
     from sweep.rules import Target
-    from sweep.rules.command import run_transfer
+    from sweep.transfer.command import run_transfer
 
     tokens = m * args.steps * args.batch * args.seq
     out = {}
@@ -137,7 +137,7 @@ def measure(configs: dict, args) -> dict:
 
 
 def corpus(name: str, data: dict, root: Path, args) -> dict:
-    from sweep.verify.summary import read_summary
+    from sweep.rules.summary import read_summary
 
     root = root / name
     root.mkdir(parents=True, exist_ok=True)

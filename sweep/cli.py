@@ -111,7 +111,7 @@ def coord_check_cmd(
     set_: list[str] | None = typer.Option(None, "--set", help=ROLE_SETTINGS_HELP),
 ):
     """Check that activations and their updates stay flat as width grows: table, PNG, Parquet; exit 1 if not μP."""
-    from sweep.coordcheck.command import run_coord_check
+    from sweep.coord_check.command import run_coord_check
 
     passed = run_coord_check(model=model, widths=widths, steps=steps, seeds=seeds,
                              parametrization=parametrization.value, optimizer=optimizer.value, lr=lr, depth=depth,
@@ -131,7 +131,7 @@ def inspect_cmd(
     set_: list[str] | None = typer.Option(None, "--set", help=ROLE_SETTINGS_HELP),
 ):
     """Print each parameter's shape, infinite dims, role, owner, init std, LR and forward multipliers, weight decay."""
-    from sweep.coordcheck.inspect import inspect_table
+    from sweep.inspect.command import inspect_table
 
     console.print(inspect_table(model, width, depth, parametrization.value, opt, optimizer.value, set_))
 
@@ -144,7 +144,7 @@ def train_cmd(
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar (workers are always quiet)"),
 ):
     """Train one RunConfig in this process (torchrun for several): curves, checkpoints, result."""
-    from sweep.launch.train import run_train
+    from sweep.runs.train import run_train
 
     result = run_train(config, steps, resume, quiet, console)
     raise typer.Exit(0 if result.status == "completed" else 1)
@@ -173,8 +173,8 @@ def proxy_cmd(
 ):
     """Create or resume the spec's study at one width and run its trials (the spec's parametrization unless
     --parametrization); the same command resumes it."""
-    from sweep.sweeps.command import run_proxy
-    from sweep.sweeps.request import SweepRequest
+    from sweep.proxy.command import run_proxy
+    from sweep.proxy.request import SweepRequest
 
     request = SweepRequest(spec, width=width, trials=trials, workers=workers, storage=storage,
                            password_env=storage_password_env, enqueue=tuple(enqueue or ()), timeout=timeout,
@@ -331,7 +331,7 @@ def transfer_cmd(
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.rules import Target
-    from sweep.rules.command import run_transfer
+    from sweep.transfer.command import run_transfer
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
@@ -375,7 +375,7 @@ def status_cmd(
 ):
     """Every run folder with a launch record under the results root (or one sweep's): queued, running, requeued,
     done, failed or diverged, from the scheduler and the run's files."""
-    from sweep.launch.status import run_status
+    from sweep.status.command import run_status
 
     run_status(study, format.value, console)
 

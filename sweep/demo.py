@@ -26,22 +26,22 @@ from rich.console import Console
 from rich.rule import Rule
 
 from sweep import examples
-from sweep.coordcheck.command import run_coord_check
+from sweep.coord_check.command import run_coord_check
 from sweep.launch.command import run_launch
-from sweep.launch.record import read_result
 from sweep.launch.request import LaunchRequest
 from sweep.paths import results_root
+from sweep.proxy.command import run_proxy
+from sweep.proxy.request import SweepRequest
 from sweep.results.report import run_report
 from sweep.rules import Target
-from sweep.rules.command import run_transfer
 from sweep.rules.prior import chain_text, slope_chain
+from sweep.rules.summary import interval_text, read_summary
+from sweep.runs.record import read_result
 from sweep.study.spec import load_spec
 from sweep.study.trial import base_run
-from sweep.sweeps.command import run_proxy
-from sweep.sweeps.request import SweepRequest
+from sweep.transfer.command import run_transfer
 from sweep.verify.command import run_verify
 from sweep.verify.request import VerifyRequest
-from sweep.verify.summary import interval_text, read_summary
 from trainer.config import RunConfig
 
 PROXY_WIDTH = 32

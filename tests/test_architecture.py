@@ -7,6 +7,9 @@ and light commands that start without torch or ray.
   what a package offers is its public modules and its `__init__`.
 - no import cycle between the packages of sweep/ (a cycle makes two packages one).
 - at most 6 modules at the top of sweep/ (the CLI and what every command shares); the rest is packages.
+- each command lives in a package named after it (`COMMAND_PACKAGES`), and no command package imports another:
+  commands share through the layers below them (`rules`, `runs`, `coords`, `study`, `backends`, `cluster`).
+- sweep/ is at most 7 layers deep: the longest chain of import-time imports among its packages and top modules.
 - `sweep --help`, `sql`, `status`, `export`, `results --no-plots` import neither torch nor ray (seen by
   `python -X importtime` in a subprocess): the commands one runs to look at results start in about a second.
 """
@@ -22,14 +25,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN_BELOW_SWEEP = ("sweep", "optuna", "ray", "submitit")
+# The packages of sweep/ that are commands (`sweep NAME`; results/ also holds sql, export, compare and report).
+COMMAND_PACKAGES = {"coord_check", "doctor", "init", "inspect", "launch", "proxy", "results", "status", "transfer",
+                    "verify"}
+MAX_LAYERS = 7
 LIGHT_COMMANDS = [["--help"], ["sql", "select 42"], ["status"], ["export", "nosuchsweep"],
                   ["results", "nosuchsweep", "--no-plots"]]
 
 
 def imports(path: Path) -> list[str]:
     """Every module `path` imports, at any depth of its code (lazy imports inside functions count)."""
+    return imports_of(ast.walk(ast.parse(path.read_text(), str(path))))
+
+
+def imports_of(nodes) -> list[str]:
     names = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -66,15 +77,26 @@ def test_no_package_of_sweep_imports_a_siblings_private_module():
     assert not wrong, wrong
 
 
-def package_graph() -> dict[str, set[str]]:
-    """Package of sweep/ → the other packages of sweep/ it imports from."""
-    packages = {p.name for p in (ROOT / "sweep").iterdir() if (p / "__init__.py").is_file()}
-    graph: dict[str, set[str]] = {p: set() for p in packages}
+def top_level_imports(path: Path) -> list[str]:
+    """The modules `path` imports when it is imported: its top-level statements (and those under a top-level
+    `try`/`if`), not the lazy imports inside functions that a command runs only when called."""
+    body = ast.parse(path.read_text(), str(path)).body
+    nodes = body + [child for node in body if isinstance(node, (ast.Try, ast.If)) for child in ast.walk(node)]
+    return imports_of(nodes)
+
+
+def package_graph(read=imports, top_modules: bool = False) -> dict[str, set[str]]:
+    """Package of sweep/ → the other packages of sweep/ it imports from (`read`: which imports of a file count).
+    With `top_modules`, the modules at the top of sweep/ (`cli`, `errors`, …) are nodes too."""
+    units = {p.name for p in (ROOT / "sweep").iterdir() if (p / "__init__.py").is_file()}
+    if top_modules:
+        units |= {p.stem for p in (ROOT / "sweep").glob("*.py") if p.stem != "__init__"}
+    graph: dict[str, set[str]] = {unit: set() for unit in units}
     for path in sources("sweep"):
-        source = sweep_package(path)
-        for name in imports(path):
+        source = sweep_package(path) or (path.stem if top_modules and path.stem != "__init__" else None)
+        for name in read(path):
             parts = name.split(".")
-            if source and parts[0] == "sweep" and len(parts) > 1 and parts[1] in packages and parts[1] != source:
+            if source and parts[0] == "sweep" and len(parts) > 1 and parts[1] in units and parts[1] != source:
                 graph[source].add(parts[1])
     return graph
 
@@ -112,6 +134,49 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_at_most_six_modules_at_the_top_of_sweep():
     modules = sorted(p.name for p in (ROOT / "sweep").glob("*.py"))
     assert len(modules) <= 6, modules
+
+
+def test_every_command_package_is_a_package_named_after_a_command():
+    """The list the next test reads is the real one: each is a package of sweep/ and `sweep` has its command."""
+    from sweep.cli import app
+
+    commands = {command.name.replace("-", "_") for command in app.registered_commands}
+    packages = {p.name for p in (ROOT / "sweep").iterdir() if (p / "__init__.py").is_file()}
+    assert COMMAND_PACKAGES <= packages, sorted(COMMAND_PACKAGES - packages)
+    assert COMMAND_PACKAGES <= commands, sorted(COMMAND_PACKAGES - commands)
+    assert not (packages - COMMAND_PACKAGES) & commands, "a command package missing from COMMAND_PACKAGES"
+
+
+def test_no_command_package_imports_another():
+    """Commands share through the layers below them; a command importing a command stacks peers into a tower.
+    Lazy imports count."""
+    graph = package_graph()
+    wrong = [f"{source} imports {target}" for source in sorted(COMMAND_PACKAGES)
+             for target in sorted(graph[source] & COMMAND_PACKAGES)]
+    assert not wrong, wrong
+
+
+def layers(graph: dict[str, set[str]]) -> list[str]:
+    """The longest chain of the (acyclic) graph, from its top down: the number of layers is its length."""
+    chains: dict[str, list[str]] = {}
+
+    def chain(node: str) -> list[str]:
+        if node not in chains:
+            chains[node] = [node] + max((chain(nxt) for nxt in sorted(graph[node])), key=len, default=[])
+        return chains[node]
+
+    return max((chain(node) for node in sorted(graph)), key=len, default=[])
+
+
+def test_sweep_is_at_most_seven_layers_deep():
+    """Over what a module imports when imported (the CLI's lazy imports of its commands are each one call's)."""
+    graph = package_graph(top_level_imports, top_modules=True)
+    assert find_cycle(graph) is None, " → ".join(find_cycle(graph))
+    assert len(layers(graph)) <= MAX_LAYERS, " → ".join(layers(graph))
+
+
+def test_the_layer_count_counts_the_longest_chain():
+    assert layers({"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"c"}}) == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("args", LIGHT_COMMANDS, ids=[" ".join(a) for a in LIGHT_COMMANDS])

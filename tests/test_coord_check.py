@@ -10,8 +10,8 @@ from torch import nn
 from proxies import mup_builder
 from proxies.gpt import GPT
 from proxies.registry import ZOO, build_model
-from sweep.coordcheck import check as cc
-from sweep.coordcheck.ready import refuse_unless_mup_ready
+from sweep.coords import check as cc
+from sweep.coords.ready import refuse_unless_mup_ready
 from sweep.errors import InputError
 from trainer.optim import build_optimizer
 

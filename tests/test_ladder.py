@@ -14,14 +14,14 @@ from rich.console import Console
 
 from sweep.errors import InputError
 from sweep.rules import Target, transfer_run
-from sweep.rules.command import combined, explain
 from sweep.rules.fitted import Law
 from sweep.rules.ladder import ladder_points, measured_anchors, measured_laws, predicted_loss, tuning_compute
+from sweep.rules.summary import certificate, interval_text, load_summary, read_summary, write_summary
 from sweep.study.lookup import read_curve
+from sweep.transfer.command import combined, explain
 from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
 from sweep.verify.law import LEVEL, fit_law
-from sweep.verify.summary import certificate, interval_text, load_summary, read_summary, write_summary
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import load, run_sweep
 from trainer.config import Provenance, RunConfig
@@ -481,7 +481,7 @@ def test_a_fitted_law_starts_from_the_optimum_measured_at_the_proxys_point_not_t
 def test_an_integer_builder_option_can_be_an_axis():
     """Found by an outside tester: `--across model.options.block_size=16,32` gave the builder 16.0, which it refused
     as not a positive integer; a fractional option keeps its value."""
-    from sweep.verify.axis import parse_axis
+    from sweep.rules.axis import parse_axis
 
     run = {"model": {"name": "gpt", "options": {"block_size": 64}}}
     assert parse_axis("model.options.block_size=16,32").apply(run, 16.0, 0)["model"]["options"]["block_size"] == 16

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from sweep.launch.status import run_state
+from sweep.status.command import run_state
 from tests.sweep_helpers import file_tree, kept, run_sweep, sweep_cmd, sweep_env, wait_for
 from tests.test_backend_ray import no_ray_left  # noqa: F401 (a fixture: pytest finds it by this name)
 from trainer.config import RunConfig

@@ -12,9 +12,9 @@ from sweep.rules import Target, transfer_run
 from sweep.rules.equivalence import equivalence
 from sweep.rules.fitted import Law
 from sweep.rules.prior import BATCH_ADAM, HORIZON, posterior, prior_for, slope_chain
+from sweep.rules.summary import certificate
 from sweep.verify.bracket import next_values, refine
 from sweep.verify.fit import vertex
-from sweep.verify.summary import certificate
 from sweep.verify.valley import fit_valley, valley_fit
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from proxies.data import open_data
 from proxies.llama import rotary_tables, rotate
 from proxies.registry import ModelError, build_model
-from sweep.coordcheck.check import coord_check  # the coordinate check's Python API
+from sweep.coords.check import coord_check  # the coordinate check's Python API
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.loop import train

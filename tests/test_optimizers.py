@@ -332,7 +332,7 @@ def test_inspect_shows_the_optimizers_table_row_by_row(run_cli, name):
 
 def test_coord_check_readiness_reads_each_optimizers_table():
     """The classic bug: every optimizer but AdamW checked against the SGD column (or Muon's owners not checked)."""
-    from sweep.coordcheck.ready import refuse_unless_mup_ready
+    from sweep.coords.ready import refuse_unless_mup_ready
     from sweep.errors import InputError
     from trainer.optim import optimizer_of, param_groups
 

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from sweep.errors import InputError
-from sweep.rules.command import reach_lines
 from sweep.rules.ladder import ladder_points, predicted_loss
 from sweep.rules.scaling import predict
-from sweep.verify.summary import write_summary
+from sweep.rules.summary import write_summary
+from sweep.transfer.command import reach_lines
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig

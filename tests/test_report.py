@@ -80,7 +80,7 @@ def test_a_report_before_verify_and_transfer_says_which_command_makes_each_secti
 def test_a_ladder_at_a_second_width_has_its_own_section_beside_the_proxys(tmp_path):
     """Each ladder folder shows its law: the proxy width's, and a second width's (`--ladder-width`) titled by it."""
     from sweep.results.report import ladder_section
-    from sweep.verify.summary import write_summary
+    from sweep.rules.summary import write_summary
 
     for folder, width in (("tiny-verify-lr-across-steps", 16), ("tiny-verify-lr-across-steps-w32", 32)):
         law = {"slope": -0.25 * width / 16, "low": -1.0, "high": 0.0, "at": [20, 40], "certificate": "horizon",

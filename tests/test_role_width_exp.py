@@ -15,8 +15,8 @@ from proxies import parametrization
 from proxies.data import open_data
 from proxies.optimizers import OPTIMIZERS
 from proxies.registry import build_model
-from sweep.coordcheck import check as cc
-from sweep.coordcheck.ready import refuse_unless_mup_ready
+from sweep.coords import check as cc
+from sweep.coords.ready import refuse_unless_mup_ready
 from trainer import config as run_config
 from trainer.build import build_net
 from trainer.config import ConfigError, RunConfig

@@ -16,7 +16,7 @@ from proxies import parametrization
 from proxies.data import open_data
 from proxies.optimizers import OPTIMIZERS
 from proxies.registry import build_model
-from sweep.coordcheck import check as cc
+from sweep.coords import check as cc
 from sweep.errors import InputError
 from trainer import config as run_config
 from trainer.build import build_net
@@ -251,7 +251,7 @@ def test_coordinate_check_stays_green_for_any_multipliers(optimizer):
 def test_transfer_names_a_role_setting_whose_verify_optimum_was_a_poor_fit(tmp_path):
     """An outside tester: both widths' optima at the grid's edge (poor fits) gave "drift 0.00", carried as held."""
     from sweep.rules.roles import role_lines, role_records
-    from sweep.verify.summary import write_summary
+    from sweep.rules.summary import write_summary
 
     cfg = RunConfig.parse({"steps": 1, "optimizer": {"roles": {"embedding": {"lr_mult": 4.545}}}})
     optima = [{"parametrization": "mup", "width": w, "optimum": 1.0, "fitted": False, "poor_fit": True}
@@ -357,10 +357,10 @@ def test_a_drifting_role_is_carried_by_its_measured_width_law_under_the_role_rul
     from rich.console import Console
 
     from sweep.rules import Target, transfer_run
-    from sweep.rules.command import explain
     from sweep.rules.fitted import Law
     from sweep.rules.roles import role_laws, role_lines
-    from sweep.verify.summary import write_summary
+    from sweep.rules.summary import write_summary
+    from sweep.transfer.command import explain
     from trainer.config import Provenance
 
     proxy = RunConfig.parse({"model": {"name": "gpt", "width": 32, "depth": 1, "options": {"block_size": 16}},
@@ -434,7 +434,7 @@ def test_coord_check_takes_role_settings_passes_in_mup_fails_in_sp_and_refuses_a
 def test_progress_lines_tell_the_role_settings_apart():
     """Each searched path by its shortest suffix no other path holds: the shipped per-module sweep printed
     `lr_mult=5.7, lr_mult=1.4, …, embedding=0.26` (outside tester), four LR multipliers nobody could tell apart."""
-    from sweep.sweeps.live import short
+    from sweep.backends.live import short
 
     params = {"optimizer.lr": 0.01, "optimizer.roles.embedding.lr_mult": 8.0, "optimizer.roles.hidden.lr_mult": 0.5,
               "model.init.embedding": 2.0, "optimizer.beta2": 0.95}

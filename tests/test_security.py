@@ -547,7 +547,7 @@ def foreign_study(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     assert marker.exists()  # they named it: it was imported for their sweep
     from sweep.cluster.processes import this_process
-    from sweep.launch.record import write_record
+    from sweep.runs.record import write_record
     from trainer.config import RunConfig
 
     run = RunConfig.load(next((folder / "runs").glob("*/config.yaml")))

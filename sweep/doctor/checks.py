@@ -22,7 +22,7 @@ Each row is (check, measured, expected, passed). On the run's model and data at 
   the other examples (a normalization across the batch), and not zero at some s ≤ t (the check reaches the
   inputs). Positions t: the first, the middle and the next-to-last. Language models only: a classifier has
   no positions, and its BatchNorm mixes the batch by design;
-- coordinate check (μP only): `sweep.coordcheck.check` at base, 2× and 4× the builder's base width, with the
+- coordinate check (μP only): `sweep.coords.check` at base, 2× and 4× the builder's base width, with the
   config's per-role settings (`model.init`, `optimizer.roles`) at every width;
 - and, for information (always pass): parameters and FLOPs per token at the target width (`width`,
   default the config's), and an estimate there of the forward+backward time on this device (the time at the
@@ -44,8 +44,8 @@ from torch import nn
 
 from proxies.data import DataSource, open_data
 from proxies.registry import build_model
-from sweep.coordcheck import check as cc
-from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
+from sweep.coords import check as cc
+from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
 from trainer.build import build_net
 from trainer.config import RunConfig
 from trainer.flops import flops_per_token

@@ -18,8 +18,8 @@ from rich.console import Console
 from proxies.data import open_data
 from proxies.registry import check_model
 from sweep.cluster.processes import process_alive
-from sweep.launch.record import finished_state, last_logged, locations, read_record, read_result
 from sweep.launch.request import LaunchRequest
+from sweep.runs.record import finished_state, last_logged, locations, read_record, read_result
 from trainer.config import RunConfig
 from trainer.loop import resolve
 from trainer.tracking import check_trackers

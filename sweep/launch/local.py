@@ -19,8 +19,8 @@ from pathlib import Path
 from rich.console import Console
 
 from sweep.cluster.processes import die_with_parent, this_process
-from sweep.launch.record import write_record
-from sweep.launch.train import run_train
+from sweep.runs.record import write_record
+from sweep.runs.train import run_train
 from trainer.config import RunConfig
 
 

@@ -25,7 +25,7 @@ from rich.console import Console
 from sweep.cluster.processes import this_process
 from sweep.cluster.ray import enter_driver, init_ray, leave_driver, start_driver
 from sweep.launch.local import elastic_command
-from sweep.launch.record import read_result, write_record
+from sweep.runs.record import read_result, write_record
 from trainer.config import RunConfig
 from trainer.loop import train
 

@@ -24,8 +24,8 @@ from rich.console import Console
 
 from sweep.cluster.slurm import active, job_state
 from sweep.errors import InputError
-from sweep.launch.record import last_logged, read_result, write_record
 from sweep.launch.request import LaunchRequest
+from sweep.runs.record import last_logged, read_result, write_record
 from trainer.checkpoint import list_checkpoints, step_of
 from trainer.config import RunConfig
 from trainer.loop import RunResult, train

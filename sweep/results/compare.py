@@ -15,12 +15,12 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.errors import InputError
-from sweep.launch.prediction import held_to, read_prediction
 from sweep.paths import inside_root
 from sweep.results.plots import save_png
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope, scope
 from sweep.results.table import cell
+from sweep.runs.prediction import held_to, read_prediction
 from trainer.curves import read_run
 
 

@@ -26,8 +26,8 @@ from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.rules.prior import chain_text
+from sweep.rules.summary import axis_folder, interval_text, ladder_widths, octaves, read_summary, verify_name
 from sweep.study.lookup import load_studies, locate
-from sweep.verify.summary import axis_folder, interval_text, ladder_widths, octaves, read_summary, verify_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 

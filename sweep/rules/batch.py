@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from sweep.verify.axis import sde_adam_moments
+from sweep.rules.axis import sde_adam_moments
 
 
 def linear(lr: float, kappa: float) -> float:

@@ -20,7 +20,7 @@ from sweep.errors import InputError
 from sweep.rules.fitted import Law
 from sweep.rules.prior import prior_for
 from sweep.rules.scaling import predict
-from sweep.verify.summary import axis_folder, ladder_widths, load_summary, read_summary
+from sweep.rules.summary import axis_folder, ladder_widths, load_summary, read_summary
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")

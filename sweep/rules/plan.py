@@ -14,7 +14,7 @@ Order (each step reads what the steps before it set; tests/test_transfer_rules.p
    (`--batch-rule fitted`, `--horizon-rule fitted`, `--depth-rule fitted`) scale every setting a law was measured
    for, η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l (sweep/rules/fitted.py). `--batch-rule fitted` with AdamW also moves
    β₁, β₂ and ε by the SDE rule (sqrt's, without its LR; Malladi et al. 2022) unless a law measured them, as the
-   batch ladder moved them at each of its values (sweep/verify/axis.py): a law is applied to the runs it measured.
+   batch ladder moved them at each of its values (sweep/rules/axis.py): a law is applied to the runs it measured.
 5. warmup: as a fraction of the run or as tokens; never fewer steps than the proxy's when 4 raised the LR.
 6. β₂ at a constant half-life in tokens, unless 4 set it (sqrt's and fitted's SDE rule keeps the same half-life to
    first order, a fitted law measured it).

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sweep.rules.fitted import Law
 from sweep.rules.prior import prior_for
-from sweep.verify.summary import axis_folder, has_interval, octaves, read_summary
+from sweep.rules.summary import axis_folder, has_interval, octaves, read_summary
 from trainer.config import RunConfig
 
 

@@ -29,9 +29,12 @@ from rich.table import Table
 from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.backends import get_backend
+from sweep.backends.live import run_workers
 from sweep.errors import InputError
 from sweep.paths import inside_root
+from sweep.rules.axis import INTEGER, Axis, label, moved_moments, parse_axis
 from sweep.rules.prior import chain_text, check_prior_choice, prior_for, update
+from sweep.rules.summary import axis_folder, certificate, interval_basis, write_summary
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.space import get_path
@@ -39,15 +42,12 @@ from sweep.study.spec import StudySpec, check_builder_named, check_search_path, 
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
 from sweep.study.trial import base_run
-from sweep.sweeps.command import run_workers
 from sweep.verify.analysis import optima, seed_mean, verdicts
-from sweep.verify.axis import INTEGER, Axis, label, moved_moments, parse_axis
 from sweep.verify.bracket import next_values
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import VerifyRequest
-from sweep.verify.summary import axis_folder, certificate, interval_basis, write_summary
 from trainer.atomic import atomic_path
 from trainer.config import MAX_WIDTH, RunConfig, check_name
 

@@ -10,7 +10,7 @@ from pathlib import Path
 class VerifyRequest:
     spec: Path
     widths: str = "32,64,128,256"  # comma-separated (the width axis)
-    across: str | None = None  # AXIS=v1,v2,… (sweep/verify/axis.py) [default: width over `widths`]
+    across: str | None = None  # AXIS=v1,v2,… (sweep/rules/axis.py) [default: width over `widths`]
     param: str = "optimizer.lr"  # the setting on the grid, a RunConfig path with positive values
     values: str | None = None  # the grid, comma-separated
     span: str | None = None  # LO,HI,N [default: the base value × 2^-3 … 2^3]

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from proxies.registry import base_width_of
-from sweep.coordcheck import check as cc
-from sweep.coordcheck.args import open_model_data
-from sweep.coordcheck.command import DEFAULT_BATCH, DEFAULT_LR
-from sweep.coordcheck.ready import refuse_unless_mup_ready
+from sweep.coords import check as cc
+from sweep.coords.args import open_model_data
+from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR
+from sweep.coords.ready import refuse_unless_mup_ready
 from sweep.errors import InputError
 from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
 

@@ -26,10 +26,10 @@ from sweep.rules.ladder import measured_anchors, measured_laws, predicted_loss, 
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.rules.prior import slope_chain
 from sweep.rules.roles import role_laws, role_lines, role_records
+from sweep.rules.summary import read_summary
 from sweep.study.lookup import load_studies, locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
-from sweep.verify.summary import read_summary
 from trainer.atomic import atomic_path
 from trainer.config import ConfigError, Provenance, RunConfig
 

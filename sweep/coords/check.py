@@ -50,6 +50,13 @@ GROW_BOUND = 0.35
 SHRINK_BOUND = 0.7
 LOGITS = "logits"
 
+# The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (calibration in the README).
+DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1, "muon": 2 ** -7, "lion": 2 ** -9, "schedulefree_adamw": 2 ** -6,
+              "adam_atan2": 2 ** -7}
+DEFAULT_STEPS = 8
+# Few tokens per step (4 × 32) let q and k align within the default 8 steps, so 1/√d attention shows.
+DEFAULT_BATCH = {"gpt": 4}
+
 Batch = tuple[torch.Tensor, torch.Tensor]
 MakeOptimizer = Callable[[nn.Module, float], torch.optim.Optimizer]
 

@@ -7,7 +7,7 @@ A run is launched when its folder holds launch.json. Its state comes from, in th
 - else failed (the job or process ended without a result: `sweep launch` again resumes it), or
   unknown for a process on another machine.
 The last step and losses come from the run's curve; a transferred run's predicted final loss and interval
-from its config's provenance, flagged when the run leaves it (sweep/launch/prediction.py).
+from its config's provenance, flagged when the run leaves it (sweep/runs/prediction.py).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from rich.table import Table
 
 from sweep.cluster.processes import process_alive
 from sweep.errors import InputError
-from sweep.launch.prediction import held_to, read_prediction
-from sweep.launch.record import RECORD, finished_state, last_logged, read_record
 from sweep.paths import kept_inside, results_root, sweep_name
+from sweep.runs.prediction import held_to, read_prediction
+from sweep.runs.record import RECORD, finished_state, last_logged, read_record
 from sweep.study.spec import load_spec
 
 

@@ -12,23 +12,17 @@ from rich.console import Console
 from rich.table import Table
 
 from proxies.registry import base_width_of, build_model
-from sweep.coordcheck.args import open_model_data, parse_options, parse_widths
-from sweep.coordcheck.check import GROW_BOUND, SHRINK_BOUND, coord_check
-from sweep.coordcheck.inspect import apply_roles, role_settings
-from sweep.coordcheck.plots import coord_check_grid
-from sweep.coordcheck.ready import refuse_unless_mup_ready
+from sweep.coord_check.plots import coord_check_grid
+from sweep.coords.args import open_model_data, parse_options, parse_widths
+from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR, GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coords.ready import refuse_unless_mup_ready
+from sweep.coords.roles import apply_roles, role_settings
 from sweep.errors import InputError
 from sweep.paths import results_root
 from trainer.atomic import atomic_path
 from trainer.config import LR_MAX
 from trainer.optim import build_optimizer
 
-# The check's LR per optimizer: at it, μP passes and SP fails on every zoo model (calibration in the README).
-DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1, "muon": 2 ** -7, "lion": 2 ** -9, "schedulefree_adamw": 2 ** -6,
-              "adam_atan2": 2 ** -7}
-DEFAULT_STEPS = 8
-# Few tokens per step (4 × 32) let q and k align within the default 8 steps, so 1/√d attention shows.
-DEFAULT_BATCH = {"gpt": 4}
 # Attention models run in both regimes unless an option picks one: head dim fixed (heads grow with width;
 # 1/d and 1/√d attention differ only by a constant there) and heads fixed (head dim grows with width,
 # where only 1/d keeps the logits Θ(1): Tensor Programs V, μP attention q·k/d_head).

@@ -1,6 +1,7 @@
 """The live view of a running sweep, read from the Optuna storage (so it shows every backend's workers):
 progress over trials, the running trials with their step and loss, the best so far, and a line per
-finished trial."""
+finished trial; `run_workers` starts a backend's workers on a study and follows them with it (for `sweep proxy`
+and `sweep verify`)."""
 from __future__ import annotations
 
 import time
@@ -12,9 +13,9 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sweep.backends import Execution
+from sweep.backends.base import Execution
 from sweep.study.liveness import HEARTBEAT
-from sweep.study.study import counts
+from sweep.study.study import SweepJob, counts
 
 REFRESH_S = 1.0
 
@@ -90,3 +91,24 @@ def watch(study: optuna.Study, n_trials: int, execution: Execution, console: Con
             time.sleep(REFRESH_S)
             live.update(refresh(), refresh=True)
         refresh()
+
+
+def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, detach: bool = False) -> int | None:
+    """Launch the backend's workers on the study and follow them to the end; an exit code when the
+    command must stop here (130 on Ctrl-C, 0 when detached), else None."""
+    execution = None
+    try:
+        execution = executor.launch(job)
+        console.print(f"running on {execution.describe()}")
+        if detach:
+            console.print("detached: the same command without --detach follows it again")
+            return 0
+        watch(study, job.n_trials, execution, console)
+    except KeyboardInterrupt:
+        if execution is not None:  # else the workers started had the Ctrl-C too, and stop by themselves
+            execution.stop()
+        console.print("stopped: running trials were released; the same command resumes the study")
+        return 130
+    for line in execution.errors():
+        console.print(f"[red]worker failed[/]: {line}")
+    return None

@@ -5,13 +5,13 @@ import optuna
 from rich.console import Console
 
 from sweep.backends import get_backend
+from sweep.backends.live import run_workers, short
 from sweep.errors import InputError
+from sweep.proxy.request import SweepRequest
 from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress, study_name
-from sweep.sweeps.live import short, watch
-from sweep.sweeps.request import SweepRequest
 
 
 def run_proxy(request: SweepRequest, console: Console) -> int:
@@ -52,27 +52,6 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
         if stopped is not None:
             return stopped
     return summarize(study, job, console)
-
-
-def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, detach: bool = False) -> int | None:
-    """Launch the backend's workers on the study and follow them to the end; an exit code when the
-    command must stop here (130 on Ctrl-C, 0 when detached), else None."""
-    execution = None
-    try:
-        execution = executor.launch(job)
-        console.print(f"running on {execution.describe()}")
-        if detach:
-            console.print("detached: the same command without --detach follows it again")
-            return 0
-        watch(study, job.n_trials, execution, console)
-    except KeyboardInterrupt:
-        if execution is not None:  # else the workers started had the Ctrl-C too, and stop by themselves
-            execution.stop()
-        console.print("stopped: running trials were released; the same command resumes the study")
-        return 130
-    for line in execution.errors():
-        console.print(f"[red]worker failed[/]: {line}")
-    return None
 
 
 def check_warm_start(r: SweepRequest, width: int) -> None:

@@ -1,0 +1,3 @@
+"""The coordinate check as a library, below the commands that run it (`coord-check`, `inspect`, `doctor`):
+the measurement and its verdict (`check.py`), the μP-readiness refusal (`ready.py`), model and data from
+flags (`args.py`), per-role settings (`roles.py`)."""

@@ -1,0 +1,1 @@
+"""`sweep inspect`: the μP table of a model, per parameter."""

@@ -1,0 +1,1 @@
+"""`sweep status`: launched runs, their state, last step and loss, and the prediction they are held to."""

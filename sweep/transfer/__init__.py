@@ -1,0 +1,1 @@
+"""`sweep transfer`: the full-size RunConfig of a proxy trial, composed by `sweep.rules` and explained."""
