@@ -9,13 +9,13 @@ import pytest
 import yaml
 
 from sweep.rules import Target, transfer_run
+from sweep.rules.bracket import next_values, refine
 from sweep.rules.equivalence import equivalence
 from sweep.rules.fitted import Law
 from sweep.rules.prior import BATCH_ADAM, HORIZON, posterior, prior_for, slope_chain
 from sweep.rules.summary import certificate
-from sweep.verify.bracket import next_values, refine
+from sweep.rules.valley import fit_valley, valley_fit
 from sweep.verify.fit import vertex
-from sweep.verify.valley import fit_valley, valley_fit
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig

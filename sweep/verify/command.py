@@ -33,6 +33,7 @@ from sweep.backends.live import run_workers
 from sweep.errors import InputError
 from sweep.paths import inside_root
 from sweep.rules.axis import INTEGER, Axis, label, moved_moments, parse_axis
+from sweep.rules.bracket import next_values
 from sweep.rules.prior import chain_text, check_prior_choice, prior_for, update
 from sweep.rules.summary import axis_folder, certificate, interval_basis, write_summary
 from sweep.study.lookup import locate, pick_trial, read_curve
@@ -43,7 +44,6 @@ from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
 from sweep.study.trial import base_run
 from sweep.verify.analysis import optima, seed_mean, verdicts
-from sweep.verify.bracket import next_values
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
@@ -132,7 +132,7 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
 
 def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyRequest, axis: str, executor,
                  console: Console) -> tuple[int, pd.DataFrame, list[dict]]:
-    """Rounds of `next_values` (sweep/verify/bracket.py) per axis value and parametrization, each round's points a
+    """Rounds of `next_values` (sweep/rules/bracket.py) per axis value and parametrization, each round's points a
     study of their own (NAME-rK: the same command finds them run and resumes), until every optimum is bracketed or
     its `--refine` budget is spent; (exit code, every point, what was added and whether each ended bracketed)."""
     base, added = list(jobs), {}

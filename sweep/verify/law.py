@@ -6,7 +6,7 @@ so the optimum scales as value^s: s = 0 across width is μP's promise (Tensor Pr
 fixed token budget s = 1 is the linear rule (Goyal et al. 2017) and s = ½ the square-root rule (Malladi et al.
 2022); across tokens at a fixed batch s is the horizon exponent (Bjorck et al. 2025: LR* ∝ D^−β).
 
-s and its interval come from one fit over every point of the ladder, seeds as replicates (sweep/verify/valley.py);
+s and its interval come from one fit over every point of the ladder, seeds as replicates (sweep/rules/valley.py);
 the optimum shown per axis value is its own vertex (sweep/verify/fit.py), for the table and the figure. With one
 seed the seed-to-seed movement of the optimum is not seen apart from the scatter about the line
 (`seed_noise_known` false); with two axis values and one seed there is no interval (NaN), and `sweep transfer`
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sweep.rules.valley import LEVEL, valley_fit
 from sweep.verify.analysis import seed_mean
 from sweep.verify.fit import vertex
-from sweep.verify.valley import LEVEL, valley_fit
 
 __all__ = ["LEVEL", "fit_law"]
 
