@@ -131,6 +131,8 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     elif verify["parametrizations"].get("mup", {}).get("passed") is False:
         drift = verify["parametrizations"]["mup"]["drift"]
         console.print(f"[red]verify failed[/]: the μP optimum drifted {drift:.2f} octaves")
+    elif verify["parametrizations"].get("mup", {}).get("passed") is None and verify.get("laws", {}).get("mup"):
+        console.print(f"[yellow]verify undecided[/]: {verify['laws']['mup'].get('certificate', '')}")
     for law in provenance.laws:
         flag = " [red]EXTRAPOLATED[/]" if law["extrapolated"] else ""
         poor = law.get("poor_at") and f"; [yellow]fitted through poor optima[/] at {law['axis']} " + \
