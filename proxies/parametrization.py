@@ -144,7 +144,7 @@ def param_rules(model: nn.Module, decay_embeddings: bool = False) -> list[ParamR
         rules.append(ParamRule(
             name=name, shape=tuple(p.shape), base_shape=tuple(d.base_dim if d.isinf() else d.dim for d in infshape),
             inf_dims=tuple(i for i, d in enumerate(infshape) if d.isinf()),
-            role=role, init_std=float(p.detach().float().std()) if p.numel() > 1 else 0.0,
+            role=role, init_std=float(p.detach().float().std()) if p.numel() > 1 and not p.is_meta else 0.0,
             adam_lr_mult=adam * depth_lr, sgd_lr_mult=sgd, decays=decays, forward_mult=forward,
             depth_lr_mult=depth_lr, eps_mult=eps, width_mult=width_mult(model, p, grows),
         ))

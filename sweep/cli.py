@@ -15,8 +15,10 @@ import typer
 from rich.console import Console
 
 from sweep import errors
+from sweep.cluster.settings import RUN, WORKERS, options
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.paths import check_out_file, check_writable
+from sweep.study.bounds import check_flag
 from trainer.folders import check_path_length
 from trainer.preemption import Preempted
 
@@ -48,36 +50,29 @@ ParametrizationOption = Annotated[Parametrization | None,
 Storage = Annotated[str | None, typer.Option(help="Optuna storage URL [default: the spec's, or sqlite in the "
                                                      "study folder]")]
 StoragePasswordEnv = Annotated[str | None, typer.Option(help="environment variable holding the storage password")]
-BACKEND_FLAGS = {  # the ray and slurm flags of `sweep proxy` and `sweep verify`: name → (type, help)
-    "address": (str | None, "ray: cluster address [default: a local Ray instance]"),
-    "gpus_per_trial": (float | None, "ray: GPUs per trial (fractions share a GPU)"),
-    "cpus_per_trial": (float | None, "ray: CPUs per trial"),
-    "max_concurrent": (int | None, "ray: trials at once [default: --workers]"),
-    "partition": (str | None, "slurm: partition"),
-    "gpus_per_task": (int | None, "slurm: GPUs per array task"),
-    "cpus_per_task": (int | None, "slurm: CPUs per array task"),
-    "mem": (float | None, "slurm: memory per array task, GB"),
-    "time": (int | None, "slurm: minutes per task before it requeues"),
-    "account": (str | None, "slurm: account"),
-    "qos": (str | None, "slurm: quality of service"),
-    "array_parallelism": (int | None, "slurm: tasks running at once"),
-}
 
 
-def with_backend_flags(command: Callable) -> Callable:
-    """Give `command` the BACKEND_FLAGS as options; they reach it as one `backend_flags` dict."""
-    signature = inspect.signature(command, eval_str=True)
-    options = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
-                                 default=typer.Option(None, help=text)) for name, (kind, text) in BACKEND_FLAGS.items()]
+def with_backend_flags(entry: str) -> Callable[[Callable], Callable]:
+    """Give a command the options of its entry point (`workers` or `run`), derived from the backends' settings models
+    (sweep/cluster/settings.py); they reach it as one `backend_flags` dict (None: not given)."""
+    flags = options(entry)
 
-    @functools.wraps(command)
-    def wrapper(**kwargs):
-        flags = {name: kwargs.pop(name) for name in BACKEND_FLAGS}
-        return command(**kwargs, backend_flags=flags)
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command, eval_str=True)
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                   default=typer.Option(None, *names, help=text))
+                 for name, (kind, text, names) in flags.items()]
 
-    wrapper.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values()
-                                                          if p.name != "backend_flags"] + options)
-    return wrapper
+        @functools.wraps(command)
+        def wrapper(**kwargs):
+            given = {name: kwargs.pop(name) for name in flags}
+            return command(**kwargs, backend_flags=given)
+
+        wrapper.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values()
+                                                              if p.name != "backend_flags"] + added)
+        return wrapper
+
+    return decorate
 
 
 ROLE_SETTINGS_HELP = ("per-role setting PATH=VALUE (repeatable): optimizer.roles.ROLE.lr_mult, .weight_decay_mult, "
@@ -98,7 +93,7 @@ def coord_check_cmd(
     optimizer: Optimizer = typer.Option(Optimizer.adamw, help="its μP table (proxies.optimizers); Muon with "
                                         "adjust_lr_fn match_rms_adamw"),
     lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: the optimizer's, calibrated: "
-                                    "README]"),
+                                    "docs/guide/coord-check.md]"),
     depth: int = typer.Option(2, min=1),
     batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),
@@ -136,6 +131,29 @@ def inspect_cmd(
     console.print(inspect_table(model, width, depth, parametrization.value, opt, optimizer.value, set_))
 
 
+class RecipeFormat(str, Enum):
+    torch = "torch"
+    torchtitan = "torchtitan"
+    megatron = "megatron"
+    hf = "hf"
+    nanogpt = "nanogpt"
+
+
+@app.command("recipe", short_help="Write a RunConfig's μP recipe for torchtitan, Megatron, HF, nanoGPT or torch")
+def recipe_cmd(
+    config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
+    to: RecipeFormat = typer.Option(..., "--to", help="torch (JSON for trainer.recipe), torchtitan, megatron, hf, "
+                                    "nanogpt"),
+    out: Path | None = typer.Option(None, help="file to write (default: stdout)"),
+):
+    """Per parameter pattern: role, optimizer, LR, weight decay, init; the model's multipliers; provenance."""
+    from sweep.recipe.command import run_recipe
+
+    text = run_recipe(config, to.value, out)
+    if out is None:
+        sys.stdout.write(text)
+
+
 @app.command("train", short_help="Train one RunConfig (resumable); write curves")
 def train_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML"),
@@ -151,7 +169,7 @@ def train_cmd(
 
 
 @app.command("proxy", short_help="Sweep LR/WD/warmup/betas on a small-width proxy with Optuna (resumable)")
-@with_backend_flags
+@with_backend_flags(WORKERS)
 def proxy_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
     width: int | None = typer.Option(None, help="proxy width [default: the spec's run.model.width]"),
@@ -250,7 +268,7 @@ def compare_cmd(
 
 @app.command("verify", short_help="Measure how the optimum moves with width, batch, tokens or depth: drift, law, "
                                   "Figure 1")
-@with_backend_flags
+@with_backend_flags(WORKERS)
 def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
     widths: str = typer.Option("32,64,128,256", help="comma-separated widths (the default axis)"),
@@ -342,29 +360,18 @@ def transfer_cmd(
 
 @app.command("launch",
              short_help="Start a full run locally, on SLURM or on Ray; the same command resumes or re-attaches")
+@with_backend_flags(RUN)
 def launch_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
     backend: Backend = typer.Option(Backend.local, help="where it trains"),
-    nodes: int | None = typer.Option(None, help="slurm: nodes [default: 1]"),
-    gpus_per_node: int | None = typer.Option(None, help="GPUs per node "
-                                                        "(slurm: one task each; local: one process each)"),
-    nproc: int | None = typer.Option(None, help="local: processes under torchrun (gloo on CPU, NCCL on GPUs)"),
-    partition: str | None = typer.Option(None, help="slurm: partition"),
-    time: int | None = typer.Option(None, "--time",
-                                    help="slurm: minutes per job before it requeues and resumes [default: 60]"),
-    mem: float | None = typer.Option(None, help="slurm: memory per node, GB"),
-    account: str | None = typer.Option(None, help="slurm: account"),
-    qos: str | None = typer.Option(None, help="slurm: quality of service"),
-    address: str | None = typer.Option(None, help="ray: cluster address [default: a private local Ray instance]"),
     detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
+    backend_flags: dict = None,
 ):
     """Train RUN.yaml with resume on the backend; print its job, log, checkpoints and curve; exit 0 when done."""
     from sweep.launch.command import run_launch
     from sweep.launch.request import LaunchRequest
 
-    request = LaunchRequest(backend=backend.value, nodes=nodes, gpus_per_node=gpus_per_node, nproc=nproc,
-                            partition=partition, time=time, mem=mem, account=account, qos=qos, address=address,
-                            detach=detach)
+    request = LaunchRequest(backend=backend.value, flags=backend_flags, detach=detach)
     raise typer.Exit(run_launch(config, request, console))
 
 
@@ -432,14 +439,16 @@ def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the
     raise typer.Exit(run_demo(workers, console))
 
 
+NAMED_OR_PATH = {"study", "refs", "name"}  # a sweep's name or its spec, run ids, an example: names a path too
 OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes a file or a folder and checks its own
 
 
 def checked_flags(command: Callable, name: str) -> Callable:
     """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
-    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a path past the file system's
-    name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder where a file
-    goes, a file in the way of a folder, a read-only place)."""
+    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a number past its kind's
+    bound (sweep/study/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the
+    file system's name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder
+    where a file goes, a file in the way of a folder, a read-only place)."""
     shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
              for flag, p in inspect.signature(command).parameters.items()}
 
@@ -448,8 +457,12 @@ def checked_flags(command: Callable, name: str) -> Callable:
         for flag, value in kwargs.items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"{shown[flag]}: must be a finite number, got {value}")
-            if isinstance(value, Path):
-                check_path_length(value, shown[flag])
+            check_flag(name, flag, shown[flag], value)
+            if isinstance(value, Path) or flag in NAMED_OR_PATH and isinstance(value, str):
+                check_path_length(Path(value), shown[flag])
+            if flag in NAMED_OR_PATH and isinstance(value, list):
+                for item in value:
+                    check_path_length(Path(item), shown[flag])
         out = kwargs.get("out")
         if out is not None and name != "init":
             check_writable(out, "--out") if name in OUT_FOLDER else check_out_file(out)

@@ -27,6 +27,7 @@ from rich.rule import Rule
 
 from sweep import examples
 from sweep.coord_check.command import run_coord_check
+from sweep.errors import InputError
 from sweep.launch.command import run_launch
 from sweep.launch.request import LaunchRequest
 from sweep.paths import results_root
@@ -62,6 +63,8 @@ def target(run: RunConfig) -> Target:
 
 
 def run_demo(workers: int, console: Console) -> int:
+    if workers < 1:  # checked before the first step writes: a refused flag ran the coordinate check first
+        raise InputError(f"--workers: must be at least 1, got {workers}")
     with as_file(examples.example("demo")) as spec:  # a real file even if the package is zipped
         return _run_demo(spec, workers, console)
 

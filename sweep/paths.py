@@ -1,7 +1,8 @@
 """Where results go, and what may be read or written there: the path rules every command shares.
 
 - The results root is the given root, else $SWEEP_ROOT, else ./studies; a root that names a file is refused.
-- A sweep's name (the folder ROOT/NAME) is a NAME (trainer.config): never `.`, `..`, hidden or overlong.
+- A sweep's name (the folder ROOT/NAME) is a NAME (trainer.config): never `.`, `..`, hidden or overlong. A name read
+  back from a file or a storage (an Optuna study's name, launch.json's run and study) is input too: `stored_name`.
 - Nothing read or written under the root may leave it once symlinks are resolved (`inside_root`): a run's
   `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed.
 - An output file (`--out`) is checked before any work: not an existing folder, its parent a writable folder
@@ -13,21 +14,30 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweep.errors import InputError
-from trainer.config import check_name
-from trainer.folders import check_writable
+from trainer import folders
+from trainer.config import ConfigError, check_name
+from trainer.folders import check_path_length, check_writable
+
+STORED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")  # a name read back: one folder's worth
 
 if TYPE_CHECKING:
     from trainer.config import RunConfig
 
 
+ROOM = 1024  # bytes below the root: a sweep's name, a run's name and the files in its folder
+
+
 def results_root(root: str | None = None) -> Path:
     """Where studies' results go: the given root, else $SWEEP_ROOT, else ./studies (made when first written)."""
     path = Path(root or os.environ.get("SWEEP_ROOT") or "studies")
+    # the root and a study's files below it (NAME/runs/RUN/checkpoints/…: up to ~700 bytes) within PATH_MAX
+    check_path_length(path, "results root ($SWEEP_ROOT)", room=ROOM)
     if path.exists() and not path.is_dir():
         raise InputError(f"results root ($SWEEP_ROOT): {path} is not a folder")
     return path
@@ -41,17 +51,30 @@ def sweep_name(name: str, field: str) -> str:
         raise InputError(f"{field}: {err}") from None
 
 
+def stored_name(value: object, field: str, source: object) -> str:
+    """A name read back from `source` (a storage, a run's launch.json) if it can name one folder (NAME's letters,
+    at most 255 of them: a study name is a sweep's NAME with a suffix), else an InputError naming the field and
+    where it was read. Such names build folders and pages, so a stored `../../x` or `<script>` is refused exactly as
+    the same text given on the command line is."""
+    if isinstance(value, str) and STORED_NAME.fullmatch(value):
+        return value
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+    raise InputError(f"{field}: {source} holds the name {shown}, not 1 to 255 letters, digits, '.', '_' or '-' "
+                     "(not starting with '.' or '-'); refused")
+
+
 def inside_root(path: Path, root: Path, field: str) -> Path:
-    """`path` resolved (symlinks followed), refused unless it stays inside the resolved `root`; a link loop is
-    refused too."""
+    """The root rule (`trainer.folders.inside_root`) as an InputError: `path` resolved, refused unless inside `root`."""
     try:
-        resolved, top = path.resolve(), root.resolve()
-    except (OSError, RuntimeError) as err:  # RuntimeError: Python's own "Symlink loop from …"
-        raise InputError(f"{field}: {path} cannot be resolved ({type(err).__name__}: a symlink loop?); refused") \
-            from None
-    if resolved != top and top not in resolved.parents:
-        raise InputError(f"{field}: {path} leads out of the results root {top} (to {resolved}); refused")
-    return resolved
+        return folders.inside_root(path, root, field)
+    except ConfigError as err:
+        raise InputError(str(err)) from None
+
+
+def default_storage(root: Path, name: str) -> Path:
+    """ROOT/NAME/optuna.db, the sweep's default storage, resolved: refused when it (or its folder) is a link out of
+    the root, so no command reads or writes another file through it."""
+    return inside_root(root / name / "optuna.db", root, "storage")
 
 
 def read_json(path: Path, field: str) -> dict | None:

@@ -26,8 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN_BELOW_SWEEP = ("sweep", "optuna", "ray", "submitit")
 # The packages of sweep/ that are commands (`sweep NAME`; results/ also holds sql, export, compare and report).
-COMMAND_PACKAGES = {"coord_check", "doctor", "init", "inspect", "launch", "proxy", "results", "status", "transfer",
-                    "verify"}
+COMMAND_PACKAGES = {"coord_check", "doctor", "init", "inspect", "launch", "proxy", "recipe", "results", "status",
+                    "transfer", "verify"}
 MAX_LAYERS = 7
 LIGHT_COMMANDS = [["--help"], ["sql", "select 42"], ["status"], ["export", "nosuchsweep"],
                   ["results", "nosuchsweep", "--no-plots"]]

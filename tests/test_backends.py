@@ -43,13 +43,13 @@ def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_p
     (("--backend", "slurm", "--partition", "gpu nodes!", "--storage", "journal:j.log"),
      "--partition: String should match"),
     (("--backend", "slurm", "--gpus-per-task", "-1", "--storage", "journal:j.log"),
-     "--gpus-per-task: Input should be greater than or equal to 0"),
+     "--gpus-per-node: must be at least 0, got -1"),
     (("--backend", "slurm"), "--storage: --backend slurm needs a storage every node reaches"),
-    (("--backend", "ray", "--gpus-per-trial", "-0.5"), "--gpus-per-trial: Input should be greater than or equal to 0"),
+    (("--backend", "ray", "--gpus-per-trial", "-0.5"), "--gpus-per-trial: must be at least 0, got -0.5"),
     (("--backend", "ray", "--gpus-per-trial", "1.5"), "--gpus-per-trial: Value error, a fraction is allowed up to 1"),
     (("--backend", "ray", "--address", "127.0.0.1:{port}", "--storage", "journal:j.log"),
      "--address: cannot reach the Ray cluster at 127.0.0.1:"),
-    (("--backend", "local", "--partition", "gpu"), "--partition: an option of --backend slurm, not local"),
+    (("--backend", "local", "--partition", "gpu"), "--partition: a slurm flag; --backend local takes"),
     (("--backend", "ray", "--detach"), "--detach: only --backend slurm"),
 ])
 def test_a_bad_backend_option_is_one_line_exit_2_and_nothing_written(tmp_path, run_cli, monkeypatch, args, message):

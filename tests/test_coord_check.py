@@ -44,6 +44,14 @@ def test_each_optimizer_passes_in_mup_and_fails_in_sp(run_cli, tmp_path, optimiz
     assert code == 1 and "FAIL" in out, out
 
 
+def test_schedule_free_passes_the_gpt_with_heads_fixed_at_its_default_lr(run_cli, tmp_path):
+    """At its former default LR 2^-6 Schedule-Free's attention logits grew +0.37 and +0.43 with the head dim
+    (heads fixed): the narrow width's q·k ran ahead at a large step (+0.01 at 2^-7). Defaults, as a user runs it."""
+    args = ["coord-check", "--model", "gpt", "--optimizer", "schedulefree_adamw", "--opt", "n_head=4"]
+    code, out, _ = run_cli(*args, "--out", tmp_path / "mup")
+    assert code == 0 and "PASS" in out, out
+
+
 @pytest.mark.parametrize("model,extra", [("gpt", ["--opt", "head_dim=16", "--steps", "4"]), ("mlp", []),
                                          ("resnet", ["--steps", "4"])])
 def test_sp_fails_and_writes_sizes_updates_and_grid(run_cli, tmp_path, model, extra):

@@ -113,6 +113,14 @@ def test_bad_sql_and_reads_outside_the_root_are_one_line_exit_2(cli, statement, 
     assert code == 2 and out == "" and err.startswith(message) and err.count("\n") == 1, err
 
 
+def test_a_cell_of_gigabytes_is_cut_inside_duckdb_before_it_is_printed(cli):
+    """A text of 10^8 characters (and a list of 10^6 numbers) hung the terminal table for minutes: the table shows
+    200 characters of it, cut inside DuckDB; CSV keeps the whole value."""
+    code, out, err = cli("sql", "SELECT repeat('x', 100000000) AS big, range(1000000) AS many, 1.5 AS small")
+    assert code == 0, err
+    assert out.count("x") == 200 and out.count("…") == 2 and "1.5" in out and len(out) < 20_000  # folded lines
+
+
 def test_table_csv_and_parquet_output(cli, swept):
     code, out, _ = cli("sql", "SELECT run, step, train_loss FROM curves WHERE kind = 'proxy' ORDER BY run, step")
     assert code == 0 and "w16-mup-t00001-s0" in out and "train_loss" in out

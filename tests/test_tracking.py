@@ -204,7 +204,7 @@ def test_every_logged_step_reaches_each_tracker_once_across_a_kill_9_and_resume(
 
     points, runs = wandb_history(cfg.run_dir(), "train_loss")
     # W&B's offline writer runs in its own service process and buffers: what it had not written when the run was
-    # killed is lost, and the step in doubt is not sent again (the README says so). Each step it has is there once,
+    # killed is lost, and the step in doubt is not sent again (docs/full-runs.md). Each step it has is there once,
     # and every step after the one in doubt is.
     assert sorted(set(points)) == points and set(points) <= set(want)
     assert [s for s, _ in points if s > 14] == list(range(15, STEPS + 1))

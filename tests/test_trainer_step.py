@@ -265,6 +265,18 @@ def test_compiled_model_trains_like_eager(tmp_path):
     assert b["tokens_per_s"].isna().tolist() == [True, False, False] and a["tokens_per_s"].notna().all()
 
 
+def test_sweep_train_of_a_compiled_config_shows_its_progress_and_completes(tmp_path, run_cli):
+    """Through the command, progress bar on: the first logged step's throughput is None while the model compiles,
+    and the bar formatted it as a number (a traceback at step 1 of every `compile: true` run)."""
+    path = tmp_path / "run.yaml"
+    path.write_text(config(tmp_path, steps=3, compile=True, output={"run": "compiled"}).to_yaml())
+
+    code, out, err = run_cli("train", path)
+
+    assert code == 0, err
+    assert "completed: compiled at step 3" in out and "Traceback" not in out + err
+
+
 def test_a_long_lived_process_compiles_its_ninth_model_too():
     """Classic bug: Dynamo's recompile limit (8 per code object) spans the process, so a sweep worker's ninth
     compiled model of one class runs eager from then on, with only a line in Dynamo's log."""

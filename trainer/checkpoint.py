@@ -14,10 +14,15 @@ Sharded (`parallel.kind: fsdp`): a checkpoint is a folder `step-NNNNNNNNN/` writ
 optimizer), beside `train_state.pt` (rank 0: every other part, as above). DCP stores each tensor with its global
 shape, so a run resumes into any number of processes. The folder is written under a hidden name and renamed when
 complete; DCP's index (`.metadata`, a pickle) is read by an unpickler that builds DCP's own records and nothing
-else, and its other files are loaded by torch with `weights_only=True`.
+else, every file it names is a file of the folder itself, and every entry of those files, tensors and bytes alike
+(DCP's own planner unpickles bytes entries with `weights_only=False`), is loaded with `weights_only=True`.
+
+A checkpoint is read only where its run's results root holds it once links are resolved (`inside_root`): a
+checkpoint, a sharded folder or a file in one linked out of the root is refused, never loaded.
 """
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import re
@@ -29,15 +34,17 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint import CheckpointException, FileSystemReader
+from torch.distributed.checkpoint import CheckpointException, DefaultLoadPlanner, FileSystemReader
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from torch.distributed.tensor import DTensor
 
 from trainer.atomic import atomic_path
 from trainer.config import ConfigError
+from trainer.folders import inside_root
 
 NAME = re.compile(r"^step-(\d{9})(\.pt)?$")  # a file (one process wrote it) or a folder (sharded)
 REST = "train_state.pt"  # in a sharded checkpoint: the parts that are not sharded
+FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")  # a file DCP's index may name: one in the folder itself
 
 
 class CheckpointError(ConfigError):
@@ -109,8 +116,10 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
 
 def reason(err: Exception) -> str:
     """What torch said, on one line: the weights-only unpickler's finding (what it would not load) when it gave one."""
+    if isinstance(err, CheckpointException) and err.failures:  # DCP's wrapper: the first rank's own error
+        err = next(iter(err.failures.values()))
     text = str(err)
-    found = re.search(r"(?:Trying to load )?[Uu]nsupported [^\n]+", text)
+    found = re.search(r"(?:Trying to load )?[Uu]nsupported [^\n\\]+", text)
     lines = [line for line in text.splitlines() if line.strip()]
     return " ".join((found.group(0) if found else lines[0] if lines else type(err).__name__).split())[:200]
 
@@ -126,6 +135,16 @@ def delete_after(folder: Path, step: int) -> None:
     for path in list_checkpoints(folder):
         if step_of(path) > step:
             remove(path)
+
+
+def check_in_root(path: Path, root: Path) -> None:
+    """A checkpoint is read only when it, and every file of a sharded one, stays inside the results root once links
+    are resolved: a checkpoint linked out of the root (or a folder, or a file in it) is refused before it is read."""
+    for part in [path, *(sorted(path.iterdir()) if path.is_dir() and not path.is_symlink() else [])]:
+        try:
+            inside_root(part, root, "checkpoint")
+        except ConfigError as err:
+            raise CheckpointError(str(err)) from None
 
 
 def is_sharded(path: Path) -> bool:
@@ -167,7 +186,8 @@ def load_sharded(path: Path, templates: Mapping[str, Any]) -> dict:
     rest = load_checkpoint(path / REST)
     sharded = {name: templates[name]() for name in rest.pop("sharded")}
     try:
-        dcp.load(sharded, storage_reader=SafeReader(path))
+        SafeReader(path).read_metadata()  # the index is checked here, not inside DCP (which logs a traceback)
+        dcp.load(sharded, storage_reader=SafeReader(path), planner=SafePlanner())
     except (CheckpointException, pickle.UnpicklingError, RuntimeError, EOFError, OSError, KeyError) as err:
         raise CheckpointError(f"checkpoint: {path} is refused: its sharded parts do not load ({reason(err)}); "
                               "only this trainer's checkpoints are resumed: move it away or set another output.run"
@@ -183,10 +203,27 @@ class SafeReader(FileSystemReader):
             metadata = DcpUnpickler(file).load()
         if not isinstance(metadata, Metadata):
             raise pickle.UnpicklingError(f"the index holds a {type(metadata).__name__}, not DCP metadata")
+        for info in (metadata.storage_data or {}).values():
+            named = getattr(info, "relative_path", None)
+            if not isinstance(named, str) or not FILE.fullmatch(named):
+                raise pickle.UnpicklingError(f"the index names the file {named!r}; a checkpoint's entries are files "
+                                             "of its own folder")
         if getattr(metadata, "storage_meta", None) is None:
             metadata.storage_meta = StorageMeta()
         metadata.storage_meta.load_id = self.load_id
         return metadata
+
+
+class SafePlanner(DefaultLoadPlanner):
+    """DCP's planner, its bytes entries (the optimizer's param_groups: numbers, strings, tuples) unpickled with
+    `weights_only=True`; DCP's own `load_bytes` would run any pickle an index points it at."""
+
+    def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
+        plain = torch.load(value, weights_only=True)  # refuses any global beyond tensors and plain containers
+        again = io.BytesIO()
+        torch.save(plain, again)  # what DCP's loader then reads back holds nothing but what was admitted above
+        again.seek(0)
+        super().load_bytes(read_item, again)
 
 
 class DcpUnpickler(pickle.Unpickler):

@@ -30,6 +30,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from trainer.atomic import atomic_path
+from trainer.written import reading
 
 PARTITIONS = ("study", "kind", "run")
 # the trainer's numeric columns, present in every part
@@ -188,9 +189,18 @@ def read_run(folder, columns: list[str] | None = None) -> pd.DataFrame | None:
     parts = live_parts(Path(folder).glob("part-*.parquet"))
     if not parts:
         return None
-    tables = [pq.read_table(path, columns=columns) for path in parts]
+    tables = []
+    for path in parts:
+        with reading(path, "curve part"):
+            tables.append(pq.read_table(path, columns=columns))
     frame = pa.concat_tables(tables, promote_options="default").to_pandas()
     return frame.sort_values("step", kind="stable").reset_index(drop=True)
+
+
+def read_schema(path) -> pa.Schema:
+    """A curve part's schema, from its footer; a damaged part is a DamagedFile naming it."""
+    with reading(path, "curve part"):
+        return pq.read_schema(path)
 
 
 def read_curves(root, **filters) -> pd.DataFrame:
@@ -205,7 +215,7 @@ def read_curves(root, **filters) -> pd.DataFrame:
     files = [str(f) for f in live_parts(root.glob("study=*/kind=*/run=*/part-*.parquet"))]
     partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in PARTITIONS]), flavor="hive")
     known = pa.schema([("step", pa.int64()), *((c, pa.float64()) for c in FLOAT_COLUMNS)])
-    schema = pa.unify_schemas([known, *(pq.read_schema(f) for f in files), partitioning.schema])
+    schema = pa.unify_schemas([known, *(read_schema(f) for f in files), partitioning.schema])
     dataset = ds.dataset(files, schema=schema, format="parquet", partitioning=partitioning,
                          partition_base_dir=str(root))
     condition = None
@@ -214,5 +224,6 @@ def read_curves(root, **filters) -> pd.DataFrame:
             raise ValueError(f"read_curves: no column {key!r} to filter on")
         term = ds.field(key) == value
         condition = term if condition is None else condition & term
-    frame = dataset.to_table(filter=condition).to_pandas() if files else schema.empty_table().to_pandas()
+    with reading(root, "curves"):  # a part whose footer reads but whose data is cut
+        frame = dataset.to_table(filter=condition).to_pandas() if files else schema.empty_table().to_pandas()
     return frame.sort_values([*PARTITIONS, "step"], kind="stable").reset_index(drop=True)

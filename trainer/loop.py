@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -36,6 +37,7 @@ from trainer.atomic import atomic_path
 from trainer.build import build
 from trainer.checkpoint import (
     CheckpointError,
+    check_in_root,
     checkpoint_path,
     delete_after,
     is_sharded,
@@ -52,6 +54,7 @@ from trainer.curves import CurveWriter
 from trainer.divergence import Divergence
 from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_device
 from trainer.flops import flops_per_token, peak_flops
+from trainer.folders import check_writable, inside_root
 from trainer.noise_scale import NoiseScale
 from trainer.optim import averaged_weights, train_mode
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
@@ -59,6 +62,7 @@ from trainer.preemption import Preemption
 from trainer.signals import Signals
 from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
 from trainer.tracking import Trackers, check_trackers
+from trainer.written import reading
 
 EVAL_SEED_OFFSET = 1_000_003  # val batches and noise-scale batches use generators of their own
 
@@ -159,6 +163,7 @@ def compile_for_run(module: torch.nn.Module, **options) -> torch.nn.Module:
 
 
 def check_start(cfg: RunConfig, run: rt.Runtime, resume: bool) -> None:
+    check_writable(cfg.run_dir() / "checkpoints", "output.run")  # a file where the folder goes, a read-only disk
     if list_checkpoints(cfg.run_dir() / "checkpoints") and not resume:
         raise RunExists(f"output.run: {cfg.run_dir()} already has checkpoints; pass --resume to continue it, "
                         "or set output.run")
@@ -206,13 +211,15 @@ class Trainer:
     def fit_steps(self, resume: bool, preemption: Preemption) -> RunResult:
         if resume:
             self.resume()
+        recorded = self.run_dir / "result.json"
+        if self.state.step >= self.total_steps and recorded.exists():  # resumed a finished run: what it recorded
+            inside_root(recorded, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
+            with reading(recorded, "run result"):  # read before anything is written
+                return RunResult(**json.loads(recorded.read_text()))
         if self.guard is not None:
             self.guard.write_events()  # events of a branch lost with the kill are dropped, as curve rows are
         self.open_outputs()
-        if self.state.step >= self.total_steps:  # resumed a finished run: report what it recorded
-            recorded = self.run_dir / "result.json"
-            if recorded.exists():
-                return RunResult(**json.loads(recorded.read_text()))
+        if self.state.step >= self.total_steps:  # finished, killed before its result was written
             return RunResult(self.run_id, "completed", self.state.step, None, None)
         self.prepare_steps()
         if self.guard is not None and self.state.step == 0:
@@ -269,13 +276,17 @@ class Trainer:
         """The run's optimizer state resumes only into the optimizer that wrote it (the config the run was started
         with is beside it): Lion would load AdamW's moments and groups without a word."""
         started = self.run_dir / "config.yaml"
+        if started.is_file():
+            inside_root(started, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
         before = RunConfig.load(started).optimizer.name if started.is_file() else self.cfg.optimizer.name
         if before != self.cfg.optimizer.name:
             raise CheckpointError(f"optimizer.name: the run {self.run_id} was started with {before}; resume it with "
                                   f"{before}, or set another output.run for {self.cfg.optimizer.name}")
 
     def load(self, path) -> dict:
-        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes."""
+        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes, read only inside the
+        results root."""
+        check_in_root(path, Path(self.cfg.output.root))
         if is_sharded(path) != self.cfg.sharded():
             written = "sharded (parallel.kind fsdp)" if is_sharded(path) else "unsharded (parallel.kind ddp)"
             raise CheckpointError(f"parallel.kind: {path} was written {written}; resume it with the kind that wrote "

@@ -11,6 +11,8 @@ yaml.YAMLError the callers turn into one line naming the file):
 - a key given twice in one mapping (PyYAML keeps the last one silently);
 - a document whose aliases expand it past MAX_NODES nodes: the "billion laughs" bomb, 855 bytes
   that become 10⁹ nodes once hashed or dumped, is refused while it is composed, before any expansion;
+- a document nested deeper than MAX_DEPTH collections: PyYAML composes (and every reader walks) a document
+  recursively, so 50,000 `[` in under 1 MiB ended in a RecursionError; refused while composed;
 - a file that is not a regular file (a FIFO, `/dev/zero`, a folder) or is over MAX_BYTES (`read_file`).
 """
 from __future__ import annotations
@@ -26,6 +28,8 @@ import yaml
 
 MAX_BYTES = 1 << 20  # 1 MiB of YAML: a spec or a RunConfig is a few KiB
 MAX_NODES = 100_000  # nodes of the document once every alias is expanded
+MAX_DIGITS = 100  # characters of one integer
+MAX_DEPTH = 100  # collections nested in one another: a config nests 4 deep, Python's stack ends near 1,000
 
 
 class Loader(yaml.SafeLoader):
@@ -40,6 +44,18 @@ class Loader(yaml.SafeLoader):
                                                         key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"it nests deeper than {MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def compose_document(self) -> yaml.Node:
         node = super().compose_document()
@@ -79,6 +95,9 @@ def construct_int(loader: Loader, node: yaml.ScalarNode) -> int:
     """A core-schema int: decimal (a leading zero too: `017` is 17), `0o` octal or `0x` hex."""
     text = loader.construct_scalar(node)
     base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+    if len(text) > MAX_DIGITS:  # Python's int() refuses 4,300 digits; every field's bound is far below 100
+        raise yaml.constructor.ConstructorError(None, None, f"an integer of {len(text)} characters (at most "
+                                                f"{MAX_DIGITS})", node.start_mark)
     return int(text[2:] if base != 10 else text, base)
 
 

@@ -7,20 +7,15 @@ from sweep.backends.base import Backend, Execution
 from sweep.backends.local import LocalBackend
 from sweep.backends.ray import RayBackend
 from sweep.backends.slurm import SlurmBackend
-from sweep.errors import InputError
 from sweep.study.spec import StudySpec
 
 BACKENDS = {"local": LocalBackend, "ray": RayBackend, "slurm": SlurmBackend}
 
 
 def get_backend(name: str, spec: StudySpec, workers: int = 1, flags: dict | None = None) -> Backend:
-    """The backend `name` with its settings: the spec's section of its name, under the flags given."""
-    given = {flag: value for flag, value in (flags or {}).items() if value is not None}
-    for flag in given:
-        if flag not in BACKENDS[name].flags:
-            owner = next(b for b, cls in BACKENDS.items() if flag in cls.flags)
-            raise InputError(f"--{flag.replace('_', '-')}: an option of --backend {owner}, not {name}")
-    return BACKENDS[name].create(spec, workers, given)
+    """The backend `name` with its settings (sweep/cluster/settings.py): the spec's section of its name, under the
+    flags given; a flag of another backend is one InputError naming it."""
+    return BACKENDS[name].create(spec, workers, flags or {})
 
 
 __all__ = ["Backend", "Execution", "get_backend", "BACKENDS"]

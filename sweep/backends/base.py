@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from sweep.study.spec import StudySpec, with_flags
+from sweep.cluster.settings import WORKERS, settings
+from sweep.study.spec import StudySpec
 from sweep.study.study import SweepJob
 
 
@@ -29,13 +30,13 @@ class Execution(ABC):
 
 class Backend(ABC):
     name: str
-    flags: tuple[str, ...] = ()  # its own command-line options (also settable in the spec's section of its name)
 
     @classmethod
     def create(cls, spec: StudySpec, workers: int, flags: dict) -> Backend:
         """The backend with its settings: the spec's section of its name, if it has one, under the flags given."""
         section = getattr(spec, cls.name, None)
-        return cls(workers) if section is None else cls(workers, with_flags(section, flags))
+        options = settings(cls.name, WORKERS, flags, base=section)
+        return cls(workers) if section is None else cls(workers, options)
 
     def check(self, job: SweepJob) -> None:  # noqa: B027 (an optional hook: the local backend accepts every job)
         """Reject what this backend cannot run (an InputError), before anything is written."""

@@ -5,6 +5,7 @@ import yaml
 
 from proxies.data import DataSource, open_data
 from sweep.errors import InputError
+from sweep.study.bounds import check_list
 from trainer import yaml_io
 
 DEFAULT_DATA = {"gpt": "stdlib", "mlp": "synthetic-vectors", "resnet": "synthetic-images"}
@@ -27,9 +28,11 @@ def parse_options(pairs: list[str] | None) -> dict:
 
 def parse_widths(text: str) -> list[int]:
     try:
-        widths = sorted({int(w) for w in text.split(",") if w.strip()})
+        listed = [int(w) for w in text.split(",") if w.strip()]
     except ValueError:
-        raise InputError(f"--widths: {text!r} is not a comma-separated list of integers") from None
+        raise InputError(f"--widths: {text[:80]!r} is not a comma-separated list of integers") from None
+    check_list("--widths", listed, "width")
+    widths = sorted(set(listed))
     if len(widths) < 2 or widths[0] < 1:
         raise InputError(f"--widths: need at least two distinct positive widths, got {text!r}")
     return widths

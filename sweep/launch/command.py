@@ -20,6 +20,7 @@ from proxies.registry import check_model
 from sweep.cluster.processes import process_alive
 from sweep.launch.request import LaunchRequest
 from sweep.runs.record import finished_state, last_logged, locations, read_record, read_result
+from sweep.study.trial import check_run_folder
 from trainer.config import RunConfig
 from trainer.loop import resolve
 from trainer.tracking import check_trackers
@@ -36,15 +37,17 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     check_model(model.name, model.width, model.depth, model.parametrization,
                 **{**source.model_options(), **model.options})
     if request.backend == "slurm":
-        from sweep.cluster.slurm import check_slurm
+        from sweep.cluster.slurm import check_script, check_slurm
 
         check_slurm()
-    if request.backend == "ray" and request.address:
+        check_script(cfg.run_dir() / "slurm", job_name=cfg.run_id())
+    if request.backend == "ray" and request.settings.address:
         from sweep.cluster.ray import check_address
 
-        check_address(request.address)
+        check_address(request.settings.address)
 
     run_dir = cfg.run_dir()
+    check_run_folder(cfg)  # a folder another config trained is never reported as this one's, nor continued
     console.print(f"run {cfg.run_id()} ({cfg.output.kind}) in {run_dir.resolve()}")
     if state := finished_state(run_dir):
         return report(state, cfg, console)
@@ -54,17 +57,17 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
         console.print(f"already {where}; not starting it twice")
         return 0
     if request.backend == "local":
-        from sweep.launch.local import launch_local
+        from sweep.backends.local import launch_local
 
         code = launch_local(cfg, config, request.processes, console)
     elif request.backend == "slurm":
-        from sweep.launch.slurm import launch_slurm
+        from sweep.backends.slurm import launch_slurm
 
-        code = launch_slurm(cfg, request, record, console)
+        code = launch_slurm(cfg, request.settings, request.detach, record, console)
     else:
-        from sweep.launch.ray import launch_ray
+        from sweep.backends.ray import launch_ray
 
-        code = launch_ray(cfg, request.address, request.gpus, console)
+        code = launch_ray(cfg, request.settings.address, request.gpus, console)
     state = finished_state(run_dir)
     return report(state, cfg, console) if state and not request.detach else code
 

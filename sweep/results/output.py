@@ -17,11 +17,14 @@ from sweep.results.table import cell
 from trainer.atomic import atomic_path
 
 TABLE_ROWS = 1000  # rows printed as a table; more go to CSV or Parquet
+TABLE_CELL = 200  # characters of a text, list or binary value printed in a table; the whole value goes to CSV
 NESTED = ("list", "struct", "map", "array", "union")
 
 
 def print_table(result: duckdb.DuckDBPyRelation, console: Console) -> None:
-    frame = fetch(lambda: result.limit(TABLE_ROWS + 1).df())
+    """At most TABLE_ROWS rows of at most TABLE_CELL characters a cell, cut inside DuckDB: a value of gigabytes
+    (`SELECT repeat('x', 10^9)`) is never fetched into Python nor laid out by the terminal table."""
+    frame = fetch(lambda: shortened(result.limit(TABLE_ROWS + 1)).df())
     table = Table(title_justify="left")
     for column in frame.columns:
         table.add_column(str(column), overflow="fold")
@@ -58,6 +61,18 @@ def write_stream(result: duckdb.DuckDBPyRelation, sink, fmt: str) -> None:
     with writer:
         for batch in reader:
             writer.write_batch(batch)
+
+
+def shortened(result: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """`result` with each text, binary or nested column cut to TABLE_CELL characters (… marks a cut)."""
+    long = {c for c, t in zip(result.columns, result.types, strict=True) if t.id in (*NESTED, "varchar", "blob")}
+    if not long:
+        return result
+    quoted = {c: '"' + c.replace('"', '""') + '"' for c in result.columns}
+    cut = ("CASE WHEN length(CAST({q} AS VARCHAR)) > {n} THEN left(CAST({q} AS VARCHAR), {n}) || '…' "
+           "ELSE CAST({q} AS VARCHAR) END AS {q}")
+    return result.project(", ".join(cut.format(q=quoted[c], n=TABLE_CELL) if c in long else quoted[c]
+                                    for c in result.columns))
 
 
 def flat(result: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:

@@ -10,6 +10,7 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt
 import optuna
+from markupsafe import Markup
 from optuna.trial import TrialState
 
 from sweep.study.lookup import read_curve
@@ -71,12 +72,14 @@ def save_png(figure: plt.Figure, path: Path) -> Path:
 
 
 def save_html(figures: list, path: Path, title: str) -> Path:
-    """One page, plotly.js embedded once (no network needed to open it)."""
-    parts = [f"<h2>{name}</h2>" + fig.to_html(full_html=False, include_plotlyjs=(i == 0))
-             for i, (name, fig) in enumerate(figures)]
+    """One page, plotly.js embedded once (no network needed to open it); the title is escaped (`Markup.format`)."""
+    parts = Markup("").join(Markup("<h2>{}</h2>{}").format(name, Markup(fig.to_html(full_html=False,
+                                                                                   include_plotlyjs=(i == 0))))
+                            for i, (name, fig) in enumerate(figures))
+    page = Markup("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+                  "<body><h1>{title}</h1>{parts}</body></html>").format(title=title, parts=parts)
     with atomic_path(path) as tmp:
-        tmp.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
-                       f"<body><h1>{title}</h1>{''.join(parts)}</body></html>")
+        tmp.write_text(page)
     return path
 
 

@@ -7,16 +7,20 @@ settings they carry. Images are embedded as data URIs and nothing is fetched, so
 offline and can be mailed. A section whose step has not run says which command makes it.
 One line of inline script marks each image the browser loaded and sized once the page has loaded
 (`data-rendered`, its pixel width), which the headless-browser test reads back from the DOM.
+
+Every text the page shows is escaped by construction: the page is built from `Markup` templates (Jinja's escaper,
+markupsafe) whose `.format` escapes each value, so a study name, a path or a field read back from a file the run or
+a user wrote reaches the page as text, never as markup; only a fragment built the same way passes whole.
 """
 from __future__ import annotations
 
 import base64
-import html
 import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from markupsafe import Markup
 from rich.console import Console
 
 from sweep.paths import inside_root, results_root
@@ -35,12 +39,12 @@ STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em aut
 section{border-top:1px solid #ccc;padding:.5em 0 1.5em}img{max-width:100%}pre{background:#f6f6f6;padding:1em;
 overflow-x:auto;font-size:12px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}
 .missing{color:#a60}"""
-MARK_RENDERED = ("<script>addEventListener('load',()=>document.querySelectorAll('img').forEach(i=>"
+MARK_RENDERED = Markup("<script>addEventListener('load',()=>document.querySelectorAll('img').forEach(i=>"
                  "{if(i.complete&&i.naturalWidth)i.dataset.rendered=i.naturalWidth}))</script>")
 
 
-def png_tag(data: bytes, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+def png_tag(data: bytes, alt: str) -> Markup:
+    return Markup('<img alt="{}" src="data:image/png;base64,{}">').format(alt, base64.b64encode(data).decode())
 
 
 def figure_png(figure: plt.Figure) -> bytes:
@@ -50,86 +54,86 @@ def figure_png(figure: plt.Figure) -> bytes:
     return buffer.getvalue()
 
 
-def missing(command: str) -> str:
-    return f'<p class="missing">not run yet: <code>{html.escape(command)}</code></p>'
+def missing(command: str) -> Markup:
+    return Markup('<p class="missing">not run yet: <code>{}</code></p>').format(command)
 
 
-def section(key: str, title: str, body: str) -> str:
-    return f'<section id="{key}"><h2>{html.escape(title)}</h2>{body}</section>'
+def section(key: str, title: str, body: Markup) -> Markup:
+    return Markup('<section id="{}"><h2>{}</h2>{}</section>').format(key, title, body)
 
 
-def coord_check_section(root: Path, model: str) -> str:
+def coord_check_section(root: Path, model: str) -> Markup:
     folder = inside_root(root / "coord-check" / f"{model}-mup", root, "coord-check")
     if not (folder / "coord_check.png").is_file():
         return missing(f"sweep coord-check --model {model}")
     verdict = pd.read_parquet(inside_root(folder / "verdict.parquet", root, "coord-check"))
     passed = int(verdict["passed"].sum())
-    return (f"<p>{passed} of {len(verdict)} module checks pass ({folder})</p>"
+    return (Markup("<p>{} of {} module checks pass ({})</p>").format(passed, len(verdict), folder)
             + png_tag(inside_root(folder / "coord_check.png", root, "coord-check").read_bytes(), "coordinate check"))
 
 
-def sweep_sections(study, plots: Path) -> dict[str, str]:
+def sweep_sections(study, plots: Path) -> dict[str, Markup]:
     written, skipped = write_plots(study, plots, top=5)
     names = {p.stem: p for p in written}
     out = {}
     for key in ("history", "importance", "parallel"):
         out[key] = png_tag(names[key].read_bytes(), key) if key in names else \
-            f'<p class="missing">{html.escape(skipped.get(key, skipped.get("all", "no plot")))}</p>'
+            Markup('<p class="missing">{}</p>').format(skipped.get(key, skipped.get("all", "no plot")))
     return out
 
 
-def verify_section(root: Path, name: str, spec: str) -> str:
+def verify_section(root: Path, name: str, spec: str) -> Markup:
     summary = read_summary(root, name)
     if summary is None:
         return missing(f"sweep verify {spec}")
     folder = root / verify_name(name, "optimizer.lr")
     one = (summary.get("seeds") or 1) == 1
-    rows = "".join(f"<tr><td>{p}</td><td>{octaves(v.get('drift'))}</td>"
-                   f"<td>{'unknown (one seed)' if one else '±' + octaves(v.get('noise'))}</td>"
-                   f"<td>{'' if v['passed'] is None else 'pass' if v['passed'] else 'FAIL'}</td></tr>"
-                   for p, v in summary["parametrizations"].items())
-    shown = {key: html.escape(str(summary.get(key, "?"))) for key in ("param", "widths", "seeds", "max_drift")}
-    return (f"<p>optimum of {shown['param']} across widths {shown['widths']}, {shown['seeds']} seed(s); "
-            f"bound {shown['max_drift']} octave(s)</p><table><tr><th>parametrization</th><th>drift (octaves)</th>"
-            f"<th>seed noise</th><th>verdict</th></tr>{rows}</table>"
+    row = Markup("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>")
+    rows = Markup("").join(row.format(p, octaves(v.get("drift")),
+                                      "unknown (one seed)" if one else "±" + octaves(v.get("noise")),
+                                      "" if v["passed"] is None else "pass" if v["passed"] else "FAIL")
+                           for p, v in summary["parametrizations"].items())
+    shown = {key: summary.get(key, "?") for key in ("param", "widths", "seeds", "max_drift")}
+    return (Markup("<p>optimum of {param} across widths {widths}, {seeds} seed(s); bound {max_drift} octave(s)</p>"
+                   "<table><tr><th>parametrization</th><th>drift (octaves)</th><th>seed noise</th><th>verdict</th>"
+                   "</tr>{rows}</table>").format(**shown, rows=rows)
             + law_line(summary.get("laws", {}).get("mup"))
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
-            + "".join(ladder_section(root, name, axis, width) for axis in ("batch_size", "tokens", "steps", "depth")
-                      for width in (None, *ladder_widths(root, name, "optimizer.lr", axis))))
+            + Markup("").join(ladder_section(root, name, axis, width)
+                              for axis in ("batch_size", "tokens", "steps", "depth")
+                              for width in (None, *ladder_widths(root, name, "optimizer.lr", axis))))
 
 
-def law_line(law: dict | None) -> str:
+def law_line(law: dict | None) -> Markup:
     """μP's width law: its slope prior → measured → posterior and its equivalence verdict ("" when none)."""
     if not law:
-        return ""
-    return f"<p>μP width law: {html.escape(chain_text(law))}; {html.escape(law.get('certificate', ''))}</p>"
+        return Markup("")
+    return Markup("<p>μP width law: {}; {}</p>").format(chain_text(law), law.get("certificate", ""))
 
 
-def ladder_section(root: Path, name: str, axis: str, width: int | None) -> str:
+def ladder_section(root: Path, name: str, axis: str, width: int | None) -> Markup:
     """A `sweep verify --across AXIS` law (at a second width: `--ladder-width`), its certificate and its Figure 1
     ("" when not measured)."""
     summary = read_summary(root, name, axis=axis, width=width)
     law = (summary or {}).get("laws", {}).get("mup")
     if not law:
-        return ""
+        return Markup("")
     folder = root / axis_folder(name, "optimizer.lr", axis, width)
     at = f" at width {width}" if width else ""
-    return (f"<h3>across {html.escape(axis)}{at}</h3><p>optimal LR ∝ {html.escape(axis)}^s, s = {law['slope']:.3f} "
-            f"{html.escape(interval_text(law))}; "
-            f"{html.escape(law['certificate'])}</p><p>slope: {html.escape(chain_text(law))}</p>"
+    return (Markup("<h3>across {}{}</h3><p>optimal LR ∝ {}^s, s = {:.3f} {}; {}</p><p>slope: {}</p>").format(
+                axis, at, axis, law["slope"], interval_text(law), law["certificate"], chain_text(law))
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), f"figure 1 across {axis}"))
 
 
-def transfer_section(root: Path, name: str, spec: str) -> str:
+def transfer_section(root: Path, name: str, spec: str) -> Markup:
     configs = sorted((root / name / "transfer").glob("*.yaml"))
     if not configs:
         return missing(f"sweep transfer {spec} --width W")
-    return "".join(f"<h3>{html.escape(path.name)}</h3>"
-                   f"<pre>{html.escape(RunConfig.load(inside_root(path, root, 'transfer')).to_yaml())}</pre>"
-                   for path in configs)
+    return Markup("").join(Markup("<h3>{}</h3><pre>{}</pre>").format(
+        path.name, RunConfig.load(inside_root(path, root, "transfer")).to_yaml()) for path in configs)
 
 
-def proxy_vs_full_section(where: Scope) -> str:
+def proxy_vs_full_section(where: Scope) -> Markup:
     """`sweep compare` of every full run with the proxy runs of the trial it came from, x = fraction of the run."""
     runs = run_rows(where)
     full = runs[runs["kind"] == "full"]
@@ -162,11 +166,11 @@ def build_report(spec_or_name: str, *, storage: str | None, password_env: str | 
         section("transfer", "Transferred config and its provenance", transfer),
         section("curves", "Full runs beside their proxy trials", proxy_vs_full_section(Scope(root, name, (url,)))),
     ]
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(name)}: μP sweep report</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(name)}: μP sweep report</h1>"
-            f"<p>storage {html.escape(url.redacted)} · "
-            f"studies {', '.join(html.escape(s.study_name) for s in studies)}</p>"
-            + "".join(parts) + MARK_RENDERED + "</body></html>")
+    page = Markup("<!doctype html><html><head><meta charset='utf-8'><title>{name}: μP sweep report</title>"
+                  "<style>{style}</style></head><body><h1>{name}: μP sweep report</h1>"
+                  "<p>storage {storage} · studies {studies}</p>{parts}{mark}</body></html>").format(
+        name=name, style=Markup(STYLE), storage=url.redacted, studies=", ".join(s.study_name for s in studies),
+        parts=Markup("").join(parts), mark=MARK_RENDERED)
     return page, root / name / "report.html"
 
 

@@ -39,7 +39,8 @@ def scope(study: str | None, *, storage: str | None, password_env: str | None) -
     if study is None:
         if storage:
             return Scope(root, None, (storage_url(storage, password_env, default_sqlite=Path()),))
-        return Scope(root, None, tuple(StorageURL.sqlite(db) for db in sorted(root.glob("*/optuna.db"))))
+        return Scope(root, None, tuple(StorageURL.sqlite(db) for db in kept_inside(root.glob("*/optuna.db"), root,
+                                                                                  "storage")))
     path = Path(study)
     if (not (storage or path.suffix in (".yaml", ".yml") or path.is_file())
             and not (root / study / "optuna.db").is_file()):

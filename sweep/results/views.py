@@ -20,10 +20,11 @@ import duckdb
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
 from sweep.results.trials_table import trial_rows
-from trainer.curves import FLOAT_COLUMNS, PARTITIONS, live_parts
+from trainer.curves import FLOAT_COLUMNS, PARTITIONS, live_parts, read_schema
 
 TABLES = ("curves", "trials", "runs")
 CURVE_PARTS = "curves/study=*/kind=*/run=*/part-*.parquet"
+MEMORY_LIMIT = "2GB"  # DuckDB's working memory for one query (it spills what it can to no disk: none is allowed)
 
 
 def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConnection:
@@ -37,6 +38,7 @@ def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConn
     con.execute("SET python_enable_replacements = false")  # no Python variable is a table
     con.execute(f"SET allowed_directories = [{quote(str(scope.root))}]")
     con.execute("SET enable_external_access = false")
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # a result of gigabytes is one line, not the machine's RAM
     con.execute("SET lock_configuration = true")
     return con
 
@@ -44,6 +46,8 @@ def connect(scope: Scope, tables: Iterable[str] = TABLES) -> duckdb.DuckDBPyConn
 def curves_query(scope: Scope) -> str:
     """read_parquet over the live parts of the sweeps in scope; with none, an empty table of the known columns."""
     parts = [str(path) for path in live_parts(scope.files(CURVE_PARTS))]
+    for part in parts:  # a damaged part is a line naming it, not DuckDB's error while the view is made
+        read_schema(part)
     if not parts:
         columns = ["NULL::BIGINT AS step", *(f"NULL::DOUBLE AS {c}" for c in FLOAT_COLUMNS),
                    *(f"NULL::VARCHAR AS {p}" for p in PARTITIONS)]

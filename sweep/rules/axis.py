@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweep.errors import InputError
+from sweep.study.bounds import check_list
 from sweep.study.space import set_path
 from sweep.study.spec import check_search_path
 from trainer.config import MAX_BATCH, RunConfig
@@ -91,7 +92,8 @@ def parse_axis(text: str) -> Axis:
     try:
         values = sorted({float(v) for v in listed.split(",") if v.strip()})
     except ValueError:
-        raise InputError(f"--across {name}: {listed!r} is not a comma-separated list of numbers") from None
+        raise InputError(f"--across {name}: {listed[:80]!r} is not a comma-separated list of numbers") from None
+    check_list(f"--across {name}", values)
     if len(values) < 2:
         raise InputError(f"--across {name}: at least two distinct values are needed for a law, got {listed!r}")
     if any(not v > 0 or v == float("inf") for v in values):

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sweep.paths import curve_folder, read_json
+from sweep.cluster.slurm import slurm_job_id
+from sweep.paths import curve_folder, stored_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 from trainer.curves import read_run
+from trainer.written import check_fields, read_object, reading
 
 RECORD = "launch.json"
 FINISHED = {"completed": "done", "diverged": "diverged"}  # result.json status → launch state
@@ -34,13 +36,35 @@ def write_record(cfg: RunConfig, record: dict) -> dict:
     return record
 
 
+# the fields every reader of a record or a result takes, with their types (a damaged file is one line naming it)
+RECORD_FIELDS = {"run": str, "study": str, "kind": str, "run_dir": str, "checkpoints": str, "curve": str,
+                 "backend": str, "job": str}
+PROCESS_FIELDS = {"machine": str, "pid": int, "start": str}  # a local or Ray launch's launcher process
+RESULT_FIELDS = {"status": str, "step": int}
+
+
 def read_record(run_dir: Path) -> dict | None:
-    return read_json(Path(run_dir) / RECORD, "launch record")
+    """launch.json, each field of its type; its run and study are names read back (`stored_name`), its job an id
+    the scheduler gave."""
+    path = Path(run_dir) / RECORD
+    record = read_object(path, "launch record", RECORD_FIELDS)
+    if record is None:
+        return None
+    for key in ("run", "study"):
+        stored_name(record[key], f"launch record {key}", path)
+    if record["backend"] == "slurm":
+        slurm_job_id(record["job"], path)
+    else:
+        with reading(path, "launch record"):
+            check_fields(record, {"process": dict})
+            check_fields(record["process"], PROCESS_FIELDS)
+    return record
 
 
 def read_result(run_dir: Path) -> dict | None:
     """The trainer's result.json (status, step, losses, reason), once the run has ended."""
-    return read_json(Path(run_dir) / "result.json", "run result")
+    path = Path(run_dir) / "result.json"
+    return read_object(path, "run result", RESULT_FIELDS)
 
 
 def finished_state(run_dir: Path) -> str | None:

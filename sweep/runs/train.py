@@ -32,8 +32,9 @@ def run_train(config: Path, steps: int | None, resume: bool, quiet: bool, consol
         def on_log(row: dict) -> None:
             tokens_per_example = row["tokens"] // (row["step"] * cfg.batch_size)
             total = cfg.total_steps(tokens_per_example)
+            rate = row["tokens_per_s"]  # None while compiling: the first step is outside every window
             progress.update(task, completed=row["step"], total=total, loss=f"{row['train_loss']:.4f}",
-                            rate=f"{row['tokens_per_s']:,.0f}")
+                            rate="-" if rate is None else f"{rate:,.0f}")
 
         result = train(cfg, resume=resume, on_log=on_log)
     val = f"{result.val_loss:.4f}" if result.val_loss is not None else "-"

@@ -23,10 +23,24 @@ from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.runs.prediction import held_to, read_prediction
 from sweep.runs.record import RECORD, finished_state, last_logged, read_record
 from sweep.study.spec import load_spec
+from trainer.written import DamagedFile
 
 
 def run_status(target: str | None, fmt: str, console: Console) -> None:
-    rows = [run_state(record_path.parent) for record_path in launch_records(target)]
+    """Every readable run listed; then a run whose files are damaged is the one line of a refusal (exit 2)."""
+    rows, damaged = [], []
+    for record_path in launch_records(target):
+        try:
+            rows.append(run_state(record_path.parent))
+        except DamagedFile as err:
+            damaged.append(str(err))
+    show_rows(rows, target, fmt, console)
+    if damaged:
+        more = f" (and {len(damaged) - 1} more damaged run(s))" if len(damaged) > 1 else ""
+        raise InputError(f"{damaged[0]}{more}; the other runs are listed")
+
+
+def show_rows(rows: list[dict], target: str | None, fmt: str, console: Console) -> None:
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return

@@ -8,7 +8,7 @@ import optuna
 import pandas as pd
 
 from sweep.errors import InputError
-from sweep.paths import results_root, sweep_name
+from sweep.paths import default_storage, results_root, stored_name, sweep_name
 from sweep.study.spec import load_spec
 from sweep.study.storage import StorageURL, open_storage, storage_url
 from trainer.curves import read_run
@@ -23,19 +23,21 @@ def locate(spec_or_name: str, *, storage: str | None, password_env: str | None,
         name, given, password_env = spec.name, storage or spec.storage, password_env or spec.storage_password_env
     else:
         name, given = sweep_name(spec_or_name, "study"), storage
-    default = (results_root(root) / name / "optuna.db").resolve()
+    default = default_storage(results_root(root), name) if not given else Path()
     if not given and not default.is_file():
         raise InputError(f"study: no sweep named {name!r} ({default} does not exist; give the spec or --storage)")
     return name, storage_url(given, password_env, default_sqlite=default)
 
 
 def load_studies(name: str, url: StorageURL, width: int | None = None) -> list[optuna.Study]:
-    """The studies of sweep `name` (all widths and parametrizations, or one width), narrowest first."""
+    """The studies of sweep `name` (all widths and parametrizations, or one width), narrowest first; a study whose
+    stored name is not a NAME (`../x`, markup) is refused, one line."""
     storage = open_storage(url, read_only=True)
     studies = []
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
         attrs = summary.user_attrs
         if attrs.get("spec_name") == name and (width is None or attrs.get("width") == width):
+            stored_name(summary.study_name, "study", url.redacted)  # it names the plots' folder and the pages
             studies.append(optuna.load_study(study_name=summary.study_name, storage=storage))
     if not studies:
         at = f" at width {width}" if width is not None else ""

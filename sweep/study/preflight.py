@@ -15,7 +15,7 @@ from proxies.parametrization import param_rules, scale_init
 from proxies.registry import ModelError, build_model, count_parameters
 from proxies.resources import BYTES_PER_PARAMETER, check_fits
 from sweep.errors import InputError
-from sweep.paths import check_writable, inside_root, results_root
+from sweep.paths import check_writable, default_storage, inside_root, results_root
 from sweep.study.pruners import make_pruner
 from sweep.study.samplers import grid_size, make_sampler
 from sweep.study.space import CategoricalParam, FixedParam, set_path
@@ -139,7 +139,7 @@ def prepare(spec: StudySpec, *, width: int | None, parametrization: str | None, 
         n_trials = min(n_trials, points)
     root_path = results_root(root)
     url = storage_url(storage or spec.storage, password_env or spec.storage_password_env,
-                      default_sqlite=(root_path / spec.name / "optuna.db").resolve(), retry_s=spec.storage_retry_s)
+                      default_sqlite=default_storage(root_path, spec.name), retry_s=spec.storage_retry_s)
     inside_root(root_path / spec.name, root_path, "results root ($SWEEP_ROOT)")  # never a link out of it
     check_writable(root_path / spec.name, "results root ($SWEEP_ROOT)")
     if url.file() is not None:

@@ -38,6 +38,7 @@ from typing import Any, Literal
 import optuna
 from pydantic import Field, ValidationError, model_validator
 
+from sweep.study.bounds import INT_MAX, shown
 from trainer import yaml_io
 from trainer.config import Strict, one_line
 
@@ -101,6 +102,8 @@ class IntParam(Param):
     @model_validator(mode="after")
     def _range(self) -> IntParam:
         check_range(self.low, self.high, self.log)
+        if max(abs(self.low), abs(self.high)) > INT_MAX:  # Optuna and numpy hold it as a float or an int64
+            raise ValueError(f"low/high: integers of at most 2^53 in size (got {shown(self.low)}, {shown(self.high)})")
         if self.log and "step" in self.model_fields_set:
             raise ValueError("step: not allowed with log: true (a log int range is sampled in steps of 1)")
         return self

@@ -10,8 +10,8 @@
     seeds_per_trial: 1
     storage: null                    # default: sqlite:///ROOT/NAME/optuna.db
     storage_retry_s: 300             # how long workers wait for an unreachable storage before they stop
-    slurm: {partition: gpu, gpus_per_task: 1, time: 60}   # `--backend slurm` settings; flags override
-    ray: {address: null, gpus_per_trial: 0.5}             # `--backend ray` settings; flags override
+    slurm: {partition: gpu, gpus_per_node: 1, time: 60}   # `--backend slurm` settings; flags override
+    ray: {address: null, gpus_per_trial: 0.5}             # `--backend ray` settings (sweep/cluster/settings.py)
 
 Everything is validated before anything is written: a bad key, a search path that is not a
 RunConfig field, or a range the field rejects is one line naming it (an `InputError`, exit 2).
@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError
 
+from sweep.cluster.settings import WORKERS, section
 from sweep.errors import InputError
+from sweep.study.bounds import MAX_TRIALS
 from sweep.study.space import (
     HALFLIFE_FIELDS,
     CategoricalParam,
@@ -69,37 +71,13 @@ class ObjectiveSpec(Strict):
     last: int = Field(1, ge=1)  # mean of the last k evaluations; 1: the final validation loss
 
 
-class SlurmSpec(Strict):
-    """Where `--backend slurm` runs each array task (the flags of the same names override these)."""
-    partition: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
-    gpus_per_task: int = Field(0, ge=0)
-    cpus_per_task: int = Field(1, ge=1)
-    mem: float | None = Field(None, gt=0)  # GB per task
-    time: int = Field(60, ge=1)  # minutes per task; a timed-out task requeues and resumes its trial
-    account: str | None = None
-    qos: str | None = None
-    array_parallelism: int | None = Field(None, ge=1)  # tasks running at once (default: all)
-
-
-class RaySpec(Strict):
-    """Where `--backend ray` runs trials (the flags of the same names override these)."""
-    address: str | None = None  # a running cluster (HOST:PORT, ray://HOST:PORT, auto); none: a local instance
-    gpus_per_trial: float = Field(0.0, ge=0)
-    cpus_per_trial: float = Field(1.0, gt=0)
-    max_concurrent: int | None = Field(None, ge=1)  # default: --workers
-
-    @field_validator("gpus_per_trial", "cpus_per_trial")
-    @classmethod
-    def whole_above_one(cls, value: float) -> float:
-        """Ray shares one GPU or CPU between trials (0.5 each), but never gives a trial part of a second one."""
-        if value > 1 and not value.is_integer():
-            raise ValueError("a fraction is allowed up to 1, above it whole numbers only")
-        return value
+SlurmSpec = section("slurm", WORKERS)  # `slurm:` and `ray:`: the workers' settings of sweep/cluster/settings.py
+RaySpec = section("ray", WORKERS)
 
 
 class StudySpec(Strict):
     name: Name
-    trials: int = Field(20, ge=1)
+    trials: int = Field(20, ge=1, le=MAX_TRIALS)  # as `--trials` (sweep/study/bounds.py)
     run: dict[str, Any] = {}
     search: dict[str, Any] = Field(min_length=1)
     objective: ObjectiveSpec = ObjectiveSpec()
@@ -168,18 +146,6 @@ def parse_spec(raw: dict) -> StudySpec:
 def check_halflife(path: str, param: Param, where: str) -> None:
     if isinstance(param, HalflifeParam) and path not in HALFLIFE_FIELDS:
         raise InputError(f"{where}: type halflife applies to {', '.join(HALFLIFE_FIELDS)} only")
-
-
-def with_flags(section: BaseModel, flags: dict[str, Any]) -> BaseModel:
-    """A backend section of the spec with the command-line flags given (not None) put over it."""
-    given = {name: value for name, value in flags.items() if value is not None}
-    try:
-        checked = type(section).model_validate(given)
-    except ValidationError as err:
-        first = err.errors()[0]
-        flag = "--" + str(first["loc"][0]).replace("_", "-")
-        raise InputError(f"{flag}: {first['msg']} (got {first.get('input')!r})") from None
-    return section.model_copy(update={name: getattr(checked, name) for name in given})
 
 
 def check_search_path(path: str, where: str | None = None) -> None:

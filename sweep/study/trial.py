@@ -61,7 +61,8 @@ def check_run_folder(cfg: RunConfig) -> None:
     by another sweep under the same name, with another config, is never continued."""
     recorded = cfg.run_dir() / "config.yaml"
     if recorded.is_file() and content_id(RunConfig.load(recorded)) != content_id(cfg):
-        raise ConfigError(f"output.run: {cfg.run_dir()} holds another run's config; move it away to rerun this study")
+        raise ConfigError(f"output.run: {cfg.run_dir()} holds another run's config; set another output.run, or move "
+                          "it away")
 
 
 def content_id(cfg: RunConfig) -> str:

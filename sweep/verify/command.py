@@ -36,6 +36,7 @@ from sweep.rules.axis import INTEGER, Axis, label, moved_moments, parse_axis
 from sweep.rules.bracket import next_values
 from sweep.rules.prior import chain_text, check_prior_choice, prior_for, update
 from sweep.rules.summary import axis_folder, certificate, interval_basis, write_summary
+from sweep.study.bounds import check_list
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
 from sweep.study.space import get_path
@@ -60,9 +61,10 @@ def parse_list(text: str, flag: str, cast=str) -> list:
     try:
         items = [cast(part.strip()) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise InputError(f"{flag}: {text!r} is not a comma-separated list") from None
+        raise InputError(f"{flag}: {text[:80]!r} is not a comma-separated list") from None
     if not items:
         raise InputError(f"{flag}: empty")
+    check_list(flag, items)
     return items
 
 
@@ -184,6 +186,7 @@ def point_noise(group: pd.DataFrame) -> float:
 
 def width_axis(widths: str) -> Axis:
     width_list = sorted(set(parse_list(widths, "--widths", int)))
+    check_list("--widths", width_list, "width")
     if width_list[0] < 1 or len(width_list) < 2:
         raise InputError(f"--widths: at least two positive widths, got {widths!r}")
     return Axis("width", tuple(float(w) for w in width_list))

@@ -2,15 +2,19 @@
 (the shipped specs, a tiny RunConfig, a finished tiny study) with mutations applied.
 
 Each mutation carries its class, `KIND:DETAIL` (`type:`, `range:`, `name:`, `path:`, `url:`, `yaml:`, `flag:`,
-`space:`, `key:`): the contract's failures are reported by class, and `PENDING` (tests/fuzz/pending.py) names the
-classes another lane fixes. A case only writes files into the example's own folder, given to `Case.make`.
+`space:`, `key:`, `count:` (huge counts and numbers past machine range), `damaged:` (a file the tool wrote, damaged
+before the command reads it)): the contract's failures are reported by class, and `PENDING`
+(tests/fuzz/pending.py) names the classes another lane fixes. A case only writes files into the example's own
+folder, given to `Case.make`.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
+import shutil
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -19,6 +23,7 @@ from pathlib import Path
 import yaml
 from hypothesis import strategies as st
 
+from tests.fuzz.hostile import KNOWN_SCHEDULER_TEXT, RenamedStudy, stored_name
 from trainer.config import RunConfig
 
 SECRET = "pw-Fuzz7q@x/y:z#k"  # planted in $SWEEP_FUZZ_PW: never in any output or file
@@ -51,12 +56,17 @@ class Case:
     argv: list  # str, or a callable(folder) -> str that writes what the argument names
     classes: list[str] = field(default_factory=list)  # the mutations applied, KIND:DETAIL
     out: str | None = None  # a path the command may write outside the results root (its --out)
+    damage: str | None = None  # a file the tool wrote, damaged before the command runs (DAMAGES)
 
     def make(self, folder: Path) -> list[str]:
+        if self.damage:
+            DAMAGES[self.damage](folder / "results")
         return [str(a(folder)) if callable(a) else a for a in self.argv]
 
     def __repr__(self) -> str:  # what Hypothesis prints for a failing example
-        return f"Case({self.verb!r}, classes={self.classes}, argv={[getattr(a, 'text', a) for a in self.argv]})"
+        argv = [getattr(a, "text", a) for a in self.argv]
+        argv = [a[:200] + f"…({len(a)} chars)" if isinstance(a, str) and len(a) > 200 else a for a in argv]
+        return f"Case({self.verb!r}, classes={self.classes}, argv={argv}, damage={self.damage!r})"
 
 
 class File:
@@ -120,6 +130,9 @@ ODD_FLAG_VALUES = [
     "ü",
 ]
 NAMES = [".", "..", "", "a/b", "../x", "x" * 300, "ü", "-", " tiny", "CON", "a\tb", "tiny2", "ok_name-1"]
+# counts past what a machine can do and integers past machine range: any number a flag takes
+HUGE_VALUES = ["1000000000", str(10**12), str(10**23), str(2**63), "9" * 5000, "1e300", "1e20", "65536"]
+LONG_PATHS = {"name-over-255": "x" * 300, "deep": "/".join(["d" * 200] * 25)}  # past NAME_MAX, past PATH_MAX
 
 
 def odd_value():
@@ -189,7 +202,8 @@ def mutate_document(draw, data: dict, *, is_spec: bool) -> tuple[dict, list[str]
     odd search ranges (specs), odd data paths."""
     classes = []
     for _ in range(draw(st.integers(0, 2))):
-        kind = draw(st.sampled_from(["type", "range", "field", "name", "key", "drop", "path"] + ["space"] * is_spec))
+        kind = draw(st.sampled_from(["type", "range", "field", "name", "key", "drop", "path", "count"]
+                                    + ["space"] * is_spec))
         paths = leaves(data)
         if kind == "type":
             path = draw(st.sampled_from(paths))
@@ -200,6 +214,11 @@ def mutate_document(draw, data: dict, *, is_spec: bool) -> tuple[dict, list[str]
             ]
             path = draw(st.sampled_from(numeric or paths))
             data = set_at(data, path, draw(st.sampled_from(ODD_NUMBERS)))
+        elif kind == "count":  # a count or a seed past what a machine can do, or past Python's digits
+            path = ("run",) * is_spec + draw(st.sampled_from(NUMERIC_FIELDS)) if draw(st.booleans()) else \
+                draw(st.sampled_from([("trials",), ("seeds_per_trial",), ("sampler", "seed")] if is_spec else
+                                     [("steps",), ("seed",), ("model", "depth")]))
+            data = set_at(data, path, draw(st.sampled_from([10**9, 10**20, 2**64, 10**400])))
         elif kind == "field":  # any number the schema has, set or not (an unset seed went unbounded)
             path = ("run",) * is_spec + draw(st.sampled_from(NUMERIC_FIELDS))
             data = set_at(data, path, draw(st.sampled_from(ODD_NUMBERS)))
@@ -317,6 +336,44 @@ class DocFile(File):
         return path
 
 
+# ------------------------------------------------------------------ files the tool wrote, damaged
+
+
+def first(results: Path, pattern: str) -> Path:
+    return sorted(results.glob(pattern))[0]
+
+
+def cut(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 3)])
+
+
+def edit_record(results: Path, **fields) -> None:
+    path = first(results, "tiny/runs/fuzzrun/launch.json")
+    record = json.loads(path.read_text())
+    record.update(fields)
+    path.write_text(json.dumps({k: v for k, v in record.items() if v is not None}))
+
+
+def checkpoints_a_file(results: Path) -> None:
+    folder = first(results, "tiny/runs/fuzzrun/checkpoints")
+    shutil.rmtree(folder)
+    folder.write_text("not a folder")
+
+
+DAMAGES = {  # the seed root holds the finished tiny study and the launched run `fuzzrun`
+    "curve-part-cut": lambda results: cut(first(results, "tiny/curves/study=*/kind=*/run=*/part-*.parquet")),
+    "curve-part-empty": lambda results: first(results, "tiny/curves/study=*/kind=*/run=*/part-*.parquet")
+    .write_bytes(b""),
+    "result-json-cut": lambda results: cut(first(results, "tiny/runs/*/result.json")),
+    "result-json-list": lambda results: first(results, "tiny/runs/*/result.json").write_text("[1, 2]"),
+    "record-field-missing": lambda results: edit_record(results, curve=None),
+    "record-field-mistyped": lambda results: edit_record(results, process="x", job=7),
+    "checkpoints-a-file": checkpoints_a_file,
+    "config-yaml-cut": lambda results: cut(first(results, "tiny/runs/*/config.yaml")),
+}
+READERS = {"results", "sql", "export", "compare", "status", "train", "launch", "report", "transfer", "verify"}
+
+
 # ------------------------------------------------------------------ mutations of the YAML text
 
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -343,6 +400,8 @@ def yaml_shape(text: str, shape: str) -> str | bytes:
         "truncated": text[: len(text) // 2],
         "latin1": text.encode("latin-1", "replace") + b"\xff\xfe name: \xe9\n",
         "deep": text + "deep: " + "[" * 200 + "]" * 200 + "\n",
+        "deep-lists": text + "deep: " + "[" * 50_000 + "]" * 50_000 + "\n",
+        "deep-mappings": text + "deep: " + "{a: " * 30_000 + "1" + "}" * 30_000 + "\n",
         "long-line": text + "note: " + "x" * 200_000 + "\n",
         "bom": "\ufeff" + text,
     }[shape]
@@ -362,6 +421,8 @@ YAML_SHAPES = [
     "truncated",
     "latin1",
     "deep",
+    "deep-lists",
+    "deep-mappings",
     "long-line",
     "bom",
 ]
@@ -397,6 +458,11 @@ URLS = {
     "empty": "",
     "no-host": "postgresql://",
     "unset-env": "postgresql://u:${NO_SUCH_FUZZ_VAR}@127.0.0.1:9/db",
+    "sqlite-memory": "sqlite://",
+    "sqlite-proc": "sqlite:////proc/self/x.db",
+    "sqlite-name-over-255": "sqlite:///{folder}/" + LONG_PATHS["name-over-255"] + ".db",
+    "sqlite-deep": "sqlite:///{folder}/" + LONG_PATHS["deep"] + "/x.db",
+    "journal-name-over-255": "journal:{folder}/" + LONG_PATHS["name-over-255"] + ".log",
 }
 # the file a storage URL names in the example's folder: the user asked for it there, so a success may write it
 # (and its journal or lock beside it)
@@ -425,13 +491,18 @@ def mutate_flags(draw, argv: list, options: dict[str, list[str]]) -> tuple[list,
     a positional dropped or an unknown flag added."""
     argv, classes = list(argv), []
     for _ in range(draw(st.integers(0, 2))):
-        kind = draw(st.sampled_from(["value", "value", "odd", "unknown", "drop"]))
+        kind = draw(st.sampled_from(["value", "value", "odd", "unknown", "drop", "huge"]))
         if kind == "unknown":
             argv.append(draw(st.sampled_from(["--no-such-flag", "-x", "--width=", "--"])))
             classes.append("flag:unknown")
         elif kind == "drop" and len(argv) > 1:
             argv.pop(draw(st.integers(1, len(argv) - 1)))
             classes.append("flag:drop")
+        elif kind == "huge" and options:
+            flag = draw(st.sampled_from(sorted(options)))
+            value = draw(st.sampled_from(HUGE_VALUES))
+            argv += [flag, value]
+            classes.append(f"count:{flag}={value[:12]}")
         elif options:
             flag = draw(st.sampled_from(sorted(options)))
             value = (
@@ -633,12 +704,30 @@ def case_for(draw, verb: str) -> Case:
     else:  # status
         argv = draw(st.sampled_from([[], ["tiny"], ["nosuch"], [".."]]))
     argv, flag_classes = draw(mutate_flags([verb, *argv], VERB_OPTIONS[verb]))
+    argv, flag_classes = draw(hostile_inputs(verb, argv, flag_classes))
     if verb in ("proxy", "verify", "transfer", "results", "sql", "export", "report") and draw(st.integers(0, 3)) == 0:
         flags, url_classes = draw(storage_flags())
         argv, flag_classes = argv + flags, flag_classes + url_classes
     outs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--out" and isinstance(argv[i + 1], str)]
     out = outs[-1] if outs else None  # the last one given is the one taken
-    return Case(verb, argv, classes + flag_classes, out)
+    damage = draw(st.sampled_from(sorted(DAMAGES))) if verb in READERS and draw(st.integers(0, 4)) == 0 else None
+    return Case(verb, argv, classes + flag_classes + ([f"damaged:{damage}"] if damage else []), out, damage)
+
+
+@st.composite
+def hostile_inputs(draw, verb: str, argv: list, classes: list[str]) -> tuple[list, list[str]]:
+    """Now and then (1 in 4) the security classes of tests/fuzz/hostile.py: a SLURM text that sbatch would read as
+    script (always refused, so no job is ever submitted), or the sweep's stored study renamed (`stored:`)."""
+    if draw(st.integers(0, 3)):
+        return argv, classes
+    if verb in ("proxy", "verify", "launch"):
+        field = draw(st.sampled_from(["partition", "account", "qos"]))
+        refused = [text for text in KNOWN_SCHEDULER_TEXT if text != "a" * 65]
+        return [*argv, "--backend", "slurm", f"--{field}", draw(st.sampled_from(refused))], \
+            [*classes, f"scheduler:{field}"]
+    if verb in ("results", "report", "export", "transfer") and len(argv) > 1:
+        return [argv[0], RenamedStudy(draw(stored_name())), *argv[2:]], [*classes, "stored:study-name"]
+    return argv, classes
 
 
 SQL_STATEMENTS = [

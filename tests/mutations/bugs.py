@@ -41,7 +41,7 @@ class Bug:
     mutate_groups: Callable[[list[dict], nn.Module], list[dict]] = keep_groups
     parametrization: str = "mup"
     optimizer: str = "adamw"
-    widths: tuple[int, ...] | None = None  # None: 1×, 2×, 4× the base width (Muon on CPU: narrower, see README)
+    widths: tuple[int, ...] | None = None  # None: 1×, 2×, 4× the base width (Muon on CPU: narrower, docs/guide)
 
 
 def readout_times(power: float) -> Callable[[nn.Module], None]:

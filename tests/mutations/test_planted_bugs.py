@@ -3,7 +3,7 @@ breaks) fails the coordinate check's verdict, and the same model and optimizer u
 
 Settings are the CLI's defaults (widths 1×, 2×, 4× base, 8 steps on one batch, gpt 4 × 32 tokens, the bug's
 optimizer at its default LR: AdamW 2^-7) with 2 seeds instead of 3, and 1 seed for the bugs that the
-calibration puts ≥ 0.5 beyond their bound (README table), to keep the suite quick.
+calibration puts ≥ 0.5 beyond their bound (docs/guide/coord-check.md), to keep the suite quick.
 """
 import pytest
 import torch

@@ -19,6 +19,7 @@ from urllib.parse import quote, quote_plus
 from sqlalchemy.engine import URL, make_url
 
 from sweep.errors import InputError
+from trainer.folders import check_path_length
 from trainer.secret_text import decoded, holds_secret
 
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -124,9 +125,12 @@ def parse(given: str, password_env: str | None) -> URL:
 def storage_url(given: str | None, password_env: str | None, default_sqlite: Path,
                 retry_s: float = STORAGE_RETRY_S) -> StorageURL:
     """Check a storage URL's form without connecting; the default is a SQLite file in the study folder."""
-    if not given:
-        return StorageURL.sqlite(default_sqlite, retry_s)
-    url = StorageURL(given, password_env, retry_s)
+    url = StorageURL(given, password_env, retry_s) if given else StorageURL.sqlite(default_sqlite, retry_s)
     if url.is_journal and password_env:
         raise InputError("--storage-password-env: a journal file has no password")
+    if not url.is_journal and url.parsed.get_backend_name() == "sqlite" and url.file() is None:
+        raise InputError(f"storage: {url.redacted} is a SQLite database in memory: it ends with this process, so no "
+                         "worker can share it and no command can resume it; give sqlite:///PATH")
+    if url.file() is not None:
+        check_path_length(url.file(), "storage")  # the file system's limits: one line, not OSError ENAMETOOLONG
     return url

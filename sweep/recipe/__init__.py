@@ -1,0 +1,1 @@
+"""`sweep recipe`: a transferred RunConfig's μP recipe written for another framework."""
