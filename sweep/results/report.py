@@ -91,7 +91,8 @@ def verify_section(root: Path, name: str, spec: str) -> Markup:
     row = Markup("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>")
     rows = Markup("").join(row.format(p, octaves(v.get("drift")),
                                       "unknown (one seed)" if one else "±" + octaves(v.get("noise")),
-                                      "" if v["passed"] is None else "pass" if v["passed"] else "FAIL")
+                                      ("undecided" if p == "mup" else "") if v["passed"] is None
+                                      else "pass" if v["passed"] else "FAIL")
                            for p, v in summary["parametrizations"].items())
     shown = {key: summary.get(key, "?") for key in ("param", "widths", "seeds", "max_drift")}
     return (Markup("<p>optimum of {param} across widths {widths}, {seeds} seed(s); bound {max_drift} octave(s)</p>"
