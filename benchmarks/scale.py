@@ -47,7 +47,7 @@ def worker(args) -> None:
     from trainer.build import build
     from trainer.config import RunConfig
     from trainer.evaluate import loss_fn
-    from trainer.loop import resolve
+    from trainer.resolve import resolve
 
     cfg = resolve(RunConfig.load(args.config))
     run = rt.start(cfg.device, cfg.precision, group=cfg.sharded())

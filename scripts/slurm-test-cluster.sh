@@ -12,6 +12,9 @@
 # /run/munge/munge.socket.2, so munged listens there (or the munged already there is used).
 # Accounting (slurmdbd on MariaDB) is not optional: without it submitit cannot see that a job died.
 # Non-default ports, so a real SLURM on the machine is left alone.
+# Short scheduler cycles for tests that wait on job states: the main loop every 2 s and backfill every 1 s (SLURM's
+# defaults, 60 s and 30 s, start a requeued or freed job up to a minute late), and a requeued job eligible again
+# after 30 s (cred_expire, SLURM's requeue delay; default 120 s).
 set -euo pipefail
 dir=${SWEEP_SLURM_DIR:-/var/tmp/sweep-slurm}
 cluster=sweeptest
@@ -58,7 +61,8 @@ DefMemPerCPU=1024
 MpiDefault=none
 ReturnToService=2
 SchedulerType=sched/backfill
-SchedulerParameters=defer_batch=0
+SchedulerParameters=defer_batch=0,sched_interval=2,bf_interval=1
+AuthInfo=cred_expire=30
 SlurmctldParameters=preempt_send_user_signal
 KillWait=5
 MinJobAge=300

@@ -17,8 +17,11 @@ from rich.console import Console
 from sweep import errors
 from sweep.cluster.settings import RUN, WORKERS, options
 from sweep.errors import InputError, as_fault, is_bad_input
+from sweep.launch.request import LaunchRequest
 from sweep.paths import check_out_file, check_writable
+from sweep.proxy.request import SweepRequest
 from sweep.study.bounds import check_flag
+from sweep.verify.request import WIDTHS, VerifyRequest
 from trainer.folders import check_path_length
 from trainer.preemption import Preempted
 
@@ -97,7 +100,7 @@ def coord_check_cmd(
     depth: int = typer.Option(2, min=1),
     batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
     seq_len: int = typer.Option(32, min=1),
-    data: str | None = typer.Option(None, help="data kind [default: stdlib for gpt, synthetic for mlp/resnet]"),
+    data: str | None = typer.Option(None, help="data kind [default: synthetic for mlp/resnet, else stdlib]"),
     data_path: str | None = typer.Option(None, help="file or folder for text/tokens data"),
     opt: list[str] | None = typer.Option(None, help="model option KEY=VALUE (repeatable; gpt: n_head= or head_dim= "
                                             "picks one attention regime, else both run)"),
@@ -174,25 +177,26 @@ def proxy_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
     width: int | None = typer.Option(None, help="proxy width [default: the spec's run.model.width]"),
     trials: int | None = typer.Option(None, help="trials to reach [default: the spec's trials]"),
-    workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
+    workers: int = typer.Option(SweepRequest.workers,
+                                help="worker processes (local), array tasks (slurm), trials at once (ray)"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
     enqueue: list[str] | None = typer.Option(None, help="a trial to run first, NAME=VALUE,… (repeatable)"),
     timeout: float | None = typer.Option(None, help="minutes after which no new trial starts"),
-    backend: Backend = typer.Option(Backend.local, help="where trials run"),
+    backend: Backend = typer.Option(Backend(SweepRequest.backend), help="where trials run"),
     parametrization: ParametrizationOption = None,
     warm_start: int | None = typer.Option(None, min=1, help="enqueue the best trials of this (narrower) width's study "
                                           "first"),
     warm_start_top: int | None = typer.Option(None, min=1, help="how many of its best trials --warm-start enqueues "
                                               "[default: 3] (with --trials the same: a successive-halving rung "
                                               "across widths)"),
-    detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
+    detach: bool = typer.Option(SweepRequest.detach, "--detach",
+                                help="slurm: submit and return; the same command re-attaches"),
     backend_flags: dict = None,
 ):
     """Create or resume the spec's study at one width and run its trials (the spec's parametrization unless
     --parametrization); the same command resumes it."""
     from sweep.proxy.command import run_proxy
-    from sweep.proxy.request import SweepRequest
 
     request = SweepRequest(spec, width=width, trials=trials, workers=workers, storage=storage,
                            password_env=storage_password_env, enqueue=tuple(enqueue or ()), timeout=timeout,
@@ -271,46 +275,82 @@ def compare_cmd(
 @with_backend_flags(WORKERS)
 def verify_cmd(
     spec: Path = typer.Argument(..., help="study spec YAML"),
-    widths: str = typer.Option("32,64,128,256", help="comma-separated widths (the default axis)"),
+    widths: str | None = typer.Option(None, help=f"comma-separated widths (the default axis) [default: {WIDTHS}]"),
     across: str | None = typer.Option(None, help="AXIS=v1,v2,…: width, batch_size (tokens held), tokens or steps "
                                       "(batch held), depth, or a RunConfig path [default: width=--widths]"),
-    param: str = typer.Option("optimizer.lr", help="the setting on the grid (a RunConfig path with positive values)"),
+    param: str = typer.Option(VerifyRequest.param,
+                              help="the setting on the grid (a RunConfig path with positive values)"),
     values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
     span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
     parametrizations: str | None = typer.Option(None, help="mup, sp or mup,sp [default: mup,sp across width, "
                                                 "else mup]"),
-    seeds: int = typer.Option(2, help="training seeds per grid point (the optimum's spread is measured over them)"),
-    trials_from: TrialsFrom = typer.Option(TrialsFrom.best, help="other settings from the sweep's best trial, or the "
+    seeds: int = typer.Option(VerifyRequest.seeds,
+                              help="training seeds per grid point (the optimum's spread is measured over them)"),
+    trials_from: TrialsFrom = typer.Option(TrialsFrom(VerifyRequest.trials_from),
+                                           help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
     proxy_width: int | None = typer.Option(None, help="the sweep's width whose best trial is used "
                                                       "[default: its only one]"),
     ladder_width: int | None = typer.Option(None, help="the width a ladder across another axis runs at, its own "
                                             "folder …-across-AXIS-wWIDTH [default: the proxy's]; a steps ladder at a "
                                             "second width lets `sweep transfer` fit the loss's width × tokens term"),
-    max_drift: float = typer.Option(1.0, help="μP fails when its optimum moves more than this (octaves) across widths"),
-    refine: int = typer.Option(0, help="extra grid points per axis value, run until each optimum is bracketed (the "
-                               "loss rises past the noise on both sides, ½-octave spacing there); 0: the grid only"),
-    prior: str = typer.Option("published", help="each law's prior: published (its slope from the literature, updated "
-                              "by the measurement) or none (the measurement alone)"),
-    backend: Backend = typer.Option(Backend.local, help="where the runs go"),
-    workers: int = typer.Option(1, help="worker processes (local), array tasks (slurm), trials at once (ray)"),
+    max_drift: float = typer.Option(VerifyRequest.max_drift,
+                                    help="μP fails when its optimum moves more than this (octaves) across widths"),
+    refine: int = typer.Option(VerifyRequest.refine, help="extra grid points per axis value, run until each optimum is "
+                               "bracketed (the loss rises past the noise on both sides, ½-octave spacing there)"),
+    prior: str = typer.Option(VerifyRequest.prior, help="each law's prior: published (its slope from the literature, "
+                              "updated by the measurement) or none (the measurement alone)"),
+    backend: Backend = typer.Option(Backend(VerifyRequest.backend), help="where the runs go"),
+    workers: int = typer.Option(VerifyRequest.workers,
+                                help="worker processes (local), array tasks (slurm), trials at once (ray)"),
     storage: Storage = None,
     storage_password_env: StoragePasswordEnv = None,
+    plan: Path | None = typer.Option(None, help="run the ladders of a `sweep plan` file, rung by rung, each until "
+                                                "its interval at the target reaches the plan's goal"),
     backend_flags: dict = None,
 ):
     """A grid of the setting × an axis per parametrization (resumable studies): each value's optimum as a fitted
     vertex with its seed spread and residual, the drift, the law (slope with a bootstrap interval), LR sensitivity;
     Figure-1 PNG, Parquet, summary.json; exit 1 if μP drifts with width."""
     from sweep.verify.command import run_verify
-    from sweep.verify.request import VerifyRequest
 
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
                             refine=refine, prior=prior, backend=backend.value, workers=workers, storage=storage,
                             password_env=storage_password_env, backend_flags=backend_flags)
+    if plan is not None:
+        from sweep.verify.planned import run_planned
+
+        raise typer.Exit(run_planned(plan, request, console))
     raise typer.Exit(run_verify(request, console))
+
+
+@app.command("plan", short_help="From a compute budget to the proxy ladder: rungs, seeds, grids and the intervals "
+                              "they buy")
+def plan_cmd(
+    spec: Path = typer.Argument(..., help="study spec YAML of the proxy sweep"),
+    tokens: float = typer.Option(..., help="the full run's token budget, e.g. 26e9"),
+    width: int | None = typer.Option(None, help="the full run's width (or --params)"),
+    depth: int | None = typer.Option(None, help="the full run's depth [default: the spec's]"),
+    params: float | None = typer.Option(None, help="the full run's parameter count (or --width), e.g. 1.3e9"),
+    batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: the spec's]"),
+    share: float | None = typer.Option(None, help="the tuning budget as a share of the full run's FLOPs "
+                                                  "[default: 0.05]"),
+    flops: float | None = typer.Option(None, help="the tuning budget in FLOPs (or --share)"),
+    goal: float = typer.Option(0.5, help="the LR's 95 % half-width wanted at the target, octaves"),
+    proxy_width: int | None = typer.Option(None, help="the proxy width [default: chosen]"),
+    out: Path | None = typer.Option(None, help="the plan file, inside the results root [default: ROOT/NAME/plan.yaml]"),
+):
+    """Chooses the proxy width, rungs along width, batch, tokens and depth, seeds and grids so that each law's
+    interval at the target is as narrow as the budget allows; prints the plan and writes plan.yaml for
+    `sweep verify --plan`. Exit 1 (one line) when the budget cannot buy the goal."""
+    from sweep.plan.command import PlanRequest, run_plan
+
+    request = PlanRequest(spec, tokens, width=width, depth=depth, params=params, batch_size=batch_size, share=share,
+                          flops=flops, goal=goal, proxy_width=proxy_width, out=out)
+    raise typer.Exit(run_plan(request, console))
 
 
 @app.command("transfer", short_help="Write the full-size RunConfig from a proxy trial, with rules and provenance")
@@ -363,13 +403,13 @@ def transfer_cmd(
 @with_backend_flags(RUN)
 def launch_cmd(
     config: Path = typer.Argument(..., help="RunConfig YAML (e.g. what `sweep transfer` wrote)"),
-    backend: Backend = typer.Option(Backend.local, help="where it trains"),
-    detach: bool = typer.Option(False, "--detach", help="slurm: submit and return; the same command re-attaches"),
+    backend: Backend = typer.Option(Backend(LaunchRequest.backend), help="where it trains"),
+    detach: bool = typer.Option(LaunchRequest.detach, "--detach",
+                                help="slurm: submit and return; the same command re-attaches"),
     backend_flags: dict = None,
 ):
     """Train RUN.yaml with resume on the backend; print its job, log, checkpoints and curve; exit 0 when done."""
     from sweep.launch.command import run_launch
-    from sweep.launch.request import LaunchRequest
 
     request = LaunchRequest(backend=backend.value, flags=backend_flags, detach=detach)
     raise typer.Exit(run_launch(config, request, console))

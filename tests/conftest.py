@@ -1,9 +1,12 @@
-"""Shared test helpers."""
+"""Shared test helpers; the run's services (tests/services.py) and the groups its parallel workers keep."""
+import os
 import sys
+import tempfile
 
 import pytest
 
 from sweep.cli import main
+from tests.services import RUN_ENV, stop_shared
 
 
 @pytest.fixture
@@ -23,34 +26,74 @@ def run_cli(capsys, monkeypatch):
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A PostgreSQL server on loopback with a password-protected `sweep` role and database.
+    """The test run's PostgreSQL server on loopback, with a password-protected `sweep` role and database: one for
+    every pytest-xdist worker (tests/services.py), stopped when the run ends."""
+    from tests.services import shared_postgres
 
-    Its folder is outside pytest's private tmp tree, which the server's own user could not enter.
-    """
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from tests.services import start_postgres
-
-    folder = Path(tempfile.mkdtemp(prefix="sweep-postgres-"))
-    try:
-        server = start_postgres(folder)
-        yield server
-        server.stop()
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    return shared_postgres()
 
 
 @pytest.fixture(scope="session")
 def slurm_cluster():
-    """The single-node SLURM cluster of scripts/slurm-test-cluster.sh (root only); stopped at the end if
-    this session started it. Yields the SLURM_CONF path the clients need."""
-    from tests.services import start_slurm
+    """The single-node SLURM cluster of scripts/slurm-test-cluster.sh (root only), one for every worker; stopped
+    when the run ends if this run started it. Returns the SLURM_CONF path the clients need (also set in this
+    process's environment)."""
+    from tests.services import shared_slurm
 
-    conf, started = start_slurm()
-    yield conf
-    if started:
-        import subprocess
+    return shared_slurm()
 
-        subprocess.run(["bash", "scripts/slurm-test-cluster.sh", "stop"], capture_output=True, timeout=120)
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """Headless Chromium's command line up to the page (its profile this worker's own: tests/services.py)."""
+    from tests.services import chromium_command
+
+    return chromium_command(tmp_path_factory.mktemp("chromium"))
+
+
+def pytest_configure(config):
+    """The controller (or a run without workers) makes the run's folder; its workers inherit it."""
+    if not hasattr(config, "workerinput"):
+        os.environ[RUN_ENV] = tempfile.mkdtemp(prefix="sweep-tests-")
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        stop_shared()
+
+
+# a test using one of these runs in that group, on one worker, one test of the group at a time (`--dist loadgroup`)
+SERIAL = {
+    # the SLURM cluster runs 2 CPUs of tasks, and the tests find their jobs by name (the tiny study's); `no_ray_left`
+    # counts every Ray process on the machine, and the local → Ray → SLURM test starts one
+    "slurm_cluster": "cluster",
+    "no_ray_left": "cluster",
+}
+
+
+# the fault suite, one test at a time: each kills and times real processes against bounds of a few minutes, which
+# four of them at once on two cores overran (a run of `make test` under load)
+FAULT = "tests/fault/"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist's `--dist loadgroup` (`make test`): each group runs on one worker. The tests of a
+    service that takes one test at a time (`SERIAL`); the fault suite (`FAULT`); and the tests of one module sharing
+    a module-scoped fixture (a trained pipeline, a server, reference runs), so that it is built once, not once per
+    worker."""
+    for item in items:
+        group = next((SERIAL[name] for name in item.fixturenames if name in SERIAL), None)
+        if group is None and item.nodeid.startswith(FAULT):
+            group = "fault"
+        if group is None and uses_module_fixture(item):
+            group = item.nodeid.split("::")[0]
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def uses_module_fixture(item) -> bool:
+    definitions = getattr(item, "_fixtureinfo", None)
+    return definitions is not None and any(
+        fixture.scope in ("module", "class", "package")
+        for name in item.fixturenames for fixture in definitions.name2fixturedefs.get(name, ()))

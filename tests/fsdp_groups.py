@@ -12,7 +12,7 @@ from tests.test_fsdp import describe
 from trainer import runtime as rt
 from trainer.build import build
 from trainer.config import RunConfig
-from trainer.loop import resolve
+from trainer.resolve import resolve
 
 cfg = resolve(RunConfig.load(sys.argv[1]))
 run = rt.start(cfg.device, cfg.precision, group=cfg.sharded())

@@ -12,6 +12,8 @@ and light commands that start without torch or ray.
 - sweep/ is at most 7 layers deep: the longest chain of import-time imports among its packages and top modules.
 - `sweep --help`, `sql`, `status`, `export`, `results --no-plots` import neither torch nor ray (seen by
   `python -X importtime` in a subprocess): the commands one runs to look at results start in about a second.
+- pre-flight, the doctor and launch's command check a config without importing the training loop
+  (`trainer.resolve`, `DataConfig.open`): only what trains imports it.
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN_BELOW_SWEEP = ("sweep", "optuna", "ray", "submitit")
 # The packages of sweep/ that are commands (`sweep NAME`; results/ also holds sql, export, compare and report).
-COMMAND_PACKAGES = {"coord_check", "doctor", "init", "inspect", "launch", "proxy", "recipe", "results", "status",
-                    "transfer", "verify"}
+COMMAND_PACKAGES = {"coord_check", "doctor", "init", "inspect", "launch", "plan", "proxy", "recipe", "results",
+                    "status", "transfer", "verify"}
 MAX_LAYERS = 7
 LIGHT_COMMANDS = [["--help"], ["sql", "select 42"], ["status"], ["export", "nosuchsweep"],
                   ["results", "nosuchsweep", "--no-plots"]]
@@ -187,3 +189,14 @@ def test_light_commands_import_neither_torch_nor_ray(tmp_path, args):
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "sweep.cli" in imported, done.stderr[-2000:]  # the measurement saw the command start
     assert not {"torch", "ray"} & imported, sorted(m for m in imported if m.split(".")[0] in ("torch", "ray"))
+
+
+def test_preflight_doctor_and_launch_check_a_config_without_importing_the_training_loop():
+    modules = ["sweep.study.preflight", "sweep.doctor.command", "sweep.launch.command"]
+    code = (f"import importlib, sys\n"
+            f"for m in {modules}:\n    importlib.import_module(m)\n"
+            "print('trainer.loop' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"

@@ -36,7 +36,8 @@ from trainer.checkpoint import checkpoint_path
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.evaluate import loss_fn
-from trainer.loop import resolve, train
+from trainer.loop import train
+from trainer.resolve import resolve
 
 REPO = Path(__file__).resolve().parents[1]
 RTOL = 1e-4

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
+from sweep import examples
 from sweep.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,3 +134,38 @@ def test_every_source_path_and_module_the_docs_name_exists():
                        for n in (len(parts), len(parts) - 1)):
                 stale.append(f"{page.relative_to(ROOT)}: {dotted}")
     assert not stale, "the docs name what is not there:\n" + "\n".join(stale)
+
+
+def test_readme_walkthrough_checks_the_readers_own_model():
+    """The five steps are for the reader's model: step 1 checks the builder the tutorial writes, not the zoo's gpt
+    (a reader who copied `--model gpt` checked a model they will never train)."""
+    tutorial = (ROOT / "docs/tutorial.md").read_text()
+    builder = re.search(r'model: \{name: "([\w.]+:\w+)"', tutorial)[1]
+    coord = [line for line in readme_commands() if line.startswith("sweep coord-check")]
+    assert coord and all(f"--model {builder}" in line for line in coord), coord
+
+
+SINGLE_COMMAND_GUIDES = ("coord-check", "verify", "transfer")  # pages about one command; proxy.md also has init
+
+
+@pytest.mark.parametrize("name", SINGLE_COMMAND_GUIDES)
+def test_a_flag_in_a_guides_prose_is_its_commands(name):
+    """`--flag` in the prose of docs/guide/NAME.md is `sweep NAME`'s (the coord-check page once named the
+    calibration benchmark's `--mup` as if the command took it); another tool's flag is written beside its path."""
+    options = options_of(GROUP.commands[name])
+    text = (ROOT / f"docs/guide/{name}.md").read_text()
+    unknown = {m[1] for m in re.finditer(r"`(--[a-z][a-z0-9-]*)[^`]*`", text)} - options
+    assert not unknown, f"docs/guide/{name}.md names {sorted(unknown)}, which `sweep {name}` does not take"
+
+
+@pytest.mark.parametrize("name", examples.names())
+def test_sweep_init_lists_each_examples_whole_first_clause(name):
+    """`sweep init`'s list shows what each example is, whole: the llama's line was cut at its header's line break
+    ("… untied readout) on the"), because the summary read one line."""
+    header = []
+    for line in examples.example(name).read_text().splitlines():
+        if not line.startswith("#") or line.startswith("#   "):
+            break
+        header.append(line.removeprefix("#").strip())
+    prose, shown = " ".join(header) + " ", examples.summary(name)
+    assert prose.startswith(shown) and prose[len(shown)] in ":;.", f"{name}: {shown!r} cuts {prose!r}"

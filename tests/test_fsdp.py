@@ -33,7 +33,8 @@ from trainer.build import build
 from trainer.checkpoint import CheckpointError, SafeReader, list_checkpoints
 from trainer.config import RunConfig
 from trainer.curves import PARTITIONS, read_curves
-from trainer.loop import resolve, train
+from trainer.loop import train
+from trainer.resolve import resolve
 from trainer.runtime import Runtime
 
 REPO = Path(__file__).resolve().parents[1]

@@ -330,6 +330,8 @@ def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_read
     ("batch_size=16,512", "--across batch_size=512: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
     # found by an outside tester: --widths beside --across was dropped in silence
     ("batch_size=16,32 --widths 32,64", "--widths: not used with --across batch_size=16,32"),
+    # given at the default value, it was taken for not given (detected by comparing with the default)
+    ("batch_size=16,32 --widths 32,64,128,256", "--widths: not used with --across batch_size=16,32"),
     ("steps=20,40 --ladder-width 0", "--ladder-width: a width from 1 to 1048576, got 0"),
     ("width=32,64 --ladder-width 64", "--ladder-width: for a ladder across another axis"),
     ("steps=20,40 --ladder-width 1000000000", "--ladder-width: a width from 1 to 1048576, got 1000000000"),

@@ -116,6 +116,9 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     assert done.returncode == 0, done.stderr
     forms = [f["form"] for f in RunConfig.load(out).provenance.prediction["forms"]]  # the one with the smaller
     assert len(forms) == 2 and forms[1].startswith("local")  # residual standard error is the law: both are fitted
+    curve = RunConfig.load(out).provenance.prediction["curve"]  # the whole curve, from the ladder's runs
+    assert curve["fraction"][-1] == 1.0 and len(curve["loss"]) == len(curve["fraction"])
+    assert all(lo <= mid <= hi for lo, mid, hi in zip(curve["low"], curve["loss"], curve["high"], strict=True))
 
 
 def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):
@@ -242,3 +245,22 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
         path.unlink()
         moved.rename(path)
     assert run_cli("status")[0] == 0
+
+
+def test_three_ladder_points_give_no_prediction_rather_than_an_interval_of_width_zero(tmp_path):
+    """Found by an outside tester: three points fit the reduced form's three unknowns exactly, and the prediction
+    came with the interval [2.5043, 2.5043]; the run, at 2.3661, was flagged outside it. With no residual left to
+    price the noise there is no interval, so there is no prediction, and it says what would give one."""
+    law = lambda n, d: 1.2 + 50 * np.asarray(n, float) ** -0.5 + 20 * np.asarray(d, float) ** -0.3  # noqa: E731
+    shapes = [{"at": w, "width": w, "params": 1000.0 * w, "tokens": 6400.0} for w in (32, 64)]
+    optima = [{"width": w, "parametrization": "mup", "best_loss": float(law(1000.0 * w, 6400))} for w in (32, 64)]
+    write_summary(tmp_path / "v-verify-lr", {"axis": "width", "widths": [32, 64], "shapes": shapes, "optima": optima,
+                                             "laws": {}})
+    shapes = [{"at": s, "width": 32, "params": 32000.0, "tokens": 32.0 * s} for s in (200, 400)]
+    optima = [{"steps": s, "parametrization": "mup", "best_loss": float(law(32000.0, 32 * s))} for s in (200, 400)]
+    write_summary(tmp_path / "v-verify-lr-across-steps", {"axis": "steps", "widths": [32], "shapes": shapes,
+                                                          "optima": optima, "laws": {}})
+    n, _, loss = ladder_points(str(tmp_path), "v")
+    assert len(loss) == 3  # the cross: two widths and two token counts sharing one point
+    prediction, why = predicted_loss(str(tmp_path), "v", 256000.0, 25600.0)
+    assert prediction == {} and "3 ladder points" in why and "one more rung" in why

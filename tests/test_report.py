@@ -5,7 +5,6 @@ import subprocess
 
 import pytest
 
-from tests.services import missing
 from tests.sweep_helpers import run_sweep, write_spec
 
 SECTIONS = ("coord-check", "history", "importance", "parallel", "verify", "transfer", "curves")
@@ -28,10 +27,7 @@ def pipeline(tmp_path_factory):
     return root, spec
 
 
-def test_the_report_renders_every_section_offline_in_chromium(pipeline):
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        missing("chromium (Debian's package; scripts/test-services.sh installs it)")
+def test_the_report_renders_every_section_offline_in_chromium(pipeline, browser):
     root, spec = pipeline
     done = run_sweep(root, "report", spec)
     assert done.returncode == 0, done.stderr
@@ -39,7 +35,6 @@ def test_the_report_renders_every_section_offline_in_chromium(pipeline):
     text = page.read_text()
     assert 'src="http' not in text and "<link" not in text  # nothing fetched
     assert 'class="missing"' not in text  # every step of the pipeline is in it
-    browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000"]
     dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     for key in SECTIONS:
         body = re.search(rf'<section id="{key}">(.*?)</section>', dom, re.S)

@@ -2,13 +2,11 @@
 CSV and JSON; plots as PNG and one HTML page; one-line errors for a missing sweep or a bad flag."""
 import io
 import json
-import shutil
 import subprocess
 
 import pandas as pd
 import pytest
 
-from tests.services import missing
 from tests.sweep_helpers import run_sweep, write_spec
 
 
@@ -55,17 +53,13 @@ def test_plots_are_written_as_png_and_one_html_page(swept):
     assert html.count("<h2>") >= 3 and "plotly" in html.lower() and "src=\"http" not in html  # opens offline
 
 
-def test_the_html_page_renders_every_plot_in_a_headless_browser(swept):
+def test_the_html_page_renders_every_plot_in_a_headless_browser(swept, browser):
     """plots.html opened offline in Chromium: each section's plotly figure is drawn (its embedded
     plotly.js ran), not just present as a script."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        missing("chromium (Debian's package; scripts/test-services.sh installs it)")
     root, _ = swept
     assert run_sweep(root, "results", "tiny").returncode == 0
     page = root / "tiny" / "plots" / "tiny-w16-mup" / "plots.html"
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
-                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     sections = page.read_text().count("<h2>")
     assert sections >= 3 and dom.count('class="plot-container') == sections, dom[-2000:]
     assert dom.count('class="main-svg"') >= sections

@@ -8,7 +8,8 @@ import yaml
 
 from trainer.config import ROLES, SETTINGS, UNUSED, ConfigError, RunConfig
 from trainer.curves import read_curves
-from trainer.loop import resolve, train
+from trainer.loop import train
+from trainer.resolve import resolve
 
 TINY = {
     "model": {"name": "gpt", "width": 64, "depth": 1},

@@ -650,3 +650,19 @@ def test_a_usage_error_never_echoes_a_password_it_was_given(argv, tmp_path):
                             env={**os.environ, "SWEEP_ROOT": str(tmp_path / "root")})
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert "pw-Fuzz7q" not in result.stderr + result.stdout and "***" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["doctor", "train", "recipe", "proxy"])
+@pytest.mark.parametrize("text", ["root:x:0:0:TOKEN-s3cr3t:/root:/bin/bash\nfoo: [unclosed\n",
+                                  "password=TOKEN-s3cr3t and more\n"])
+def test_a_file_given_by_mistake_is_refused_without_its_text_on_the_screen(tmp_path, run_cli, monkeypatch, command,
+                                                                           text):
+    """Found by an outside tester: `sweep recipe /etc/passwd` refused the file in one line quoting ~300 characters
+    of it (PyYAML's message shows the offending line; pydantic's echoes a document that is no mapping)."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "secret.txt"
+    path.write_text(text)
+    args = [command, path] + (["--to", "torch"] if command == "recipe" else [])
+    code, out, err = run_cli(*args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "s3cr3t" not in out + err and "TOKEN" not in out + err, err

@@ -14,8 +14,9 @@ from trainer import runtime as rt
 from trainer.checkpoint import CheckpointError, list_checkpoints
 from trainer.config import RunConfig
 from trainer.curves import read_curves
-from trainer.loop import Trainer, resolve, train
+from trainer.loop import Trainer, train
 from trainer.optim import build_optimizer
+from trainer.resolve import resolve
 from trainer.schedule import Schedule, make_scheduler
 
 

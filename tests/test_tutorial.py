@@ -74,3 +74,7 @@ def test_every_tutorial_command_runs_as_written(tmp_path):
     assert config["model"]["name"] == "mymodel:tiny_lm" and config["model"]["width"] == 256
     assert config["provenance"]["trial"] is not None
     assert list((work / "studies/mine/runs").glob("*/result.json")), "the launched run left no result"
+    # the README's table names the coordinate check's folder for this builder: it is where the check wrote
+    folder, model = re.search(r"\(`([\w.-]+)/` for `--model ([\w.:]+)`\)", (ROOT / "README.md").read_text()).groups()
+    assert model == config["model"]["name"], "the README's example folder is for another model than the tutorial's"
+    assert (work / "studies/coord-check" / folder / "coord_check.png").is_file(), f"no studies/coord-check/{folder}/"

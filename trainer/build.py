@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from proxies.data import DataSource, open_data
+from proxies.data import DataSource
 from proxies.parametrization import scale_init
 from proxies.registry import build_model
 from trainer.config import ConfigError, ModelConfig, RunConfig
@@ -34,9 +34,7 @@ class Built:
 
 
 def build(cfg: RunConfig, run: Runtime) -> Built:
-    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
-                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
-                     **cfg.data.options)
+    data = cfg.data.open(cfg.seed)
     torch.manual_seed(cfg.seed)
     model = build_net(cfg.model, data.model_options()).to(run.device)
     if cfg.activation_checkpointing:

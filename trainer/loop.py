@@ -11,8 +11,9 @@ One optimizer step (`Trainer.train_step`), in this order (each line is a classic
     zero_grad(set_to_none=True)                       gradients released before evaluation allocates its own
 Then, at the logging cadence, `log_and_eval` (the one host sync per logged step, the divergence check, the
 evaluation when due), and the checkpoints due; after a termination signal (SIGTERM, SIGUSR2), a checkpoint at
-that step and `Preempted` (trainer/preemption.py). Everything a checkpoint holds is a part registered with the
-run's `TrainState` (trainer/state.py); a caller adds its own with `train(…, extra_state=…)`.
+that step and `Preempted` (trainer/preemption.py). The run's `Checkpointer` (trainer/checkpointer.py) writes,
+resumes and rewinds them; everything a checkpoint holds is a part registered with the run's `TrainState`
+(trainer/state.py); a caller adds its own with `train(…, extra_state=…)`.
 The loop knows nothing of sweeps or clusters: it reports through `on_log(row)` and
 `on_eval(step, metrics) -> keep_going`.
 """
@@ -31,24 +32,11 @@ import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from proxies.base_shapes import save_base_shapes
-from proxies.registry import ModelError, base_width_of
 from trainer import runtime as rt
 from trainer.atomic import atomic_path
 from trainer.build import build
-from trainer.checkpoint import (
-    CheckpointError,
-    check_in_root,
-    checkpoint_path,
-    delete_after,
-    is_sharded,
-    latest_checkpoint,
-    link_checkpoint,
-    list_checkpoints,
-    load_checkpoint,
-    load_sharded,
-    save_checkpoint,
-    save_sharded,
-)
+from trainer.checkpoint import list_checkpoints
+from trainer.checkpointer import Checkpointer
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import CurveWriter
 from trainer.divergence import Divergence
@@ -56,11 +44,13 @@ from trainer.evaluate import evaluate, measure_noise_scale, objective, part, to_
 from trainer.flops import flops_per_token, peak_flops
 from trainer.folders import check_writable, inside_root
 from trainer.noise_scale import NoiseScale
-from trainer.optim import averaged_weights, train_mode
+from trainer.optim import averaged_weights
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
+from trainer.predicted import predicted_columns
 from trainer.preemption import Preemption
+from trainer.resolve import resolve
 from trainer.signals import Signals
-from trainer.state import FORMAT, Clock, DataCursor, Rng, Stateful, TrainState, format_of
+from trainer.state import Clock, DataCursor, Rng, Stateful, TrainState
 from trainer.tracking import Trackers, check_trackers
 from trainer.written import reading
 
@@ -116,18 +106,6 @@ class Throughput:
         return (tokens - self.tokens) / max(time.perf_counter() - self.time, 1e-9)
 
 
-def resolve(cfg: RunConfig) -> RunConfig:
-    """The config with what the builder declares filled in (base width); a mismatch is a ConfigError."""
-    try:
-        declared = base_width_of(cfg.model.name)
-    except ModelError as err:
-        raise ConfigError(str(err)) from None
-    if cfg.model.base_width not in (None, declared):
-        raise ConfigError(f"model.base_width: {cfg.model.name} declares base width {declared}, "
-                          f"config says {cfg.model.base_width}")
-    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"base_width": declared})})
-
-
 def train(cfg: RunConfig, *, resume: bool = False, on_log: Callable[[dict], None] | None = None,
           on_eval: Callable[[int, dict], bool] | None = None,
           extra_state: Mapping[str, Stateful] | None = None) -> RunResult:
@@ -178,7 +156,6 @@ class Trainer:
     def __init__(self, cfg: RunConfig, run: rt.Runtime, on_log, on_eval):
         self.cfg, self.run, self.on_log, self.on_eval = cfg, run, on_log, on_eval
         self.run_id, self.run_dir = cfg.run_id(), cfg.run_dir()
-        self.ckpt_dir = self.run_dir / "checkpoints"
         built = build(cfg, run)
         self.data, self.model, self.optimizer = built.data, built.model, built.optimizer
         self.scheduler, self.guard, self.total_steps = built.scheduler, built.guard, built.total_steps
@@ -196,6 +173,7 @@ class Trainer:
         self.clock = self.state.register("clock", Clock())
         if self.guard is not None:
             self.state.register("guard", self.guard)
+        self.checkpointer = Checkpointer(cfg, run, self.state, self.optimizer, self.guard, self.total_steps)
         self.writer: CurveWriter | None = None  # rank 0 writes; the others train
         self.trackers: Trackers | None = None  # rank 0 mirrors the curve to them
         self.train_loss = self.val_loss = None  # the last logged
@@ -210,7 +188,7 @@ class Trainer:
 
     def fit_steps(self, resume: bool, preemption: Preemption) -> RunResult:
         if resume:
-            self.resume()
+            self.checkpointer.resume()
         recorded = self.run_dir / "result.json"
         if self.state.step >= self.total_steps and recorded.exists():  # resumed a finished run: what it recorded
             inside_root(recorded, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
@@ -223,7 +201,7 @@ class Trainer:
             return RunResult(self.run_id, "completed", self.state.step, None, None)
         self.prepare_steps()
         if self.guard is not None and self.state.step == 0:
-            self.checkpoint(ring=True)  # the ring reaches back to the start
+            self.checkpointer.save_ring()  # the ring reaches back to the start
         try:
             while self.state.step < self.total_steps:
                 step = self.train_step()
@@ -235,11 +213,11 @@ class Trainer:
                 logged = self.log_due(step)
                 if logged:
                     self.log_and_eval(step)
-                self.save_due()
+                self.checkpointer.maybe_save(self.state.step)
                 if logged:
                     self.throughput.mark(self.state.tokens)  # throughput counts training steps only
                 if self.asked_to_stop(preemption):
-                    self.checkpoint()
+                    self.checkpointer.save(self.state.step, force=True)
                     preemption.leave(self.state.step)
         except Stop as stop:
             return self.finish(stop.status, stop.train_loss, stop.val_loss, stop.reason)
@@ -253,56 +231,14 @@ class Trainer:
         received = torch.tensor(float(preemption.received is not None), device=self.run.device)
         return rt.mean_across(self.run, received).item() > 0
 
-    def resume(self) -> None:
-        """Load the run's newest checkpoint (a regular one or the guard's ring) into every registered part."""
-        latest = latest_checkpoint(self.ckpt_dir, *([self.guard.ring_dir] if self.guard is not None else []))
-        if latest is None:
-            return
-        self.check_same_optimizer()
-        state = self.load(latest)
-        if format_of(state) != FORMAT:
-            raise CheckpointError(f"output.run: {latest} is in checkpoint format {format_of(state)}, this mup-sweep "
-                                  f"resumes format {FORMAT}; finish the run with the version that started it, "
-                                  "or set another output.run")
-        try:
-            self.state.load_state_dict(state)
-            train_mode(self.optimizer)  # written with Schedule-Free's averaged weights in place
-        except (RuntimeError, KeyError, ValueError, TypeError) as err:  # shapes, keys or groups of another model
-            found = " ".join(str(err).split())[:200]
-            raise CheckpointError(f"output.run: {latest} is a checkpoint of another model or run ({found}); "
-                                  f"resume only the run that wrote it, or set another output.run") from None
-
-    def check_same_optimizer(self) -> None:
-        """The run's optimizer state resumes only into the optimizer that wrote it (the config the run was started
-        with is beside it): Lion would load AdamW's moments and groups without a word."""
-        started = self.run_dir / "config.yaml"
-        if started.is_file():
-            inside_root(started, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
-        before = RunConfig.load(started).optimizer.name if started.is_file() else self.cfg.optimizer.name
-        if before != self.cfg.optimizer.name:
-            raise CheckpointError(f"optimizer.name: the run {self.run_id} was started with {before}; resume it with "
-                                  f"{before}, or set another output.run for {self.cfg.optimizer.name}")
-
-    def load(self, path) -> dict:
-        """A checkpoint of this run (resume, rewind), in the layout `parallel.kind` writes, read only inside the
-        results root."""
-        check_in_root(path, Path(self.cfg.output.root))
-        if is_sharded(path) != self.cfg.sharded():
-            written = "sharded (parallel.kind fsdp)" if is_sharded(path) else "unsharded (parallel.kind ddp)"
-            raise CheckpointError(f"parallel.kind: {path} was written {written}; resume it with the kind that wrote "
-                                  "it, or set another output.run")
-        if not is_sharded(path):
-            return load_checkpoint(path)
-        parts = self.state.parts
-        return load_sharded(path, {n: getattr(p, "sharded_state_dict", p.state_dict) for n, p in parts.items()})
-
     def open_outputs(self) -> None:
         """Rank 0: the curve writer (rows past the checkpoint dropped: they will be logged again), the config and
         the base shapes beside the run."""
         if not self.run.main:
             return
         cfg = self.cfg
-        self.writer = CurveWriter(cfg.curves_root(), cfg.output.study, cfg.output.kind, self.run_id)
+        self.writer = self.checkpointer.curves = CurveWriter(cfg.curves_root(), cfg.output.study, cfg.output.kind,
+                                                             self.run_id)
         self.writer.truncate_after(self.state.step)
         with atomic_path(self.run_dir / "config.yaml") as tmp:
             tmp.write_text(cfg.to_yaml())
@@ -405,15 +341,7 @@ class Trainer:
             self.state.step += 1
             raise Stop("diverged", loss, None, self.guard.stop_reason())
         if action == "rewind":
-            self.state.rewind(self.load(target))
-            rt.barrier(self.run)  # every rank has read the ring checkpoint before rank 0 rewrites it below
-            train_mode(self.optimizer)
-            step = self.state.step
-            if self.writer is not None:  # the abandoned branch's rows and checkpoints go
-                self.writer.truncate_after(step)
-                delete_after(self.ckpt_dir, step - 1)
-                delete_after(self.guard.ring_dir, step)
-            self.checkpoint(ring=True)  # the rewound state, skipped batches and all
+            self.checkpointer.rewind(target)
             self.throughput.mark(self.state.tokens)
         return action
 
@@ -462,6 +390,7 @@ class Trainer:
             self.val_loss = evaluate(self.model, self.data, run, batches=cfg.eval.batches,
                                      batch_size=cfg.batch_size, chunks=cfg.grad_accum, seed=held_out + EVAL_SEED_OFFSET)
         row["val_loss"] = self.val_loss
+        row.update(predicted_columns(cfg.provenance.prediction, step / self.total_steps))
         if cfg.eval.noise_scale_batches:
             micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass
             self.noise.update(*measure_noise_scale(self.model, self.data, run, n_small=cfg.eval.noise_scale_batches,
@@ -472,46 +401,10 @@ class Trainer:
             keep_going = bool(self.on_eval(step, row))
         return rt.agree(run, keep_going)
 
-    def save_due(self) -> None:
-        """The checkpoints due after this step: the regular ones and the guard's ring (every step, not only logged
-        ones). The last step's is written by `finish`."""
-        step = self.state.step
-        if step >= self.total_steps:
-            return
-        regular = bool(self.cfg.checkpoint.every) and step % self.cfg.checkpoint.every == 0
-        if regular:
-            self.checkpoint()
-        if self.guard is not None and self.guard.ring_due(step):
-            self.checkpoint(ring=True, linked=regular)
-
-    def checkpoint(self, ring: bool = False, linked: bool = False) -> None:
-        """Rank 0 writes the TrainState (curves first: on disk they never lag the checkpoint); every rank waits.
-        Sharded, every rank writes its shards and rank 0 the rest. `linked`: the regular checkpoint of this step,
-        just written, becomes the ring's too by hard links (the state is serialised once).
-        Every rank switches to the averaged weights (Schedule-Free) and back, so the ranks keep the same bits."""
-        if linked:
-            if self.writer is not None:
-                regular = checkpoint_path(self.ckpt_dir, self.state.step)  # a folder when sharded
-                link_checkpoint(regular.with_suffix("") if self.cfg.sharded() else regular, self.guard.ring_dir,
-                                self.guard.cfg.ring_size)
-            rt.barrier(self.run)
-            return
-        with averaged_weights(self.optimizer):
-            folder, keep = (self.guard.ring_dir, self.guard.cfg.ring_size) if ring else (self.ckpt_dir,
-                                                                                          self.cfg.checkpoint.keep)
-            if self.writer is not None:
-                self.writer.flush()
-            if self.cfg.sharded():
-                save_sharded(folder, self.state.step, self.state.state_dict(), keep, self.run.main)
-                return
-            if self.writer is not None:
-                save_checkpoint(folder, self.state.step, self.state.state_dict(), keep)
-        rt.barrier(self.run)
-
     def finish(self, status: str, train_loss, val_loss, reason=None) -> RunResult:
         result = RunResult(self.run_id, status, self.state.step, train_loss, val_loss, reason)
         if status == "completed":
-            self.checkpoint()
+            self.checkpointer.save(self.state.step, force=True)
         if self.writer is not None:
             self.trackers.close(status)
             self.writer.compact()  # the run's rows are final: one part to read

@@ -23,8 +23,9 @@ uniform of that std, `init_` a normal of the same std.
 from __future__ import annotations
 
 import json
+import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import torch
@@ -32,8 +33,10 @@ from torch import nn
 
 from proxies.parametrization import param_rules, scale_init
 from proxies.registry import call_builder, resolve_builder
+from proxies.resources import check_fits
 from trainer.config import SETTINGS, RunConfig
 from trainer.optim import optimizer_of, param_groups
+from trainer.secret_text import holds_secret
 
 FORMAT_VERSION = 1
 LAYER = re.compile(r"\.\d+\.")
@@ -113,7 +116,7 @@ class Recipe:
             params=list(entries.values()),
             budget={"steps": cfg.steps, "tokens": cfg.tokens, "batch_size": cfg.batch_size,
                     "seq_len": cfg.data.seq_len},
-            provenance={"run": cfg.run_id(), **cfg.provenance.model_dump(mode="json", exclude_defaults=True)})
+            provenance={"run": cfg.run_id(), **_public(cfg.provenance.model_dump(mode="json", exclude_defaults=True))})
 
     def patterns(self) -> set[str]:
         return {e.pattern for e in self.params}
@@ -130,7 +133,7 @@ class Recipe:
         its shape checked; `names`: [(regex on the model's names, recipe pattern or patterns)], None: the recipe's
         own names. Raises `RecipeError` naming the first parameter it cannot place or a pattern the model lacks."""
         by_pattern = {e.pattern: e for e in self.params}
-        placed, used = [], set()
+        placed, used = [], {}
         for name, p in model.named_parameters():
             if not p.requires_grad:
                 continue
@@ -147,11 +150,26 @@ class Recipe:
                 raise RecipeError(f"{name}: fuses {' + '.join(patterns)}, which the recipe puts in different groups; "
                                   "unfuse it")
             placed.append((name, p, parts))
-            used.update(patterns)
+            for q in patterns:
+                used[q] = used.get(q, 0) + 1
         missing = [e.pattern for e in self.params if e.pattern not in used]
         if missing:
             raise RecipeError(f"{missing[0]}: the recipe's parameter is not in the model (a different architecture?)")
+        self._check_counts(used)
         return placed
+
+    def _check_counts(self, used: dict[str, int]) -> None:
+        """Each pattern placed as often as the recipe has it. Layers may differ in count (all by the same depth)
+        only when the recipe does not depend on depth (no `depth_alpha`: branch multiplier 1)."""
+        depth_free = self.multipliers.get("branch_mult") == 1.0 and "depth_alpha" not in self.model.get("options", {})
+        layers = {used[e.pattern] for e in self.params if ".*." in e.pattern}
+        for e in self.params:
+            if used[e.pattern] == e.count or (depth_free and ".*." in e.pattern and len(layers) == 1):
+                continue
+            why = (f"export the recipe at the model's depth (depth {self.model.get('depth')}: its multipliers "
+                   "depend on depth)" if ".*." in e.pattern and len(layers) == 1 else
+                   "each is placed once per layer (two parameters mapped onto one entry?)")
+            raise RecipeError(f"{e.pattern}: the model has {used[e.pattern]} of these, the recipe {e.count}; {why}")
 
     def param_groups(self, model: nn.Module, names: list[tuple[str, str | tuple[str, ...]]] | None = None
                      ) -> list[dict[str, Any]]:
@@ -187,13 +205,71 @@ class Recipe:
         return json.loads(json.dumps(asdict(self)))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Recipe:
+    def from_dict(cls, data: Any) -> Recipe:
+        """The recipe `to_dict` wrote; anything else (a missing or unknown key, a wrong type, a number that is not
+        finite, a group index out of range) is a RecipeError naming the field."""
+        if not isinstance(data, dict):
+            raise RecipeError(f"recipe: a JSON object is needed, not {type(data).__name__}")
         version = data.get("format_version")
-        if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
             raise RecipeError(f"format_version: {version!r} is not a recipe format this version reads "
                               f"(1 to {FORMAT_VERSION})")
-        params = [ParamEntry(**{**e, "shape": tuple(e["shape"])}) for e in data["params"]]
+        _keys(data, {f.name for f in fields(cls)}, {"model", "optimizer", "schedule", "multipliers", "groups",
+                                                    "params"}, "recipe")
+        for key in ("model", "optimizer", "schedule", "multipliers", "budget", "provenance"):
+            if key in data and not isinstance(data[key], dict):
+                raise RecipeError(f"{key}: a JSON object is needed, not {type(data[key]).__name__}")
+        groups = _list_of_dicts(data["groups"], "groups")
+        for i, g in enumerate(groups):
+            for key in ("lr", "weight_decay"):
+                _finite(g.get(key), f"groups[{i}].{key}")
+        params = [_param_entry(e, i, len(groups)) for i, e in enumerate(_list_of_dicts(data["params"], "params"))]
         return cls(**{**data, "params": params})
+
+
+ENTRY_FIELDS = {f.name for f in fields(ParamEntry)}
+
+
+def _keys(data: dict, allowed: set[str], required: set[str], where: str) -> None:
+    unknown, missing = sorted(set(data) - allowed), sorted(required - set(data))
+    if unknown or missing:
+        key = (unknown or missing)[0]
+        raise RecipeError(f"{where}.{key}: {'unknown key' if unknown else 'missing'}; a recipe holds "
+                          f"{', '.join(sorted(allowed))}")
+
+
+def _list_of_dicts(value: Any, where: str) -> list[dict]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise RecipeError(f"{where}: a list of JSON objects is needed")
+    return value
+
+
+def _finite(value: Any, where: str, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise RecipeError(f"{where}: {value!r} is not a finite number")
+
+
+def _param_entry(e: dict, i: int, n_groups: int) -> ParamEntry:
+    where = f"params[{i}]"
+    _keys(e, ENTRY_FIELDS, ENTRY_FIELDS, where)
+    if not isinstance(e["pattern"], str) or not isinstance(e["role"], str) or not isinstance(e["owner"], str):
+        raise RecipeError(f"{where}: pattern, role and owner are text")
+    shape = e["shape"]
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise RecipeError(f"{where}.shape: {shape!r} is not a list of sizes")
+    for key in ("group", "count"):
+        if type(e[key]) is not int or e[key] < (1 if key == "count" else 0):
+            raise RecipeError(f"{where}.{key}: {e[key]!r} is not a valid {key}")
+    if e["group"] >= n_groups:
+        raise RecipeError(f"{where}.group: {e['group']} is past the recipe's {n_groups} groups")
+    for key in ("lr_mult", "lr", "weight_decay", "init_mean", "init_std", "forward_mult"):
+        _finite(e[key], f"{where}.{key}")
+    _finite(e["eps"], f"{where}.eps", allow_none=True)
+    if e["init_std"] < 0:
+        raise RecipeError(f"{where}.init_std: {e['init_std']!r} is negative")
+    return ParamEntry(**{**e, "shape": tuple(shape)})
 
 
 def _entries(groups: list[dict], rules: dict, init: dict[str, tuple[float, float]]) -> dict[str, ParamEntry]:
@@ -215,12 +291,29 @@ def _entries(groups: list[dict], rules: dict, init: dict[str, tuple[float, float
     return entries
 
 
+def _public(provenance: dict[str, Any]) -> dict[str, Any]:
+    """`provenance` unless a text in it holds a password or token (a storage URL with user:password@): every export
+    prints or writes the provenance, so such a config is refused by the field's name."""
+    for key, value in provenance.items():
+        if isinstance(value, str) and holds_secret(value):
+            raise RecipeError(f"provenance.{key}: holds a password or token, which an export would print; give the "
+                              "storage without it (a ${VAR} in the URL, or --storage-password-env)")
+    return provenance
+
+
 def _patterns(name: str, names: list[tuple[str, str | tuple[str, ...]]] | None) -> tuple[str, ...] | None:
     if names is None:
         return (pattern_of(name),)
     for regex, target in names:
-        if re.fullmatch(regex, name):
-            return (target,) if isinstance(target, str) else tuple(target)
+        try:
+            hit = re.fullmatch(regex, name)
+        except (re.error, TypeError) as err:
+            raise RecipeError(f"names: {regex!r} is not a regular expression ({err})") from None
+        if hit:
+            targets = (target,) if isinstance(target, str) else target
+            if not isinstance(targets, tuple | list) or not targets or not all(isinstance(t, str) for t in targets):
+                raise RecipeError(f"names: {regex!r} maps to {target!r}; give a recipe pattern or a tuple of them")
+            return tuple(targets)
     return None
 
 
@@ -229,6 +322,10 @@ def measured_init(builder, cfg: RunConfig, options: dict[str, Any]) -> dict[str,
     drawn from a fixed seed (the measurement, not the run's weights). The mean is the constant of a constant init
     (ones, zeros), else 0."""
     m = cfg.model
+    with torch.device("meta"):
+        sizes = [p.numel() for p in call_builder(builder, m.name, m.width, 1, m.parametrization, options).parameters()]
+    check_fits(4 * sum(sizes) + 8 * max(sizes, default=0), "the one-block copy whose init the recipe measures",
+               "model.width")
     state = torch.random.get_rng_state()
     try:
         torch.manual_seed(0)

@@ -104,6 +104,16 @@ def construct_int(loader: Loader, node: yaml.ScalarNode) -> int:
 Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
 
 
+def reason(err: yaml.YAMLError) -> str:
+    """What is wrong with a document and where, in one line, without quoting it: PyYAML's own message shows the
+    offending line, and a file read by mistake (a key file, a password list) must not reach the screen."""
+    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
+        mark = err.problem_mark
+        context = f"{err.context}: " if err.context else ""
+        return f"{context}{err.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(err).split())
+
+
 def load(text: str | bytes) -> Any:
     """The document in `text`; bytes are decoded by the YAML reader, so bytes that are not text (UTF-8 or
     UTF-16) are a yaml.YAMLError like any other bad YAML."""

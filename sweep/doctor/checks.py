@@ -42,15 +42,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from proxies.data import DataSource, open_data
+from proxies.data import DataSource
 from proxies.registry import build_model
 from sweep.coords import check as cc
 from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
 from trainer.build import build_net
 from trainer.config import RunConfig
 from trainer.flops import flops_per_token
-from trainer.loop import resolve
 from trainer.optim import build_optimizer
+from trainer.resolve import resolve
 
 INIT_TOLERANCE = 0.10
 OVERFIT_RATIO = 0.5
@@ -305,9 +305,7 @@ def make_case(cfg: RunConfig, data: DataSource | None = None) -> Case:
     """The resolved config, its data (or `data`), and the first training batch."""
     cfg = resolve(cfg)
     if data is None:
-        data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
-                         vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
-                         **cfg.data.options)
+        data = cfg.data.open(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     x, y = data.batch("train", cfg.batch_size, gen)
     return Case(cfg, data, {**data.model_options(), **cfg.model.options}, x, y, gen)

@@ -21,6 +21,16 @@ def example(name: str) -> Traversable:
 
 
 def summary(name: str) -> str:
-    """What the example is: the first line of its header comment, up to its first colon."""
-    first = example(name).read_text(encoding="utf-8").splitlines()[0]
-    return first.removeprefix("#").split(": ")[0].strip(" .,")
+    """What the example is: its header comment's first clause (up to a colon, semicolon or full stop outside
+    parentheses), read across line breaks up to the first indented command line."""
+    prose = []
+    for line in example(name).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#") or line.startswith("#   "):
+            break
+        prose.append(line.removeprefix("#").strip())
+    text, depth = " ".join(prose) + " ", 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and char in ":;." and text[i + 1] == " ":
+            return text[:i].strip(" ,")
+    return text.strip(" .,")

@@ -20,7 +20,7 @@ from trainer.optim import role_lr_mult
 
 
 def inspect_table(model: str, width: int, depth: int, parametrization: str, opt: list[str] | None,
-                  optimizer: str = "adamw", settings: list[str] | None = None) -> Table:
+                  optimizer: str, settings: list[str] | None = None) -> Table:
     cfg = role_settings(settings)
     roles, init, exps = cfg.optimizer.roles.given(), cfg.model.init.given(), cfg.optimizer.roles.width_exps()
     lr_mults = {role: lr_mult for role, (lr_mult, _) in roles.items()}

@@ -15,14 +15,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from proxies.data import open_data
 from proxies.registry import check_model
 from sweep.cluster.processes import process_alive
 from sweep.launch.request import LaunchRequest
 from sweep.runs.record import finished_state, last_logged, locations, read_record, read_result
 from sweep.study.trial import check_run_folder
 from trainer.config import RunConfig
-from trainer.loop import resolve
+from trainer.resolve import resolve
 from trainer.tracking import check_trackers
 
 
@@ -30,9 +29,7 @@ def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     request.check()
     cfg = resolve(RunConfig.load(config))
     check_trackers(cfg)
-    data = cfg.data
-    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
-                       val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
+    source = cfg.data.open(cfg.seed)
     model = cfg.model
     check_model(model.name, model.width, model.depth, model.parametrization,
                 **{**source.model_options(), **model.options})

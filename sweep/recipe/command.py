@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proxies.data import open_data
 from sweep.errors import InputError
 from sweep.paths import check_out_file
 from trainer.atomic import atomic_path
@@ -24,10 +23,8 @@ def run_recipe(config: Path, fmt: str, out: Path | None) -> str:
         cfg = RunConfig.load(config)
     except (ConfigError, OSError) as err:
         raise InputError(f"CONFIG: {err}") from None
-    d = cfg.data
     try:
-        source = open_data(d.kind, path=d.path, seq_len=d.seq_len, dtype=d.dtype, vocab_size=d.vocab_size,
-                           val_fraction=d.val_fraction, seed=cfg.seed, **d.options)
+        source = cfg.data.open(cfg.seed)
         text = export(Recipe.from_config(cfg, source.model_options()), fmt)
     except ValueError as err:  # RecipeError, ModelError, ConfigError: one line naming the field or the setting
         raise InputError(str(err)) from None

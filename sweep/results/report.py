@@ -1,6 +1,8 @@
 """`sweep report`: one self-contained HTML file of a sweep, from coordinate check to full run.
 
-Sections: the coordinate check, the sweep's history, parameter importance and parallel coordinates
+Sections: what a user decides from first (sweep/results/decide.py: the transferred settings beside the
+textbook's, each law as prior → measured → posterior, the predicted band with the full run on it, the verdicts),
+then the coordinate check, the sweep's history, parameter importance and parallel coordinates
 (its μP study; `sweep results`' plots), the Figure-1 plot of `sweep verify` with its drift, each
 transferred config with its provenance, and the full runs' curves beside the proxy trials whose
 settings they carry. Images are embedded as data URIs and nothing is fetched, so the file opens
@@ -26,6 +28,7 @@ from rich.console import Console
 from sweep.paths import inside_root, results_root
 from sweep.results.compare import compare_figure
 from sweep.results.compare import read_curve as read_run_curve
+from sweep.results.decide import opening
 from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
@@ -158,14 +161,17 @@ def build_report(spec_or_name: str, *, storage: str | None, password_env: str | 
     verify = verify_section(root, name, spec_or_name)  # read (and refused when bad) before any plot is written
     transfer = transfer_section(root, name, spec_or_name)
     plots = sweep_sections(proxy, root / name / "plots" / proxy.study_name)
+    scope = Scope(root, name, (url,))
+    decide = opening(root, name, scope, lambda figure, alt: png_tag(figure_png(figure), alt))
     parts = [
+        section("decide", "What to decide from: settings, laws, prediction, verdicts", decide),
         section("coord-check", "Coordinate check", coord_check_section(root, model)),
         section("history", f"Sweep history ({proxy.study_name})", plots["history"]),
         section("importance", "Parameter importance (PED-ANOVA)", plots["importance"]),
         section("parallel", "Parallel coordinates", plots["parallel"]),
         section("verify", "Verify: the optimum across widths (Figure 1)", verify),
         section("transfer", "Transferred config and its provenance", transfer),
-        section("curves", "Full runs beside their proxy trials", proxy_vs_full_section(Scope(root, name, (url,)))),
+        section("curves", "Full runs beside their proxy trials", proxy_vs_full_section(scope)),
     ]
     page = Markup("<!doctype html><html><head><meta charset='utf-8'><title>{name}: μP sweep report</title>"
                   "<style>{style}</style></head><body><h1>{name}: μP sweep report</h1>"

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+import pandas as pd
 from optuna.trial import TrialState
 
 from sweep.errors import InputError
+from sweep.rules.axis import label
 from sweep.rules.fitted import Law
 from sweep.rules.prior import prior_for
 from sweep.rules.scaling import predict
@@ -105,14 +107,18 @@ def ladder_points(root: str, name: str) -> tuple[list[float], list[float], list[
 
 
 def predicted_loss(root: str, name: str, params: float, tokens: float) -> tuple[dict, str]:
-    """(the scaling law's prediction for the full run, why there is none): none with fewer than 3 ladder points,
+    """(the scaling law's prediction for the full run, why there is none): none with fewer than 4 ladder points
+    (3 fit the reduced form's 3 unknowns exactly, leaving no residual to price the noise: an interval of width 0),
     when the target's N (or D) differs from the ladder's and the ladder has one N (or D) only (a term never measured
     would be priced at 0), when a ladder loss is not positive (no loss law holds it), or when the law gives the
     target a loss that is not positive; an interval reaching below 0 is cut at 0 (a loss is never negative). The
     prediction records how far the target lies past the largest measured N and D (`beyond`) and the cut."""
     n, d, loss = ladder_points(root, name)
-    if len(loss) < 3 or (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
+    if (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
         return {}, "it needs `sweep verify` across width and tokens (or steps)"
+    if len(loss) < 4:
+        return {}, (f"{len(loss)} ladder points leave none to measure the law's error (it has 3 unknowns), so no "
+                    "interval could hold the run to it; one more rung of `sweep verify --across …` gives one")
     if min(loss) <= 0:
         return {}, f"a ladder point's loss is {min(loss):.4g}: a loss law needs positive losses"
     with np.errstate(all="ignore"):
@@ -149,3 +155,31 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
                       for r in summary.get("refined", []) if r["at"] in shapes)  # the points refinement added
     return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,
             "share": (proxy + verify) / full_flops}
+
+
+def ladder_curves(root: str, name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fraction of its run, val loss) of the best μP run (its first seed) at every value of the LR ladders across
+    width, tokens and steps: the shapes the full run's predicted curve is collapsed from (sweep/forecast/live.py)."""
+    from trainer.curves import read_run
+
+    curves = []
+    for axis in ("width", "tokens", "steps"):
+        folder = axis_folder(name, "optimizer.lr", axis)
+        points_path = Path(root) / folder / "points.parquet"
+        if not points_path.is_file():
+            continue
+        points = pd.read_parquet(points_path)
+        points = points[points["parametrization"] == "mup"]
+        for at, group in points.groupby(axis):
+            best = group.groupby("trial")["loss"].mean().idxmin() if group["loss"].notna().any() else None
+            if best is None:
+                continue
+            width = int(group["width"].iloc[0])
+            study = folder if axis == "width" else f"{folder}-{label(at)}"
+            rows = read_run(Path(root) / study / "curves" / f"study={study}" / "kind=proxy"
+                            / f"run=w{width}-mup-t{int(best):05d}-s0")
+            evals = rows.dropna(subset=["val_loss"]) if rows is not None else None
+            if evals is not None and len(evals) >= 2:
+                steps = evals["step"].to_numpy(float)
+                curves.append((steps / steps[-1], evals["val_loss"].to_numpy(float)))
+    return curves

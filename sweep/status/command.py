@@ -7,7 +7,9 @@ A run is launched when its folder holds launch.json. Its state comes from, in th
 - else failed (the job or process ended without a result: `sweep launch` again resumes it), or
   unknown for a process on another machine.
 The last step and losses come from the run's curve; a transferred run's predicted final loss and interval
-from its config's provenance, flagged when the run leaves it (sweep/runs/prediction.py).
+from its config's provenance, flagged when the run leaves it (sweep/runs/prediction.py), or, where the
+prediction holds the whole curve, at the first evaluation outside the band the trainer logged beside it
+(sweep/forecast/live.py), with what to do.
 """
 from __future__ import annotations
 
@@ -19,10 +21,12 @@ from rich.table import Table
 
 from sweep.cluster.processes import process_alive
 from sweep.errors import InputError
+from sweep.forecast.live import departure
 from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.runs.prediction import held_to, read_prediction
 from sweep.runs.record import RECORD, finished_state, last_logged, read_record
 from sweep.study.spec import load_spec
+from trainer.curves import read_run
 from trainer.written import DamagedFile
 
 
@@ -84,10 +88,16 @@ def run_state(run_dir: Path) -> dict:
     predicted, outside = held_to(prediction, logged["val_loss"], state in ("done", "diverged"))
     if outside:
         detail = "; ".join(filter(None, [detail, "val loss outside the predicted interval"]))
+    off = departure(read_run(record["curve"])) if prediction.get("curve") else None
+    if off:
+        outside = True
+        detail = "; ".join(filter(None, [detail, f"left its predicted curve at step {off['step']} ({off['side']}: "
+                                                 f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]): "
+                                                 f"{off['advice']}"]))
     return {"run": record["run"], "study": record["study"], "kind": record["kind"], "backend": record["backend"],
             "job": record["job"], "state": state, **logged, "predicted": predicted, "outside": outside,
             **{f"predicted_{key}": prediction.get(key) for key in ("loss", "low", "high")},
-            "detail": detail, "run_dir": str(run_dir)}
+            "detail": detail, "left_curve": off, "run_dir": str(run_dir)}
 
 
 def kept_out_of_links(run_dir: Path, curve: Path) -> None:

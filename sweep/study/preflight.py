@@ -1,16 +1,19 @@
 """Pre-flight: everything about a sweep that can be wrong is found here, before anything is written.
 
-The spec is checked as the RunConfigs its trials would get (every searched range at its extremes),
-the data is opened and the model built once at the proxy width, the storage URL's form is checked,
-and the study's folder (and a SQLite or journal storage's) must be writable.
+The spec (parsed by sweep/study/spec.py) is checked as the RunConfigs its trials would get: each searched value
+at its extremes (at every point of a small int range), every other one under each choice of a categorical
+(`check_run`); the data is opened and the model built once at the proxy width, its roles checked, and the model
+built on the meta device at each point of a searched model setting (`check_points`); the sampler's and pruner's
+options, the storage URL's form, and the study's folder (and a SQLite or journal storage's) must be writable
+(`prepare`).
 """
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from torch import nn
 
-from proxies.data import open_data
 from proxies.parametrization import param_rules, scale_init
 from proxies.registry import ModelError, build_model, count_parameters
 from proxies.resources import BYTES_PER_PARAMETER, check_fits
@@ -18,14 +21,15 @@ from sweep.errors import InputError
 from sweep.paths import check_writable, default_storage, inside_root, results_root
 from sweep.study.pruners import make_pruner
 from sweep.study.samplers import grid_size, make_sampler
-from sweep.study.space import CategoricalParam, FixedParam, set_path
-from sweep.study.spec import StudySpec, check_run
+from sweep.study.space import CategoricalParam, FixedParam, HalflifeParam, Param, set_path
+from sweep.study.spec import StudySpec
 from sweep.study.storage import storage_url
 from sweep.study.study import SweepJob
 from sweep.study.trial import base_run
 from trainer.config import ConfigError, RunConfig
-from trainer.loop import resolve
 from trainer.optim import check_roles as check_model_roles
+from trainer.resolve import resolve
+from trainer.tracking import check_trackers
 
 # searched fields that change a run's length, so Hyperband's max_resource is read off the first trial
 LENGTH_FIELDS = ("steps", "tokens", "batch_size", "data.")
@@ -89,6 +93,91 @@ def check_role_paths(cfg: RunConfig, model: nn.Module, paths: list[str], decay_e
         raise InputError(f"{err}{drawn}") from None
 
 
+def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -> None:
+    """Every checked point of every searched range (`Param.points`: the extremes, every point of a small int
+    range) must make a valid RunConfig (ConfigError → InputError). Each choice of a categorical is checked with
+    its `when:` branch set (at its first points), and every other parameter at its points under that choice (another
+    categorical at each choice with its branch): only valid combinations can be sampled, pairwise."""
+    try:
+        check_trackers(RunConfig.parse(base))
+    except ConfigError as err:
+        raise InputError(f"run.{err}") from None
+    space = spec.space()
+    categoricals = {path: p for path, p in space.params.items() if isinstance(p, CategoricalParam)}
+    check_values({path: p for path, p in space.params.items() if path not in categoricals}, base, "search",
+                 tokens_per_step)
+    for path, cat in categoricals.items():
+        chosen = {choice: check_choice(path, choice, cat, base, tokens_per_step) for choice in cat.choices}
+        for other_path, other in space.params.items():
+            if other_path != path:
+                check_under_choices(path, chosen, other_path, other, tokens_per_step)
+
+
+def check_choice(path: str, choice: Any, cat: CategoricalParam, base: dict, tokens_per_step: int | None,
+                 context: str = "") -> dict:
+    """One choice of a categorical with its branch on `base`; returns the run with both set."""
+    chosen = check_branch(path, choice, cat.branch(choice), base, tokens_per_step, context)
+    check_values({path: FixedParam(value=choice)}, chosen, "search", tokens_per_step, context)
+    return chosen
+
+
+def check_under_choices(path: str, chosen: dict[Any, dict], other_path: str, other: Param,
+                        tokens_per_step: int | None) -> None:
+    """`other` at its points (a categorical: each choice with its branch) under each choice of the categorical at
+    `path` (`chosen`: choice → the run with it set); refused under some, it belongs in the others' `when:`."""
+    refused = {}
+    for choice, run in chosen.items():
+        context = f" with {path} {choice}"
+        try:
+            if isinstance(other, CategoricalParam):
+                for other_choice in other.choices:
+                    check_choice(other_path, other_choice, other, run, tokens_per_step, context)
+            else:
+                check_values({other_path: other}, run, "search", tokens_per_step, context)
+        except InputError as err:
+            refused[choice] = err
+    if refused:
+        readers = ", ".join(f"{choice}: …" for choice in chosen if choice not in refused)
+        hint = f"move it under when: {{{readers}}}" if readers else f"no choice of {path} takes it"
+        raise InputError(f"{next(iter(refused.values()))}; {hint}")
+
+
+def check_branch(path: str, choice: Any, branch: dict[str, Param], base: dict, tokens_per_step: int | None,
+                 context: str = "") -> dict:
+    """Each branch parameter at its points with the choice and the branch's other parameters set (at their
+    first points); returns the base with all of them set."""
+    firsts = {bpath: points(bparam, tokens_per_step)[0] for bpath, bparam in branch.items()}
+
+    def with_values(values: dict[str, Any]) -> dict:
+        run = set_path(base, path, choice)
+        for bpath, value in values.items():
+            run = set_path(run, bpath, value)
+        return run
+
+    for bpath, bparam in branch.items():
+        others = with_values({p: v for p, v in firsts.items() if p != bpath})
+        check_values({bpath: bparam}, others, f"search.{path}.when.{choice}", tokens_per_step, context)
+    return with_values(firsts)
+
+
+def points(param: Param, tokens_per_step: int | None) -> list[Any]:
+    """The RunConfig values checked for one parameter (`Param.points`, a half-life's mapped to β)."""
+    if isinstance(param, HalflifeParam):
+        return [param.beta(v, tokens_per_step or 1) for v in param.points()]
+    return param.points()
+
+
+def check_values(params: dict[str, Param], base: dict, where: str, tokens_per_step: int | None,
+                 context: str = "") -> None:
+    """Each parameter at each of its `points` on `base` parses as a RunConfig."""
+    for path, param in params.items():
+        for value in points(param, tokens_per_step):
+            try:
+                RunConfig.parse(set_path(base, path, value))
+            except ConfigError as err:
+                raise InputError(f"{where}.{path}: {value!r} is rejected by the RunConfig{context} ({err})") from None
+
+
 def check_points(spec: StudySpec, base: dict) -> tuple[RunConfig, int]:
     """The study's base run (`base_run` at one width) parses, its data opens, and the points the search can reach are
     ones the run and the model take (`check_run`, `check_roles`, `check_model_points`); the resolved run and its
@@ -97,9 +186,7 @@ def check_points(spec: StudySpec, base: dict) -> tuple[RunConfig, int]:
         cfg = resolve(RunConfig.parse(base))
     except ConfigError as err:
         raise InputError(f"run.{err}") from None
-    data = open_data(cfg.data.kind, path=cfg.data.path, seq_len=cfg.data.seq_len, dtype=cfg.data.dtype,
-                     vocab_size=cfg.data.vocab_size, val_fraction=cfg.data.val_fraction, seed=cfg.seed,
-                     **cfg.data.options)
+    data = cfg.data.open(cfg.seed)
     check_run(spec, base, tokens_per_step=cfg.batch_size * data.tokens_per_example)
     options = {path.removeprefix("model.options."): p.points()[0]
                for path, p in spec.space().params.items() if path.startswith("model.options.")}

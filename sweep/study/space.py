@@ -213,8 +213,6 @@ class HalflifeParam(Param):
         return [self.low, self.high]  # mapped to β by `Space.extreme_values`
 
 
-AnyParam = FloatParam | IntParam | CategoricalParam | FixedParam | HalflifeParam
-
 
 def check_range(low: float, high: float, log: bool) -> None:
     if not (math.isfinite(low) and math.isfinite(high)):

@@ -13,11 +13,9 @@
     slurm: {partition: gpu, gpus_per_node: 1, time: 60}   # `--backend slurm` settings; flags override
     ray: {address: null, gpus_per_trial: 0.5}             # `--backend ray` settings (sweep/cluster/settings.py)
 
-Everything is validated before anything is written: a bad key, a search path that is not a
-RunConfig field, or a range the field rejects is one line naming it (an `InputError`, exit 2).
-`run:` is checked as the RunConfig a trial would get, with each searched value at its extremes (at every
-point of a small int range), every other one under each choice of a categorical; the model is built (on the
-meta device) at each such point of a model setting.
+Parsing checks the spec's shape: a bad key or a search path that is not a RunConfig field is one line naming
+it (an `InputError`, exit 2). What its values make (the runs, the model, the storage, the folders) is checked
+by the pre-flight (sweep/study/preflight.py) before anything is written.
 """
 from __future__ import annotations
 
@@ -34,20 +32,10 @@ from pydantic import BaseModel, Field, ValidationError
 from sweep.cluster.settings import WORKERS, section
 from sweep.errors import InputError
 from sweep.study.bounds import MAX_TRIALS
-from sweep.study.space import (
-    HALFLIFE_FIELDS,
-    CategoricalParam,
-    FixedParam,
-    HalflifeParam,
-    Param,
-    Space,
-    parse_param,
-    set_path,
-)
+from sweep.study.space import HALFLIFE_FIELDS, CategoricalParam, FixedParam, HalflifeParam, Param, Space, parse_param
 from sweep.study.storage import STORAGE_RETRY_S
 from trainer import yaml_io
-from trainer.config import ConfigError, Name, RunConfig, Strict, one_line
-from trainer.tracking import check_trackers
+from trainer.config import Name, RunConfig, Strict, one_line
 
 SAMPLERS = ("tpe", "gp", "cmaes", "random", "grid", "qmc")
 PRUNERS = ("hyperband", "median", "wilcoxon", "none")
@@ -113,7 +101,7 @@ def load_spec(path: str | Path) -> StudySpec:
     try:
         raw = yaml_io.load(text)
     except yaml.YAMLError as err:
-        raise InputError(f"spec: {path} is not valid YAML ({' '.join(str(err).split())})") from None
+        raise InputError(f"spec: {path} is not valid YAML ({yaml_io.reason(err)})") from None
     if not isinstance(raw, dict):
         raise InputError(f"spec: {path} must be a mapping of keys (name, run, search, …)")
     return parse_spec(raw)
@@ -202,87 +190,3 @@ def check_builder_named(name: str, spec: StudySpec | None, where: str) -> None:
         return
     raise InputError(f"model.name: {where} names the builder {name!r}, which the spec you gave does not; a builder is "
                      "imported only when named in the spec on the command line (run.model.name)")
-
-
-def check_run(spec: StudySpec, base: dict, tokens_per_step: int | None = None) -> None:
-    """Every checked point of every searched range (`Param.points`: the extremes, every point of a small int
-    range) must make a valid RunConfig (ConfigError → InputError). Each choice of a categorical is checked with
-    its `when:` branch set (at its first points), and every other parameter at its points under that choice (another
-    categorical at each choice with its branch): only valid combinations can be sampled, pairwise."""
-    try:
-        check_trackers(RunConfig.parse(base))
-    except ConfigError as err:
-        raise InputError(f"run.{err}") from None
-    space = spec.space()
-    categoricals = {path: p for path, p in space.params.items() if isinstance(p, CategoricalParam)}
-    check_points({path: p for path, p in space.params.items() if path not in categoricals}, base, "search",
-                 tokens_per_step)
-    for path, cat in categoricals.items():
-        chosen = {choice: check_choice(path, choice, cat, base, tokens_per_step) for choice in cat.choices}
-        for other_path, other in space.params.items():
-            if other_path != path:
-                check_under_choices(path, chosen, other_path, other, tokens_per_step)
-
-
-def check_choice(path: str, choice: Any, cat: CategoricalParam, base: dict, tokens_per_step: int | None,
-                 context: str = "") -> dict:
-    """One choice of a categorical with its branch on `base`; returns the run with both set."""
-    chosen = check_branch(path, choice, cat.branch(choice), base, tokens_per_step, context)
-    check_points({path: FixedParam(value=choice)}, chosen, "search", tokens_per_step, context)
-    return chosen
-
-
-def check_under_choices(path: str, chosen: dict[Any, dict], other_path: str, other: Param,
-                        tokens_per_step: int | None) -> None:
-    """`other` at its points (a categorical: each choice with its branch) under each choice of the categorical at
-    `path` (`chosen`: choice → the run with it set); refused under some, it belongs in the others' `when:`."""
-    refused = {}
-    for choice, run in chosen.items():
-        context = f" with {path} {choice}"
-        try:
-            if isinstance(other, CategoricalParam):
-                for other_choice in other.choices:
-                    check_choice(other_path, other_choice, other, run, tokens_per_step, context)
-            else:
-                check_points({other_path: other}, run, "search", tokens_per_step, context)
-        except InputError as err:
-            refused[choice] = err
-    if refused:
-        readers = ", ".join(f"{choice}: …" for choice in chosen if choice not in refused)
-        hint = f"move it under when: {{{readers}}}" if readers else f"no choice of {path} takes it"
-        raise InputError(f"{next(iter(refused.values()))}; {hint}")
-
-
-def check_branch(path: str, choice: Any, branch: dict[str, Param], base: dict, tokens_per_step: int | None,
-                 context: str = "") -> dict:
-    """Each branch parameter at its points with the choice and the branch's other parameters set (at their
-    first points); returns the base with all of them set."""
-    firsts = {bpath: points(bparam, tokens_per_step)[0] for bpath, bparam in branch.items()}
-
-    def with_values(values: dict[str, Any]) -> dict:
-        run = set_path(base, path, choice)
-        for bpath, value in values.items():
-            run = set_path(run, bpath, value)
-        return run
-
-    for bpath, bparam in branch.items():
-        others = with_values({p: v for p, v in firsts.items() if p != bpath})
-        check_points({bpath: bparam}, others, f"search.{path}.when.{choice}", tokens_per_step, context)
-    return with_values(firsts)
-
-
-def points(param: Param, tokens_per_step: int | None) -> list[Any]:
-    """The RunConfig values checked for one parameter (`Param.points`, a half-life's mapped to β)."""
-    if isinstance(param, HalflifeParam):
-        return [param.beta(v, tokens_per_step or 1) for v in param.points()]
-    return param.points()
-
-
-def check_points(params: dict[str, Param], base: dict, where: str, tokens_per_step: int | None,
-                 context: str = "") -> None:
-    for path, param in params.items():
-        for value in points(param, tokens_per_step):
-            try:
-                RunConfig.parse(set_path(base, path, value))
-            except ConfigError as err:
-                raise InputError(f"{where}.{path}: {value!r} is rejected by the RunConfig{context} ({err})") from None

@@ -14,7 +14,7 @@ that survives it is trained on the remaining seeds, and its value is the mean of
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import TrialState
@@ -27,7 +27,9 @@ from sweep.study.spec import StudySpec
 from sweep.study.study import SweepJob, package_version
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import read_run
-from trainer.loop import RunResult, train
+
+if TYPE_CHECKING:
+    from trainer.loop import RunResult
 
 
 def base_run(spec: StudySpec, width: int, parametrization: str) -> dict:
@@ -96,6 +98,8 @@ def run_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial) -> TrialS
 
 
 def train_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial, beat: Heartbeat) -> TrialState | None:
+    from trainer.loop import train  # here: pre-flight and the doctor read this module's configs, not the loop
+
     space = job.spec.space()
     params = space.suggest(trial)
     base = base_run(job.spec, job.width, job.parametrization)

@@ -16,13 +16,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.errors import InputError
+from sweep.forecast.live import band
 from sweep.paths import results_root
 from sweep.rules import Change, Target, transfer_run
 from sweep.rules.fitted import EXTRAPOLATION
-from sweep.rules.ladder import measured_anchors, measured_laws, predicted_loss, tuning_compute
+from sweep.rules.ladder import ladder_curves, measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.rules.prior import slope_chain
 from sweep.rules.roles import role_laws, role_lines, role_records
@@ -47,9 +47,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     proxy = RunConfig.from_yaml(chosen.user_attrs["config"])
     given = load_spec(spec_path) if spec_path.suffix in (".yaml", ".yml") or spec_path.is_file() else None
     check_builder_named(proxy.model.name, given, f"trial {chosen.number} of {study.study_name}")
-    data = proxy.data
-    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
-                       val_fraction=data.val_fraction, seed=proxy.seed, **data.options)
+    source = proxy.data.open(proxy.seed)
     tokens_per_example = source.tokens_per_example
     b_noise = measured_noise_scale(chosen) if target.batch_rule == "noise" else None
     root = str(results_root().resolve())  # never the root the stored trial names: the storage may be someone else's
@@ -84,6 +82,9 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     params = [count_parameters(c.model.name, c.model.width, c.model.depth, "mup",
                                **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
     prediction, no_prediction = predicted_loss(root, name, params[1], full_tokens)
+    curves = ladder_curves(root, name) if prediction else []
+    if curves:  # the whole curve, collapsed from the ladder's (sweep/forecast/live.py): the trainer logs it
+        prediction["curve"] = band(curves, prediction, floor=float(prediction.get("E", 0.0)))
     tuning = tuning_compute(root, load_studies(name, url), cached_params(source.model_options()), tokens_per_example,
                             6 * params[1] * full_tokens, name)
     provenance = Provenance(

@@ -26,7 +26,6 @@ from optuna.trial import TrialState
 from rich.console import Console
 from rich.table import Table
 
-from proxies.data import open_data
 from proxies.registry import count_parameters
 from sweep.backends import get_backend
 from sweep.backends.live import run_workers
@@ -48,11 +47,10 @@ from sweep.verify.analysis import optima, seed_mean, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
-from sweep.verify.request import VerifyRequest
+from sweep.verify.request import WIDTHS, VerifyRequest
 from trainer.atomic import atomic_path
 from trainer.config import MAX_WIDTH, RunConfig, check_name
 
-DEFAULT_MAX_DRIFT = 1.0
 MAX_REFINE = 32  # extra points per axis value and parametrization: past it a typo, not a budget
 ROUNDS = 16  # refinement rounds at most (each adds at most two points per curve)
 
@@ -71,10 +69,10 @@ def parse_list(text: str, flag: str, cast=str) -> list:
 def run_verify(request: VerifyRequest, console: Console) -> int:
     r = request
     spec = load_spec(r.spec)
-    if r.across and r.widths != VerifyRequest.widths:
+    if r.across and r.widths is not None:
         raise InputError(f"--widths: not used with --across {r.across} (the ladder runs at the proxy's width; "
                          "widths are an axis of their own: --across width=…)")
-    axis = parse_axis(r.across) if r.across else width_axis(r.widths)
+    axis = parse_axis(r.across) if r.across else width_axis(WIDTHS if r.widths is None else r.widths)
     params = parse_list(r.parametrizations or ("mup,sp" if axis.name == "width" else "mup"), "--parametrizations")
     if any(p not in NAMES for p in params):
         raise InputError(f"--parametrizations: {r.parametrizations!r}: comma-separated, each mup or sp (both: mup,sp)")
@@ -286,9 +284,7 @@ def check_budgets(axis: Axis, shapes: dict[float, dict]) -> None:
 def shape(job: SweepJob) -> dict:
     """The run's width, depth, batch, tokens and parameter count N (all parameters) at one axis value."""
     cfg = RunConfig.parse(base_run(job.spec, job.width, job.parametrization))
-    data = cfg.data
-    source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype, vocab_size=data.vocab_size,
-                       val_fraction=data.val_fraction, seed=cfg.seed, **data.options)
+    source = cfg.data.open(cfg.seed)
     n = count_parameters(cfg.model.name, job.width, cfg.model.depth, job.parametrization,
                          **{**source.model_options(), **cfg.model.options})
     steps = cfg.total_steps(source.tokens_per_example)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+WIDTHS = "32,64,128,256"  # the width axis when neither --widths nor --across is given
+
 
 @dataclass(frozen=True)
 class VerifyRequest:
     spec: Path
-    widths: str = "32,64,128,256"  # comma-separated (the width axis)
+    widths: str | None = None  # comma-separated (the width axis) [default: WIDTHS]; None: not given
     across: str | None = None  # AXIS=v1,v2,… (sweep/rules/axis.py) [default: width over `widths`]
     param: str = "optimizer.lr"  # the setting on the grid, a RunConfig path with positive values
     values: str | None = None  # the grid, comma-separated

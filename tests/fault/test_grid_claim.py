@@ -13,6 +13,7 @@ tests/fault/test_concurrency.py and tests/test_sweep_proxy.py.
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -88,6 +89,7 @@ def storage_for(kind: str, tmp: Path, request, monkeypatch) -> tuple[str, str | 
 @pytest.mark.parametrize("kind", ["sqlite", "journal", "postgresql"])
 def test_k_workers_popping_one_grid_never_claim_the_same_point(tmp_path, request, monkeypatch, kind, k):
     url, password_env = storage_for(kind, tmp_path, request, monkeypatch)
-    names = make_grids(url, password_env, tag=tmp_path.name)  # one PostgreSQL database holds every case's grids
+    # one PostgreSQL database holds every case's grids, of every pytest-xdist worker (their tmp_path names repeat)
+    names = make_grids(url, password_env, tag=f"{kind}-{k}-{uuid.uuid4().hex[:8]}")
     claims = run_claimers(tmp_path, url, password_env, k, names)
     assert_each_point_once(url, password_env, names, claims)

@@ -24,7 +24,7 @@ from sweep.errors import EnvironmentFault, InputError
 from sweep.study.storage import open_storage, storage_url
 from sweep.study.storage._resilient import backoff
 from sweep.study.study import counts
-from tests.services import free_port
+from tests.services import end_postgres, free_port, new_postgres
 from tests.sweep_helpers import load, run_sweep, sweep_cmd, sweep_env, wait_for, write_spec
 
 # 100 steps: about 1.5 s of training on an idle core, the time the test has to stop the server mid-trial
@@ -32,12 +32,20 @@ RUN = {"steps": 100, "log_every": 5, "eval": {"every": 10}, "checkpoint": {"ever
 OUTAGE_S = 5.0
 
 
+@pytest.fixture(scope="module")
+def own_postgres():
+    """A PostgreSQL server of these tests' own: they stop it, while other workers' tests use the run's shared one."""
+    server = new_postgres()
+    yield server
+    end_postgres(server)
+
+
 @pytest.fixture
-def server(postgres):
-    """The session's PostgreSQL, running again after the test whatever happened."""
-    yield postgres
-    if not postgres.running():
-        postgres.start()
+def server(own_postgres):
+    """The module's PostgreSQL, running again after the test whatever happened."""
+    yield own_postgres
+    if not own_postgres.running():
+        own_postgres.start()
 
 
 def secret_url(server) -> str:

@@ -5,7 +5,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -15,6 +15,9 @@ from trainer.config._base import ConfigError, Name, Strict
 from trainer.config._logging import LoggingConfig
 from trainer.config._optimizer import OptimizerConfig, ScheduleConfig
 from trainer.config._roles import InitMults
+
+if TYPE_CHECKING:
+    from proxies.data import DataSource
 
 SCHEMA_VERSION = 1  # the RunConfig layout this code reads and writes; bump it when a field changes meaning
 MAX_BATCH = 2**24  # examples per step a run takes at most
@@ -43,6 +46,13 @@ class DataConfig(Strict):
     vocab_size: int | None = Field(None, ge=1)
     val_fraction: float = Field(0.1, gt=0, lt=1)
     options: dict[str, Any] = {}  # kind-specific: n_tokens, in_features, classes, channels, size
+
+    def open(self, seed: int) -> DataSource:
+        """The data source this section names (proxies.data.open_data); `seed` drives synthetic data."""
+        from proxies.data import open_data
+
+        return open_data(self.kind, path=self.path, seq_len=self.seq_len, dtype=self.dtype, vocab_size=self.vocab_size,
+                         val_fraction=self.val_fraction, seed=seed, **self.options)
 
 
 class EvalConfig(Strict):
@@ -262,7 +272,7 @@ class RunConfig(Strict):
         try:
             data = yaml_io.load(text)
         except yaml.YAMLError as err:
-            raise ConfigError(f"config: not valid YAML ({' '.join(str(err).split())})") from None
+            raise ConfigError(f"config: not valid YAML ({yaml_io.reason(err)})") from None
         return cls.parse(data or {})
 
     @classmethod
@@ -300,4 +310,6 @@ def one_line(err: ValidationError, root: type[BaseModel] | None = None) -> str:
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "value_error":  # a rule across keys; the message names them
         return message if not first["loc"] else f"{key}: {message}"
+    if not first["loc"]:  # the whole document is no mapping: say what it is, never its text (a file read by mistake)
+        return f"{key}: a mapping of settings is expected, got {type(first.get('input')).__name__}"
     return f"{key}: {message} (got {first.get('input')!r})"

@@ -47,6 +47,19 @@ class Check:
         return self.matched / self.total if self.total else 0.0
 
 
+def scale_logits(head: nn.Module, mult: float, tuple_output: bool = False) -> None:
+    """The readout multiplier as a forward hook on `head`, once: a model adapted twice would have its logits scaled
+    by mult² silently, so a second hook is a RecipeError. `tuple_output`: the head returns (logits, bias)."""
+    if getattr(head, "_mup_logit_mult", None) is not None:
+        raise RecipeError(f"readout_mult: this model's {type(head).__name__} already scales its logits by "
+                          f"{head._mup_logit_mult:.4g}; adapt a model once")
+    head._mup_logit_mult = mult
+    if tuple_output:
+        head.register_forward_hook(lambda _m, _i, out: (out[0] * mult, *out[1:]))
+    else:
+        head.register_forward_hook(lambda _m, _i, out: out * mult)
+
+
 def layer_of(name: str) -> str | None:
     """The layer index in a parameter's name (`blocks.3.ln_1.weight` → "3"), None outside the layers."""
     found = LAYER_INDEX.search(name)

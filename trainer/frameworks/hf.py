@@ -20,6 +20,7 @@ import math
 import torch
 from torch import nn
 
+from trainer.frameworks import scale_logits
 from trainer.recipe import Recipe
 
 LAYER = r"model\.layers\.\d+\."
@@ -100,7 +101,7 @@ def adapt_(model: nn.Module, recipe: Recipe) -> nn.Module:
             module.scaling = recipe.multipliers["attn_scale"]
     mult = recipe.multipliers["readout_mult"]
     if not math.isclose(mult, 1.0):
-        model.lm_head.register_forward_hook(lambda _m, _i, out: out * mult)
+        scale_logits(model.lm_head, mult)
     return model
 
 

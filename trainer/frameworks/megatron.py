@@ -21,7 +21,7 @@ import math
 
 from torch import nn
 
-from trainer.frameworks import hf
+from trainer.frameworks import hf, scale_logits
 from trainer.recipe import Recipe
 
 LAYER = r"decoder\.layers\.\d+\."
@@ -89,7 +89,7 @@ def adapt_(model: nn.Module, recipe: Recipe) -> nn.Module:
     recipe.init_(model, NAMES)
     mult = recipe.multipliers["readout_mult"]
     if not math.isclose(mult, 1.0) and hasattr(model, "output_layer"):
-        model.output_layer.register_forward_hook(lambda _m, _i, out: (out[0] * mult, *out[1:]))
+        scale_logits(model.output_layer, mult, tuple_output=True)
     return model
 
 

@@ -168,5 +168,8 @@ def mup_init_(model):
 
 def mup_adapt_(model):
     """The readout multiplier output_mult / m on the logits (nanoGPT's lm_head has none)."""
+    if getattr(model.lm_head, "_mup_logit_mult", None) is not None:
+        raise ValueError("readout_mult: lm_head already scales its logits; adapt a model once")
+    model.lm_head._mup_logit_mult = MUP_OUTPUT_MULT
     model.lm_head.register_forward_hook(lambda _m, _i, out: out * MUP_OUTPUT_MULT)
 '''

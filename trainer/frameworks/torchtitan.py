@@ -25,7 +25,7 @@ import re
 
 from torch import nn
 
-from trainer.frameworks import hf
+from trainer.frameworks import hf, scale_logits
 from trainer.recipe import Recipe
 
 LAYER = r"layers\.\d+\."
@@ -81,7 +81,7 @@ def adapt(recipe: Recipe, model_parts: list[nn.Module]) -> None:
                 module.scaling = recipe.multipliers["attn_scale"]
         mult = recipe.multipliers["readout_mult"]
         if not math.isclose(mult, 1.0) and hasattr(model, "lm_head"):
-            model.lm_head.register_forward_hook(lambda _m, _i, out, mult=mult: out * mult)
+            scale_logits(model.lm_head, mult)
 
 
 def render(recipe: Recipe) -> str:

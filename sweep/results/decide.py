@@ -1,0 +1,117 @@
+"""The report's opening: what a user decides from, before any diagnostic.
+
+1. The settings: each transferred config's changed settings beside the textbook's (the rules a fitted law replaced).
+2. The laws: each fitted LR law as prior → measured → posterior. The prior is the textbook slope and its spread
+   (sweep/forecast/priors.py); the measured slope's interval gives its standard error, (high − low) / (2·1.96); the
+   posterior is their normal conjugate update (sweep/forecast/interval.py).
+3. The prediction: the predicted final loss and its interval, and the full run's curve on its predicted band where
+   the trainer logged one (predicted_low/high beside val_loss: trainer/predicted.py).
+4. The verdicts: the run inside its band or the step where it left it (sweep/forecast/live.py), with what to do.
+"""
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from sweep.forecast.interval import Z95, posterior
+from sweep.forecast.live import departure
+from sweep.forecast.priors import PRIORS
+from sweep.paths import inside_root
+from sweep.results.compare import total_steps
+from sweep.results.runs_table import run_rows
+from sweep.results.scope import Scope
+from trainer.config import RunConfig
+from trainer.curves import read_run
+
+
+def settings_table(config: RunConfig) -> str:
+    rows = "".join(f"<tr><td>{html.escape(r['field'])}</td><td>{_num(r['before'])}</td><td>{_num(r['after'])}</td>"
+                   f"<td>{html.escape(str(r['rule']))}</td></tr>" for r in config.provenance.rules)
+    for law in config.provenance.laws:
+        textbook = ", ".join(f"{k}: {_num(v)}" for k, v in (law.get("textbook") or {}).items())
+        rows += (f"<tr><td>{html.escape(law['param'])}</td><td>{_num(law['before'])}</td><td><b>{_num(law['after'])}"
+                 f"</b></td><td>fitted across {html.escape(law['axis'])}; textbook {html.escape(textbook)}</td></tr>")
+    return ("<table><tr><th>setting</th><th>proxy</th><th>full run</th><th>rule (textbook beside the fitted)</th></tr>"
+            f"{rows}</table>")
+
+
+def laws_table(config: RunConfig) -> str:
+    rows = ""
+    for law in config.provenance.laws:
+        prior = PRIORS.get(law["axis"]) if law["param"] == "optimizer.lr" else None
+        low, high = law["interval_slope"]
+        measured = f"{law['slope']:.3f} [{low:.3f}, {high:.3f}]"
+        if prior is None or not all(map(math.isfinite, (low, high))) or high <= low:
+            rows += f"<tr><td>{html.escape(law['param'])} × {html.escape(law['axis'])}</td><td>–</td>" \
+                    f"<td>{measured}</td><td>–</td></tr>"
+            continue
+        mean, sd = posterior(prior, law["slope"], (high - low) / (2 * Z95))
+        rows += (f"<tr><td>{html.escape(law['param'])} × {html.escape(law['axis'])}</td>"
+                 f"<td>{prior.slope:.2f} ± {Z95 * prior.sd:.2f} ({html.escape(prior.source)})</td><td>{measured}</td>"
+                 f"<td><b>{mean:.3f} ± {Z95 * sd:.3f}</b></td></tr>")
+    if not rows:
+        return "<p>no fitted law was applied (the transfer used the textbook rules)</p>"
+    return ("<table><tr><th>law (slope of log₂ optimum)</th><th>prior (95 %)</th><th>measured (95 %)</th>"
+            f"<th>posterior (95 %)</th></tr>{rows}</table>")
+
+
+def band_figure(name: str, rows: pd.DataFrame, total_steps: int) -> plt.Figure:
+    figure, ax = plt.subplots(figsize=(7, 3.6))
+    evals = rows.dropna(subset=["val_loss"]).sort_values("step")
+    banded = evals.dropna(subset=["predicted_low", "predicted_high"])
+    x = banded["step"] / total_steps
+    ax.fill_between(x, banded["predicted_low"], banded["predicted_high"], alpha=0.25, label="predicted (95 %)")
+    ax.plot(x, banded["predicted_val_loss"], "--", label="predicted")
+    ax.plot(evals["step"] / total_steps, evals["val_loss"], "o-", ms=3, label=f"{name} (measured)")
+    ax.set_xlabel("fraction of the run")
+    ax.set_ylabel("validation loss")
+    ax.legend()
+    return figure
+
+
+def verdict(rows: pd.DataFrame | None, total_steps: int) -> str:
+    off = departure(rows, total_steps)
+    if rows is None or "predicted_low" not in rows:
+        return "no predicted curve was logged beside this run"
+    if off is None:
+        return "inside its predicted band at every evaluation"
+    return (f"<b>left its predicted band at step {off['step']} ({off['fraction']:.0%} of the run), {off['side']}: "
+            f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]</b> — {html.escape(off['advice'])}")
+
+
+def _num(value) -> str:
+    return html.escape(f"{value:.4g}" if isinstance(value, float) else str(value))
+
+
+def opening(root: Path, name: str, where: Scope, png: Callable[[plt.Figure, str], str]) -> str:
+    """The opening section's body: per transferred config its settings, laws and prediction; per full run its
+    curve on its predicted band and the verdict."""
+    parts = []
+    for path in sorted((root / name / "transfer").glob("*.yaml")):
+        config = RunConfig.load(inside_root(path, root, "transfer"))
+        p = config.provenance.prediction
+        predicted = (f"predicted final validation loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}]"
+                     if p else "no predicted loss (`sweep verify` across width and tokens makes one)")
+        parts.append(f"<h3>{html.escape(path.name)}</h3><h4>settings</h4>{settings_table(config)}"
+                     f"<h4>laws</h4>{laws_table(config)}<p>{html.escape(predicted)}</p>")
+    runs = run_rows(where)
+    for run in runs[runs["kind"] == "full"].itertuples():
+        rows = full_curve(run, root)
+        steps = int(total_steps(run, rows)) if rows is not None else 0
+        figure = png(band_figure(run.run, rows, steps), f"{run.run} on its predicted band") \
+            if rows is not None and "predicted_low" in rows else ""
+        parts.append(f"<h3>full run {html.escape(run.run)}</h3><p>{verdict(rows, steps)}</p>{figure}")
+    return "".join(parts) or '<p class="missing">not run yet: <code>sweep transfer</code>, then the full run</p>'
+
+
+def full_curve(run, root: Path) -> pd.DataFrame | None:
+    """Every logged row of a run (its predicted columns too), its folder kept inside the results root."""
+    folder = Path(run.path).parent.parent / "curves" / f"study={run.sweep}" / f"kind={run.kind}" / f"run={run.run}"
+    for path in [folder, *folder.glob("*")]:
+        inside_root(path, root, "curves")
+    return read_run(folder)

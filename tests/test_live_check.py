@@ -1,0 +1,88 @@
+"""The live check: the trainer logs the predicted curve beside the measured one, and a full run whose curve leaves
+its band is flagged at its first evaluation outside it — a run forced off (its LR × 4) within the first 20 % of its
+steps, an honest one never. Real training: a two-width ladder (16, 32) gives the curve's shape and the final loss
+by the reduced law, the full run is width 64."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sweep.forecast.live import band, departure
+from sweep.forecast.varpro import profile
+from trainer.config import RunConfig
+from trainer.curves import read_run
+from trainer.loop import train
+from trainer.predicted import COLUMNS
+
+STEPS, LR = 100, 0.01
+FINAL_INTERVAL = 0.03  # the final loss's assumed 95 % half-width (relative): this test is of the flag, not the law
+
+
+def run(root, width: int, lr: float, name: str, prediction: dict | None = None):
+    cfg = RunConfig.parse({
+        "model": {"name": "gpt", "width": width, "depth": 2, "options": {"block_size": 32}},
+        "data": {"kind": "stdlib", "seq_len": 32}, "optimizer": {"name": "adamw", "lr": lr},
+        "schedule": {"kind": "cosine", "warmup_fraction": 0.05}, "batch_size": 16, "steps": STEPS, "log_every": 10,
+        "eval": {"every": 10, "batches": 2, "noise_scale_batches": 0},
+        "output": {"root": str(root), "study": "live", "kind": "full" if prediction else "proxy", "run": name},
+        "provenance": {"prediction": prediction or {}}})
+    train(cfg)
+    kind = "full" if prediction else "proxy"
+    return read_run(root / "live" / "curves" / "study=live" / f"kind={kind}" / f"run={name}")
+
+
+@pytest.fixture(scope="module")
+def prediction(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ladder")
+    ladder, params, finals = [], [], []
+    for width in (16, 32):
+        rows = run(root, width, LR, f"w{width}").dropna(subset=["val_loss"])
+        ladder.append((rows["step"].to_numpy() / STEPS, rows["val_loss"].to_numpy()))
+        params.append(12 * 2 * width ** 2)  # the blocks' parameters: only the ratio between widths matters here
+        finals.append(rows["val_loss"].iloc[-1])
+    n = np.array(params, float)
+    (e, a, _), _ = profile((0.34, 0.28), n, np.ones(2), np.array(finals))  # E + A·N^−0.34 through both points
+    final = e + a * (12 * 2 * 64 ** 2) ** -0.34
+    return {"loss": final, "low": final * (1 - FINAL_INTERVAL), "high": final * (1 + FINAL_INTERVAL),
+            "curve": band(ladder, {"loss": final, "low": final * (1 - FINAL_INTERVAL),
+                                   "high": final * (1 + FINAL_INTERVAL)})}, root
+
+
+def test_an_honest_run_stays_in_its_band_and_logs_the_prediction_beside_its_loss(prediction):
+    pred, root = prediction
+    rows = run(root, 64, LR, "honest", pred)
+    evals = rows.dropna(subset=["val_loss"])
+    assert evals[list(COLUMNS)].notna().all().all()  # logged at every evaluation
+    assert departure(rows, STEPS) is None, departure(rows, STEPS)
+
+
+def test_a_run_forced_off_leaves_its_band_within_the_first_fifth(prediction):
+    pred, root = prediction
+    rows = run(root, 64, 4 * LR, "lr-x4", pred)
+    off = departure(rows, STEPS)
+    assert off is not None and off["fraction"] <= 0.2 and off["side"] == "above" and "LR" in off["advice"]
+
+
+def test_status_flags_a_launched_run_at_the_first_evaluation_outside_its_curve(tmp_path, run_cli, monkeypatch):
+    """The final interval holds both runs (0–99); only the curve tells them apart: one band no run of 20 steps can
+    stay in (0.01–0.02 throughout), one it cannot leave (0–99)."""
+    import json
+
+    import yaml
+
+    from tests.test_prediction import RUN
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    for name, low, high in (("held", 0.0, 99.0), ("forced", 0.01, 0.02)):
+        curve = {"fraction": [0.0, 1.0], "loss": [(low + high) / 2] * 2, "low": [low] * 2, "high": [high] * 2}
+        prediction = {"loss": 1.0, "low": 0.0, "high": 99.0, "level": 0.95, "curve": curve}
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({**RUN, "output": {**RUN["output"], "root": str(tmp_path), "run": name},
+                                        "provenance": {"prediction": prediction}}))
+        code, _, err = run_cli("launch", path)
+        assert code == 0, err
+    code, out, err = run_cli("status", "--format", "json")
+    rows = {row["run"]: row for row in json.loads(out)}
+    assert rows["forced"]["outside"] and rows["forced"]["left_curve"]["step"] == 10  # its first evaluation
+    assert "left its predicted curve at step 10 (above" in rows["forced"]["detail"] and "LR" in rows["forced"]["detail"]
+    assert not rows["held"]["outside"] and rows["held"]["left_curve"] is None

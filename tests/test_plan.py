@@ -1,0 +1,180 @@
+"""`sweep plan`: the FLOP arithmetic (6·N·D and the trainer's own count), the expected intervals, a real target on
+paper (a 1.3B llama on 26B tokens at batch 512, nothing trained), the one line when the budget cannot buy the goal,
+the plan file `sweep verify --plan` runs rung by rung, and bad targets and budgets refused (exit 2, nothing written)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from proxies.data import open_data
+from proxies.registry import build_model
+from sweep.errors import InputError
+from sweep.forecast import planfile
+from sweep.forecast.interval import Noise, Prior, expected_half_width, grid_points, posterior_sd, slope_se
+from sweep.plan.command import PlanRequest, make_plan, run_plan
+from sweep.plan.shapes import Sizer
+from sweep.study.spec import load_spec
+from tests.sweep_helpers import run_sweep
+from trainer.flops import flops_per_token
+
+EXAMPLES = Path(__file__).parents[1] / "sweep" / "examples"
+
+
+def test_the_plan_prices_a_run_as_the_trainer_counts_it_and_the_full_run_also_at_6nd():
+    """A rung's FLOPs are the trainer's flops_per_token of the real model × its tokens, and that count is 6·N·D
+    within the attention term and the embedding lookups (which 6·N counts and the trainer does not)."""
+    spec = load_spec(EXAMPLES / "demo.yaml")
+    sizer = Sizer(spec, 32)
+    data = sizer.run.data
+    source = open_data(data.kind, seq_len=data.seq_len)
+    for width in (32, 128):
+        model = build_model("gpt", width, 2, "mup", **{**source.model_options(), **sizer.run.model.options})
+        shape = sizer.shape(width)
+        assert shape.flops_per_token == flops_per_token(model, data.seq_len)
+        assert shape.params == sum(p.numel() for p in model.parameters())
+        attention = 12 * 2 * width * data.seq_len
+        embeddings = model.wte.weight.numel() + model.wpe.weight.numel()
+        assert shape.flops_per_token == pytest.approx(6 * (shape.params - embeddings) + attention, rel=1e-9)
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 10 ** 7, width=512, flops=1e20), "demo")
+    tokens = sizer.proxy_tokens()
+    assert plan["target"]["kaplan_flops"] == 6 * plan["target"]["params"] * 10 ** 7
+    assert plan["target"]["flops"] == sizer.shape(512).flops_per_token * 10 ** 7
+    width = next(ld for ld in plan["ladders"] if ld["across"] == "width")
+    assert width["flops"] == pytest.approx(width["grid"] * width["seeds"] * sum(
+        sizer.shape(w).flops_per_token * tokens for w in width["rungs"]))
+    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]))
+
+
+def test_expected_interval_is_a_regression_slopes_standard_error_combined_with_the_prior():
+    noise = Noise(0.8)
+    se = slope_se([1, 2, 4, 8], 4, noise)  # u = 0..3: Σ(u − ū)² = 5
+    assert se == pytest.approx(0.8 / 2 / math.sqrt(5))
+    assert posterior_sd(0.25, se) == pytest.approx((0.25 ** -2 + se ** -2) ** -0.5)
+    prior = Prior(0.5, 0.25, "test")
+    assert expected_half_width(prior, [1], 4, noise) == pytest.approx(1.96 * 0.25, rel=1e-3)  # one rung: the prior
+    widths = [expected_half_width(prior, [1, 2, 4, 8], s, noise) for s in (2, 4, 8, 16)]
+    assert all(a > b for a, b in zip(widths, widths[1:], strict=False))  # seeds narrow it
+    assert grid_points(prior, [32, 64, 128, 256], 32) % 2 == 1
+
+
+def test_coverage_of_the_expected_interval_on_synthetic_ladders():
+    """The posterior interval the arithmetic promises holds the true slope 95 % of the time when the vertices carry
+    the noise it assumes and the true slope is drawn from the prior (3000 synthetic ladders)."""
+    rng, prior, noise = np.random.default_rng(0), Prior(0.5, 0.25, "test"), Noise(0.8)
+    rungs, seeds = np.array([16, 32, 64, 128, 256.0]), 3
+    u = np.log2(rungs)
+    se = slope_se(rungs, seeds, noise)
+    held = 0
+    for _ in range(3000):
+        truth = rng.normal(prior.slope, prior.sd)
+        optima = truth * u + rng.normal(0, noise.vertex_sd / math.sqrt(seeds), len(u))
+        estimate = np.polyfit(u, optima, 1)[0]
+        sd = posterior_sd(prior.sd, se)
+        mean = sd ** 2 * (prior.slope / prior.sd ** 2 + estimate / se ** 2)
+        held += abs(mean - truth) <= 1.96 * sd
+    assert 0.935 <= held / 3000 <= 0.965
+
+
+def test_a_1p3b_llama_on_26b_tokens_is_planned_on_paper(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "llama.yaml", 26 * 10 ** 9, params=1.3e9, depth=24, batch_size=512)
+    console = Console(record=True, width=200)
+    code = run_plan(request, console)
+    plan = planfile.read(tmp_path / "llama" / "plan.yaml")
+    assert code == 0 and plan["verdict"]["reached"]
+    assert plan["target"]["params"] == pytest.approx(1.3e9, rel=0.05)
+    assert plan["total"]["flops"] <= plan["budget"]["flops"] == pytest.approx(0.05 * plan["target"]["flops"])
+    assert {ld["across"] for ld in plan["ladders"]} == {"width", "batch_size", "tokens", "depth"}
+    for ld in plan["ladders"]:
+        assert ld["expected_at_target"] <= plan["goal"] < ld["prior_at_target"]
+        assert ld["proxy_value"] in ld["rungs"] and max(ld["rungs"]) <= ld["target_value"]
+    text = console.export_text()
+    assert "lr × batch" in text and "of the full run" in text
+
+
+def test_a_budget_that_cannot_buy_the_goal_is_said_in_one_line_with_the_budget_that_would(tmp_path, monkeypatch,
+                                                                                           capsys):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, share=0.05)
+    assert run_plan(request, Console(width=200, file=open("/dev/null", "w"))) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("--share/--flops:") and "needs" in lines[0]
+    needed = planfile.read(tmp_path / "demo" / "plan.yaml")["verdict"]["needed"]
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=needed * 1.001), "demo")
+    assert plan["verdict"]["reached"]  # the budget the line names buys the goal
+
+
+def test_the_plan_runs_rung_by_rung_and_stops_each_ladder_at_its_goal():
+    plan = {"goal": 0.5, "ladders": [
+        {"name": "a", "rungs": [8, 16, 32, 64], "proxy_value": 16, "target_value": 512},
+        {"name": "b", "rungs": [1, 2, 4], "proxy_value": 1, "target_value": 2}]}
+    calls = []
+
+    def run_one(ladder, rungs):
+        calls.append((ladder["name"], rungs))
+        half = 0.5 / len(rungs)  # a law that narrows as rungs are added
+        return {"slope": 0.0, "low": -half, "high": half}
+
+    done = planfile.execute(plan, run_one, lambda line: None)
+    assert calls == [("a", [16, 32]), ("a", [8, 16, 32]), ("a", [8, 16, 32, 64]), ("b", [1, 2])]
+    assert [d["stopped"] for d in done] == ["rungs spent", "goal"]
+
+
+@pytest.mark.parametrize("changes,line", [
+    ({"width": 256, "params": 1e9}, "--width, --params:"),
+    ({"width": 256, "share": 0.0}, "--share:"),
+    ({"width": 256, "share": 1.5}, "--share:"),
+    ({"width": 256, "share": 0.1, "flops": 1e15}, "--share, --flops:"),
+    ({"width": 256, "flops": float("nan")}, "--flops:"),
+    ({"width": 256, "tokens": 0}, "--tokens:"),
+    ({"width": 256, "goal": -1.0}, "--goal:"),
+    ({"width": 16}, "--width:"),
+])
+def test_bad_targets_and_budgets_name_the_flag_and_write_nothing(tmp_path, monkeypatch, changes, line):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", **{"tokens": 10 ** 6, **changes})
+    with pytest.raises(InputError, match=f"^{line}"):
+        run_plan(request, Console(file=open("/dev/null", "w")))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_budget_through_the_command_is_one_line_and_exit_2(tmp_path):
+    result = run_sweep(tmp_path, "plan", EXAMPLES / "demo.yaml", "--tokens", "1000000", "--width", "256",
+                       "--share", "0")
+    assert result.returncode == 2 and result.stderr.strip() == (
+        "error: --share: a fraction of the full run's FLOPs in (0, 1], got 0.0")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plan_file_not_written_by_the_tool_is_refused(tmp_path):
+    (tmp_path / "p.yaml").write_text("plan: 1\nladders: [{rungs: [1], seeds: 2, grid: 9}]\n")
+    with pytest.raises(InputError, match=r"ladders\[0\].rungs"):
+        planfile.read(tmp_path / "p.yaml")
+
+
+def test_a_law_whose_prior_already_reaches_the_goal_gets_no_ladder():
+    """Twice the proxy's tokens: the horizon prior (D^−0.3 ± 0.15) holds the LR to ±0.29 octave there, inside the
+    goal, so the plan spends nothing on that law and says so; four times the tokens needs a ladder."""
+    near = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=256, flops=1e20), "demo")
+    assert "tokens" not in {ld["across"] for ld in near["ladders"]}
+    assert [law["name"] for law in near["verdict"]["prior_only"]] == ["lr × tokens"]
+    assert near["verdict"]["prior_only"][0]["prior_at_target"] == pytest.approx(1.96 * 0.15, rel=1e-3)
+    far = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 16 * 153600, width=256, flops=1e20), "demo")
+    assert "tokens" in {ld["across"] for ld in far["ladders"]}
+
+
+def test_a_ladder_stops_once_its_measurement_combined_with_the_prior_reaches_the_goal():
+    """±0.25 measured on the slope is ±1 octave four octaves out, past the goal; with the prior's sd 0.05 the
+    posterior is ±0.38 octave there: the first rungs suffice."""
+    ladder = {"name": "c", "rungs": [16, 32, 64], "proxy_value": 16, "target_value": 256,
+              "prior": {"slope": 0.0, "sd": 0.05}}
+    calls = []
+    done = planfile.execute({"goal": 0.5, "ladders": [ladder]},
+                            lambda ld, rungs: calls.append(rungs) or {"slope": 0.0, "low": -0.25, "high": 0.25},
+                            lambda line: None)
+    assert calls == [[16, 32]] and done[0]["stopped"] == "goal" and done[0]["at_target"] == pytest.approx(
+        4 * 1.96 * (0.05 ** -2 + (0.25 / 1.96) ** -2) ** -0.5, rel=1e-3)
