@@ -297,6 +297,10 @@ def verify_cmd(
                                             "second width lets `sweep transfer` fit the loss's width × tokens term"),
     max_drift: float = typer.Option(VerifyRequest.max_drift,
                                     help="μP fails when its optimum moves more than this (octaves) across widths"),
+    refine: int = typer.Option(VerifyRequest.refine, help="extra grid points per axis value, run until each optimum is "
+                               "bracketed (the loss rises past the noise on both sides, ½-octave spacing there)"),
+    prior: str = typer.Option(VerifyRequest.prior, help="each law's prior: published (its slope from the literature, "
+                              "updated by the measurement) or none (the measurement alone)"),
     backend: Backend = typer.Option(Backend(VerifyRequest.backend), help="where the runs go"),
     workers: int = typer.Option(VerifyRequest.workers,
                                 help="worker processes (local), array tasks (slurm), trials at once (ray)"),
@@ -314,7 +318,7 @@ def verify_cmd(
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
-                            backend=backend.value, workers=workers, storage=storage,
+                            refine=refine, prior=prior, backend=backend.value, workers=workers, storage=storage,
                             password_env=storage_password_env, backend_flags=backend_flags)
     if plan is not None:
         from sweep.verify.planned import run_planned
@@ -366,6 +370,8 @@ def transfer_cmd(
     role_rule: str = typer.Option("kept", help="per-role multipliers: kept as tuned (μP's width-free reading), or "
                                   "fitted (each by the width law `sweep verify --param PATH` measured)"),
     extrapolate: bool = typer.Option(False, help="apply a fitted law past 2× its measured range (flagged)"),
+    prior: str = typer.Option("published", help="fitted laws: the posterior over each law's published prior, or none "
+                              "(the measured slope alone)"),
     warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
                                                      "fraction|tokens"),
     beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
@@ -387,7 +393,7 @@ def transfer_cmd(
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
-                    depth_rule=depth_rule, role_rule=role_rule, extrapolate=extrapolate)
+                    depth_rule=depth_rule, role_rule=role_rule, extrapolate=extrapolate, prior=prior)
     run_transfer(spec, target, trial=trial, proxy_width=proxy_width, storage=storage,
                  password_env=storage_password_env, out=out, console=console, device_memory_gb=device_memory)
 

@@ -1,11 +1,14 @@
-"""`sweep demo`: the whole path on the built-in corpus, on 2 CPU cores in about four minutes.
+"""`sweep demo`: the whole path on the built-in corpus, on 2 CPU cores (about four minutes before its ladders ran on
+two seeds with refinement, which roughly double their runs).
 
 coordinate check → a proxy sweep (the packaged example `demo`, width 32, S = 150 steps) → verify over widths 32,
 64, 128 (μP beside SP) → a ladder at width 32: the LR's optimum across batch 16, 32 (tokens held) and across S/2,
-S, 2S steps (batch held), every grid 5 LRs, the best trial's × 2^-2 … 2^2 → transfer to width 256 at twice the
-batch and twice the tokens with the fitted laws, and the loss predicted from the ladder → `sweep launch` of that
-config on the local backend → the HTML report. It ends with two checks of the full run, the issue's promise for it:
-does it end below every proxy's loss, and inside its predicted interval? Either failing fails the demo (exit 1), as
+S, 2S steps (batch held) on 2 seeds, every grid 5 LRs, the best trial's × 2^-2 … 2^2, refined until each optimum is
+bracketed (4 extra points at most) → transfer to width 256 at twice the batch and twice the tokens with the laws as
+posteriors over their published priors (printed prior → measured → posterior, and which one transfer used), and the
+loss predicted from the ladder → `sweep launch` of that config on the local backend → the HTML report. It ends with
+two checks of the full run, the issue's promise for it: does it end below every proxy's loss, and inside its
+predicted interval? Either failing fails the demo (exit 1), as
 a failed coordinate check or verify does. Every step is the command of its own name, run in this process; each
 resumes, so a second `sweep demo` only re-reads what the first one wrote.
 
@@ -33,6 +36,7 @@ from sweep.proxy.command import run_proxy
 from sweep.proxy.request import SweepRequest
 from sweep.results.report import run_report
 from sweep.rules import Target
+from sweep.rules.prior import chain_text, slope_chain
 from sweep.rules.summary import interval_text, read_summary
 from sweep.runs.record import read_result
 from sweep.study.spec import load_spec
@@ -44,6 +48,8 @@ from trainer.config import RunConfig
 
 PROXY_WIDTH = 32
 VERIFY_WIDTHS = "32,64,128"
+LADDER_SEEDS = 2  # the laws transfer uses: with one seed the fit cannot see the optimum's seed noise
+REFINE = 4  # extra points per grid until its optimum is bracketed (an optimum at a grid's edge is extrapolated)
 
 
 def ladder(steps: int) -> tuple[str, ...]:
@@ -89,13 +95,15 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     header(2)
     best = load_best(spec)
     span = f"{best / 4},{best * 4},5"  # every grid: the best LR × 2^-2 … 2^2
-    verify_code = run_verify(VerifyRequest(spec, widths=VERIFY_WIDTHS, span=span, seeds=1, workers=workers), console)
+    verify_code = run_verify(VerifyRequest(spec, widths=VERIFY_WIDTHS, span=span, seeds=1, refine=REFINE,
+                                           workers=workers), console)
     if verify_code not in (0, 1):
         return verify_code
     header(3)
     show_plan(spec, target(proxy), name, console)
     for across in ladder(proxy.steps):
-        code = run_verify(VerifyRequest(spec, across=across, span=span, seeds=1, workers=workers), console)
+        code = run_verify(VerifyRequest(spec, across=across, span=span, seeds=LADDER_SEEDS, refine=REFINE,
+                                        workers=workers), console)
         if code:
             return code
     header(4)
@@ -142,11 +150,12 @@ def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result:
         summary = read_summary(root, name, axis=axis)
         law = summary["laws"].get("mup")
         if law:
-            console.print(f"law across {axis}: LR* ∝ {axis}^{law['slope']:.2f} {interval_text(law, 2)}")
+            console.print(f"law across {axis}: LR* ∝ {axis}^s, {chain_text(law)} {interval_text(law, 2)}")
         proxies += [row["loss"] for row in summary["optima"] if row["parametrization"] == "mup" and row["loss"]]
     for law in full.provenance.laws:
         console.print(f"fitted {law['param']} × ({law['axis']} ×{law['ratio']:g}): {law['before']:.4g} → "
                       f"{law['after']:.4g}; textbook " + ", ".join(f"{k} {v:.4g}" for k, v in law["textbook"].items()))
+        console.print(f"  transfer's slope: {slope_chain(law)}")
     val, p = result["val_loss"], full.provenance.prediction
     below = val is not None and val < min(proxies)
     inside = val is not None and bool(p) and p["low"] <= val <= p["high"]

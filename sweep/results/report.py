@@ -32,6 +32,7 @@ from sweep.results.decide import opening
 from sweep.results.plots import write_plots
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
+from sweep.rules.prior import chain_text
 from sweep.rules.summary import axis_folder, interval_text, ladder_widths, octaves, read_summary, verify_name
 from sweep.study.lookup import load_studies, locate
 from trainer.atomic import atomic_path
@@ -89,18 +90,29 @@ def verify_section(root: Path, name: str, spec: str) -> Markup:
     if summary is None:
         return missing(f"sweep verify {spec}")
     folder = root / verify_name(name, "optimizer.lr")
-    row = Markup("<tr><td>{}</td><td>{}</td><td>±{}</td><td>{}</td></tr>")
-    rows = Markup("").join(row.format(p, octaves(v.get("drift")), octaves(v.get("noise")),
-                                      "" if v["passed"] is None else "pass" if v["passed"] else "FAIL")
+    one = (summary.get("seeds") or 1) == 1
+    row = Markup("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>")
+    rows = Markup("").join(row.format(p, octaves(v.get("drift")),
+                                      "unknown (one seed)" if one else "±" + octaves(v.get("noise")),
+                                      ("undecided" if p == "mup" else "") if v["passed"] is None
+                                      else "pass" if v["passed"] else "FAIL")
                            for p, v in summary["parametrizations"].items())
     shown = {key: summary.get(key, "?") for key in ("param", "widths", "seeds", "max_drift")}
     return (Markup("<p>optimum of {param} across widths {widths}, {seeds} seed(s); bound {max_drift} octave(s)</p>"
                    "<table><tr><th>parametrization</th><th>drift (octaves)</th><th>seed noise</th><th>verdict</th>"
                    "</tr>{rows}</table>").format(**shown, rows=rows)
+            + law_line(summary.get("laws", {}).get("mup"))
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
             + Markup("").join(ladder_section(root, name, axis, width)
                               for axis in ("batch_size", "tokens", "steps", "depth")
                               for width in (None, *ladder_widths(root, name, "optimizer.lr", axis))))
+
+
+def law_line(law: dict | None) -> Markup:
+    """μP's width law: its slope prior → measured → posterior and its equivalence verdict ("" when none)."""
+    if not law:
+        return Markup("")
+    return Markup("<p>μP width law: {}; {}</p>").format(chain_text(law), law.get("certificate", ""))
 
 
 def ladder_section(root: Path, name: str, axis: str, width: int | None) -> Markup:
@@ -112,8 +124,8 @@ def ladder_section(root: Path, name: str, axis: str, width: int | None) -> Marku
         return Markup("")
     folder = root / axis_folder(name, "optimizer.lr", axis, width)
     at = f" at width {width}" if width else ""
-    return (Markup("<h3>across {}{}</h3><p>optimal LR ∝ {}^s, s = {:.3f} {}; {}</p>").format(
-                axis, at, axis, law["slope"], interval_text(law), law["certificate"])
+    return (Markup("<h3>across {}{}</h3><p>optimal LR ∝ {}^s, s = {:.3f} {}; {}</p><p>slope: {}</p>").format(
+                axis, at, axis, law["slope"], interval_text(law), law["certificate"], chain_text(law))
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), f"figure 1 across {axis}"))
 
 

@@ -3,14 +3,18 @@
     θ' = θ·(v'/v)^s,   s ∈ [s_lo, s_hi]   ⇒   θ' ∈ θ·(v'/v)^[s_lo, s_hi]
 
 with v the proxy's axis value (batch size, tokens, depth), v' the target's and s the slope of log₂ θ* against
-log₂ v with its bootstrap interval (sweep/verify/law.py). Composed over axes: η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l.
+log₂ v: the posterior over the law's published prior given the ladder's measurement (sweep/rules/prior.py), or
+the measurement alone under `--prior none` (sweep/verify/law.py). Composed over axes: η' = η·(B'/B)^b·(D'/D)^d·(L'/L)^l.
 A law is a straight line through the measured range; beyond it nothing was measured (the optimal LR bends past
 the critical batch, Li et al. 2024), so a target more than `EXTRAPOLATION`× past the range is refused unless
 the user asks for it, and then flagged.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from sweep.rules.prior import LEVEL, Prior, nan, posterior
 
 EXTRAPOLATION = 2.0  # how far past the measured range (a factor of the axis value) a law is trusted
 
@@ -26,6 +30,21 @@ class Law:
     source: str  # the verify folder it came from
     poor_at: tuple[float, ...] = ()  # axis values whose optimum the grid did not resolve (sweep verify's poor fit)
     trial: str | None = None  # the settings it was measured from (STUDY#TRIAL, or "spec")
+    prior: dict | None = None  # the published prior it started from (Prior.record()), None under --prior none
+    measurement: tuple[float, float, float] | None = None  # the ladder's (slope, low, high); NaN ends: no interval
+    weight: float = 1.0  # the measurement's share of the posterior
+
+    @classmethod
+    def updated(cls, param: str, axis: str, law: dict, measured: tuple[float, float], source: str,
+                prior: Prior | None, trial: str | None = None) -> Law | None:
+        """The law transfer applies: the posterior of `prior` given a summary's law {slope, low, high, level};
+        None when neither a prior nor an interval is there (nothing to carry a setting with)."""
+        post = posterior(prior, law["slope"], nan(law.get("low")), nan(law.get("high")), law.get("level", LEVEL))
+        if not math.isfinite(post.low):
+            return None
+        return cls(param, axis, post.centre, post.low, post.high, measured, source, tuple(law.get("poor_at", ())),
+                   trial, prior.record() if prior else None,
+                   (law["slope"], nan(law.get("low")), nan(law.get("high"))), post.weight)
 
     def scale(self, value: float, ratio: float) -> tuple[float, float, float]:
         """(θ', and the interval's ends) for θ at the proxy and v'/v = ratio."""
@@ -51,4 +70,7 @@ class Law:
         return {"param": self.param, "axis": self.axis, "slope": self.slope, "interval_slope": [self.low, self.high],
                 "measured": list(self.measured), "ratio": ratio, "before": before, "after": after,
                 "interval": list(interval), "extrapolated": extrapolated, "textbook": textbook, "source": self.source,
-                "poor_at": list(self.poor_at), "trial": self.trial}
+                "poor_at": list(self.poor_at), "trial": self.trial, "prior": self.prior,
+                "measurement": None if self.measurement is None else
+                dict(zip(("slope", "low", "high"), self.measurement, strict=True)),
+                "posterior": {"centre": self.slope, "low": self.low, "high": self.high, "weight": self.weight}}

@@ -4,7 +4,8 @@ predicted final loss (sweep/rules/scaling.py), and the compute the tuning spent.
 Compute: C ≈ 6·N·D per run (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1: forward and
 backward passes over D tokens of a model of N parameters), summed over the trials of every study of the sweep
 at its own width (a finished trial's seeds × its tokens; a pruned one up to its last report) and every verify
-run (grid × seeds × parametrizations × each axis value's tokens), as a share of the full run's.
+run (grid × seeds × parametrizations × each axis value's tokens, and the points refinement added), as a share of
+the full run's.
 """
 from __future__ import annotations
 
@@ -19,30 +20,36 @@ from optuna.trial import TrialState
 from sweep.errors import InputError
 from sweep.rules.axis import label
 from sweep.rules.fitted import Law
+from sweep.rules.prior import prior_for
 from sweep.rules.scaling import predict
-from sweep.rules.summary import axis_folder, has_interval, ladder_widths, load_summary, read_summary
+from sweep.rules.summary import axis_folder, ladder_widths, load_summary, read_summary
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
 
 
-def measured_laws(root: str, name: str) -> tuple[Law, ...]:
+def measured_laws(root: str, name: str, prior: str = "published") -> tuple[Law, ...]:
     """The μP laws `sweep verify --across` measured for this sweep (LR, weight decay, β2 × batch, tokens or steps,
     depth), one per setting and axis; a steps law is measured in tokens (its runs' token counts), the unit a target's
     budget is in, so where both a tokens and a steps ladder exist (the same horizon, the batch held) the tokens one
-    is the law, never both: the horizon would move the setting twice. Each names the trial it was measured from."""
+    is the law, never both: the horizon would move the setting twice. Each names the trial it was measured from, and
+    is the posterior over its published prior (`prior` "published") or the measurement alone ("none"): a ladder
+    without an interval leaves the prior, and with neither there is no law."""
     laws = {}
     for param in FITTED_PARAMS:
         for axis in ("batch_size", "tokens", "steps", "depth"):
             unit = "tokens" if axis == "steps" else axis
             summary = read_summary(root, name, param, axis)
             law = (summary or {}).get("laws", {}).get("mup")
-            if (param, unit) in laws or law is None or not has_interval(law):  # measured already, or not a law
+            if (param, unit) in laws or law is None:  # measured already, or not measured
                 continue
             at = horizon_tokens(summary, axis) if axis in ("tokens", "steps") else law["at"]
-            laws[param, unit] = Law(param, unit, law["slope"], law["low"], law["high"], (min(at), max(at)),
-                                    axis_folder(name, param, axis), tuple(law.get("poor_at", ())),
-                                    summary.get("source"))
+            published = prior_for(param, unit, "mup", summary.get("optimizer", "adamw"),
+                                  summary.get("depth_rule", True)) if prior == "published" else None
+            found = Law.updated(param, unit, law, (min(at), max(at)), axis_folder(name, param, axis), published,
+                                summary.get("source"))
+            if found is not None:
+                laws[param, unit] = found
     return tuple(laws.values())
 
 
@@ -69,7 +76,7 @@ def measured_anchors(root: str, name: str, source: str, point: dict) -> dict[str
             if not summary or summary.get("source") != source:
                 continue
             at = {s["at"] for s in summary.get("shapes", []) if all(s.get(k) == v for k, v in point.items())}
-            grid = summary.get("grid") or [0.0]
+            grid = (summary.get("grid") or [0.0]) + [2.0 ** v for r in summary.get("refined", []) for v in r["added"]]
             rows = [r for r in summary.get("optima", []) if r["parametrization"] == "mup" and r.get(axis) in at
                     and r.get("fitted") and not r.get("poor_fit") and r.get("optimum")
                     and min(grid) <= r["optimum"] <= max(grid)]
@@ -143,6 +150,9 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
         summary = load_summary(path, Path(root))
         runs = len(summary["grid"]) * summary["seeds"] * len(summary["parametrizations"])
         verify += sum(6 * s["params"] * s["tokens"] * runs for s in summary.get("shapes", []))
+        shapes = {s["at"]: s for s in summary.get("shapes", [])}
+        verify += sum(6 * shapes[r["at"]]["params"] * shapes[r["at"]]["tokens"] * summary["seeds"] * len(r["added"])
+                      for r in summary.get("refined", []) if r["at"] in shapes)  # the points refinement added
     return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,
             "share": (proxy + verify) / full_flops}
 

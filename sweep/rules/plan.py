@@ -38,6 +38,7 @@ from sweep.rules import batch as batch_rules
 from sweep.rules import horizon
 from sweep.rules.change import Change
 from sweep.rules.fitted import EXTRAPOLATION, Law
+from sweep.rules.prior import PRIOR_CHOICES
 from trainer.config import ConfigError, RunConfig
 
 BATCH_RULES = ("none", "linear", "sqrt", "noise", "fitted")
@@ -67,6 +68,7 @@ class Target:
     depth_rule: str = "model"  # the model's own depth rule (depth_alpha), or the fitted law
     role_rule: str = "kept"  # per-role multipliers kept (width-free under μP), or each by its measured width law
     extrapolate: bool = False  # apply a fitted law past EXTRAPOLATION× its measured range (flagged)
+    prior: str = "published"  # fitted laws: the posterior over each law's published prior, or none (measured alone)
 
     def check(self) -> None:
         for flag, value, allowed in (("--batch-rule", self.batch_rule, BATCH_RULES),
@@ -75,7 +77,8 @@ class Target:
                                      ("--role-rule", self.role_rule, ROLE_RULES),
                                      ("--warmup-rule", self.warmup, WARMUP_RULES),
                                      ("--beta2-rule", self.beta2, BETA2_RULES),
-                                     ("--wd-rule", self.weight_decay, WEIGHT_DECAY_RULES)):
+                                     ("--wd-rule", self.weight_decay, WEIGHT_DECAY_RULES),
+                                     ("--prior", self.prior, PRIOR_CHOICES)):
             if value not in allowed:
                 raise InputError(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
         for flag, value in (("--width", self.width), ("--depth", self.depth), ("--batch-size", self.batch_size),

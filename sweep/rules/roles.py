@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep.rules.fitted import Law
+from sweep.rules.prior import prior_for
 from sweep.rules.summary import axis_folder, has_interval, octaves, read_summary
 from trainer.config import RunConfig
 
@@ -48,16 +49,18 @@ def role_records(root: str | Path, spec_name: str, cfg: RunConfig) -> dict[str, 
     return records
 
 
-def role_laws(root: str | Path, spec_name: str, cfg: RunConfig) -> tuple[Law, ...]:
+def role_laws(root: str | Path, spec_name: str, cfg: RunConfig, prior: str = "published") -> tuple[Law, ...]:
     """The μP width law `sweep verify --param PATH` measured for each per-role setting of `cfg`, where it has an
-    interval."""
+    interval: the posterior over μP's prior (the role's table exponent holds, sweep/rules/prior.py), or the
+    measurement alone (`prior` "none")."""
     laws = []
     for path in role_settings(cfg):
         summary = read_summary(root, spec_name, path)
         law = (summary or {}).get("laws", {}).get("mup")
         if law is not None and has_interval(law):
-            laws.append(Law(path, "width", law["slope"], law["low"], law["high"], (min(law["at"]), max(law["at"])),
-                            axis_folder(spec_name, path), tuple(law.get("poor_at", ())), summary.get("source")))
+            published = prior_for(path, "width") if prior == "published" else None
+            laws.append(Law.updated(path, "width", law, (min(law["at"]), max(law["at"])), axis_folder(spec_name, path),
+                                    published, summary.get("source")))
     return tuple(laws)
 
 

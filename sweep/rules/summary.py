@@ -3,10 +3,10 @@ the seeds, each parametrization's drift, noise and verdict, the law), ROOT/NAME-
 summary.json across another axis, and figure1.png beside each; `sweep transfer` records the width summary in the
 full run's provenance and applies the laws of the others (`--batch-rule fitted`), `sweep report` shows them.
 
-The certificate a law earns depends on its axis: across width, μP's (the interval contains 0 and lies inside
-± max_drift per octave of the measured range); across batch size, which of the linear (s = 1, Goyal et al.
-2017) and square-root (s = ½, Malladi et al. 2022) rules the interval holds; across tokens or steps, the
-horizon exponent itself (Bjorck et al. 2025 measure LR* ∝ D^−β with β > 0).
+The certificate a law earns is an equivalence test of its interval (sweep/rules/equivalence.py): across width,
+μP's promise s = 0 within ± max_drift per octave of the measured range (pass, FAIL, or undecided — measure more);
+along another axis, the published slope (sweep/rules/prior.py: ½ across batch for Adam, −0.3 across tokens)
+within ± TEXTBOOK_BAND. Each law also records its prior and posterior (`prior`, `posterior`).
 """
 from __future__ import annotations
 
@@ -20,9 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from sweep.errors import InputError, printable
 from sweep.paths import inside_root, read_json
+from sweep.rules.equivalence import equivalence
+from sweep.rules.prior import nan
 from trainer.atomic import atomic_path
 from trainer.config import MAX_BATCH, MAX_DEPTH, MAX_TOKENS, MAX_WIDTH
 
+TEXTBOOK_BAND = 0.15  # a slope this close to the textbook's moves a 4× carry by ≤ 0.3 octave: inside any valley's floor
 SLOPE_LIMIT = 64.0  # |slope| a law may have
 ROUNDING = 1e-9  # a slope this close to a rule's value is that value (floating-point noise of the fit)
 MAX_PARAMS = 1e15  # a model's parameters at most: past it an edit, not a model (6·N·D must stay finite)
@@ -47,24 +50,24 @@ def axis_folder(spec_name: str, param: str, axis: str = "width", width: int | No
     return f"{name}-across-{axis.rsplit('.', 1)[-1]}" + (f"-w{width}" if width is not None else "")
 
 
-def certificate(axis: str, parametrization: str, law: dict, max_drift: float) -> dict:
-    """{certificate: one line, passed: bool | None} for a law {slope, low, high, at} along `axis`."""
+def certificate(axis: str, parametrization: str, law: dict, max_drift: float, textbook: float | None = None) -> dict:
+    """{certificate: one line, passed: bool | None, equivalence} for a law {slope, low, high, at} along `axis`: an
+    equivalence test of its measured interval (sweep/rules/equivalence.py). Across width, μP's promise, s = 0 within
+    ± max_drift per octave of the measured range (pass/fail judge μP; undecided is None); along another axis, the
+    textbook slope (the law's published prior) within ± TEXTBOOK_BAND, shown and not judged."""
     if not has_interval(law):
-        return {"certificate": "no certificate without an interval (add seeds or grid values)", "passed": None}
-    low, high = law["low"] - ROUNDING, law["high"] + ROUNDING  # equal optima fit a slope of ±1e-17, not a drift
-    inside = "inside" if low <= 1 <= high else "outside"
+        return {"certificate": "no certificate without an interval (add seeds or axis values)", "passed": None}
     if axis == "width" and parametrization == "mup":
         band = max_drift / math.log2(max(law["at"]) / min(law["at"]))
-        passed = bool(low <= 0 <= high and -band <= low and high <= band)
-        return {"certificate": f"μP: the interval {'holds' if low <= 0 <= high else 'excludes'} 0, band ±{band:.2f} "
-                               f"— {'pass' if passed else 'FAIL'}", "passed": passed, "band": band}
-    if axis == "batch_size":
-        sqrt = "inside" if low <= 0.5 <= high else "outside"
-        return {"certificate": f"linear (s = 1) {inside} the interval, square root (s = ½) {sqrt}", "passed": None}
-    if axis in ("tokens", "steps"):
-        return {"certificate": f"the horizon exponent: the optimum scales as {axis}^{law['slope']:.3f}",
+        said = equivalence(nan(law.get("low")), nan(law.get("high")), 0.0, band)
+        passed = {"pass": True, "fail": False}.get(said.verdict)
+        return {"certificate": f"μP: {said.text('s =')}", "passed": passed, "band": band,
+                "equivalence": said.record()}
+    if textbook is None:
+        return {"certificate": f"the optimum scales as {axis}^{law['slope']:.3f} (no published slope to hold it to)",
                 "passed": None}
-    return {"certificate": f"the optimum scales as {axis}^{law['slope']:.3f}", "passed": None}
+    said = equivalence(nan(law.get("low")), nan(law.get("high")), textbook, TEXTBOOK_BAND)
+    return {"certificate": f"textbook: {said.text('s =')}", "passed": None, "equivalence": said.record()}
 
 
 def has_interval(law: dict) -> bool:
@@ -73,11 +76,22 @@ def has_interval(law: dict) -> bool:
 
 
 def interval_text(law: dict, digits: int = 3) -> str:
-    """A law's interval as shown: `[low, high] (95% bootstrap)`, or why there is none."""
+    """A law's interval as shown: `[low, high] (95%, joint fit)`, or why there is none; with one seed, that the
+    seed noise is unknown."""
     if not has_interval(law):
-        return "(no interval: one seed and fewer than 5 finite points at some value)"
+        return interval_basis(law)
     low, high = law["low"] + 0.0, law["high"] + 0.0  # + 0.0: an end at −0 is shown as 0
-    return f"[{low:.{digits}f}, {high:.{digits}f}] ({law['level']:.0%} bootstrap)"
+    return f"[{low:.{digits}f}, {high:.{digits}f}] {interval_basis(law)}"
+
+
+def interval_basis(law: dict) -> str:
+    """What a law's interval rests on: `(95%, joint valley)`, with one seed that its seed noise is unknown, or why it
+    has none."""
+    if not has_interval(law):
+        return "(no interval: too few axis values and seeds for the scatter about the line to be seen)"
+    seeds = "" if law.get("seed_noise_known", True) else "; one seed: the seed noise is unknown, only the scatter " \
+        "about the line is priced"
+    return f"({law['level']:.0%}, {law.get('fit', 'bootstrap')}{seeds})"
 
 
 def octaves(value: float | None) -> str:

@@ -24,6 +24,7 @@ from sweep.rules import Change, Target, transfer_run
 from sweep.rules.fitted import EXTRAPOLATION
 from sweep.rules.ladder import ladder_curves, measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
+from sweep.rules.prior import slope_chain
 from sweep.rules.roles import role_laws, role_lines, role_records
 from sweep.rules.summary import read_summary
 from sweep.study.lookup import load_studies, locate, pick_trial, read_curve
@@ -55,7 +56,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
              "tokens": proxy_steps * proxy.batch_size * tokens_per_example}
     this = f"{study.study_name}#{chosen.number}"
     anchors = measured_anchors(root, name, this, point)
-    laws = measured_laws(root, name) + role_laws(root, name, proxy)
+    laws = measured_laws(root, name, target.prior) + role_laws(root, name, proxy, target.prior)
     result = transfer_run(proxy, target, tokens_per_example, b_noise, laws, anchors)
     result.warnings += [f"the law of {law['param']} across {law['axis']} was measured from the settings of "
                         f"{law['trial'] or 'an unnamed source'}, not this trial's ({this})"
@@ -131,6 +132,8 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     elif verify["parametrizations"].get("mup", {}).get("passed") is False:
         drift = verify["parametrizations"]["mup"]["drift"]
         console.print(f"[red]verify failed[/]: the μP optimum drifted {drift:.2f} octaves")
+    elif verify["parametrizations"].get("mup", {}).get("passed") is None and verify.get("laws", {}).get("mup"):
+        console.print(f"[yellow]verify undecided[/]: {verify['laws']['mup'].get('certificate', '')}")
     for law in provenance.laws:
         flag = " [red]EXTRAPOLATED[/]" if law["extrapolated"] else ""
         poor = law.get("poor_at") and f"; [yellow]fitted through poor optima[/] at {law['axis']} " + \
@@ -138,6 +141,7 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
         console.print(f"fitted {law['param']} across {law['axis']}: {show(law['before'])} → {show(law['after'])} "
                       f"[{show(law['interval'][0])}, {show(law['interval'][1])}] (slope {law['slope']:.3f}); textbook "
                       + ", ".join(f"{k} {show(v)}" for k, v in law["textbook"].items()) + flag + (poor or ""))
+        console.print(f"  slope: {slope_chain(law)}")
     for param, (before, after, low, high, axes) in combined(provenance.laws).items():
         console.print(f"fitted {param} across {' and '.join(axes)}: {show(before)} → {show(after)} "
                       f"[{show(low)}, {show(high)}] (each law's interval, compounded)")

@@ -32,7 +32,9 @@ from sweep.backends.live import run_workers
 from sweep.errors import InputError
 from sweep.paths import inside_root
 from sweep.rules.axis import INTEGER, Axis, label, moved_moments, parse_axis
-from sweep.rules.summary import axis_folder, certificate, interval_text, write_summary
+from sweep.rules.bracket import next_values
+from sweep.rules.prior import chain_text, check_prior_choice, prior_for, update
+from sweep.rules.summary import axis_folder, certificate, interval_basis, write_summary
 from sweep.study.bounds import check_list
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
@@ -41,13 +43,16 @@ from sweep.study.spec import StudySpec, check_builder_named, check_search_path, 
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
 from sweep.study.trial import base_run
-from sweep.verify.analysis import optima, verdicts
+from sweep.verify.analysis import optima, seed_mean, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import WIDTHS, VerifyRequest
 from trainer.atomic import atomic_path
 from trainer.config import MAX_WIDTH, RunConfig, check_name
+
+MAX_REFINE = 32  # extra points per axis value and parametrization: past it a typo, not a budget
+ROUNDS = 16  # refinement rounds at most (each adds at most two points per curve)
 
 
 def parse_list(text: str, flag: str, cast=str) -> list:
@@ -75,9 +80,12 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         raise InputError(f"--seeds: at least 1, got {r.seeds}")
     if not r.max_drift > 0:
         raise InputError(f"--max-drift: a positive number of octaves, got {r.max_drift}")
+    check_prior_choice(r.prior)
+    if not 0 <= r.refine <= MAX_REFINE:
+        raise InputError(f"--refine: extra grid points per axis value, 0 to {MAX_REFINE}, got {r.refine}")
     check_ladder_width(r, axis)
     check_search_path(r.param, f"--param {r.param}")  # before the folder its name makes is judged
-    check_study_names(spec, r.param, axis, r.ladder_width)  # the longest folder name it can have
+    check_study_names(spec, r.param, axis, r.ladder_width, f"-r{ROUNDS}" if r.refine else "")  # the longest name
     chosen, source, width = settings(r, spec, axis)
     ladder = None if r.ladder_width == width else r.ladder_width  # the proxy's own width: the default folder
     width = ladder or width
@@ -107,12 +115,71 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         if code:
             return code
     points = collect(jobs, stores, r.param, axis.name)
+    if r.refine:
+        code, points, refined = refine_grids(jobs, stores, points, r, axis.name, executor, console)
+        if code:
+            return code
     values = [int(v) if axis.name in INTEGER else v for v in axis.values]
+    cfg = RunConfig.parse(base_run(jobs[0][1].spec, jobs[0][1].width, jobs[0][1].parametrization))
     summary = {"param": r.param, "axis": axis.name, "values": values,
                "widths": values if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
-               "source": source, "max_drift": r.max_drift,
+               "source": source, "max_drift": r.max_drift, "prior": r.prior, "optimizer": cfg.optimizer.name,
+               "depth_rule": cfg.model.options.get("depth_alpha") is not None,
+               "refined": refined if r.refine else [],
                "shapes": [{"at": at, **s} for at, s in shapes.items()]}
     return report(out, points, axis, summary, console)
+
+
+def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyRequest, axis: str, executor,
+                 console: Console) -> tuple[int, pd.DataFrame, list[dict]]:
+    """Rounds of `next_values` (sweep/rules/bracket.py) per axis value and parametrization, each round's points a
+    study of their own (NAME-rK: the same command finds them run and resumes), until every optimum is bracketed or
+    its `--refine` budget is spent; (exit code, every point, what was added and whether each ended bracketed)."""
+    base, added = list(jobs), {}
+    for round_ in range(1, ROUNDS + 1):
+        new = []
+        for at, job in base:
+            group = points[(points["parametrization"] == job.parametrization) & (points[axis] == at)]
+            mean = seed_mean(group)
+            todo = [v for v in next_values(mean.index.to_numpy(float), mean.to_numpy(float), point_noise(group))
+                    if v not in set(mean.index)]
+            key = (job.parametrization, at)
+            if todo and len(added.get(key, [])) + len(todo) <= r.refine:
+                added.setdefault(key, []).extend(todo)
+                vspec = verify_spec(job.spec, f"{job.spec.name}-r{round_}", job.spec.run, r.param,
+                                    [2.0 ** v for v in todo], r.seeds)
+                new.append((at, prepare(vspec, width=job.width, parametrization=job.parametrization, trials=None,
+                                        storage=r.storage, password_env=r.password_env)))
+        if not new:
+            break
+        for _, job in new:
+            code = run_study(job, stores.setdefault(str(job.storage), open_storage(job.storage)), executor, console)
+            if code:
+                return code, points, []
+        jobs = jobs + new
+        points = collect(jobs, stores, r.param, axis)
+    refined = []
+    for at, job in base:
+        group = points[(points["parametrization"] == job.parametrization) & (points[axis] == at)]
+        mean = seed_mean(group)
+        left = next_values(mean.index.to_numpy(float), mean.to_numpy(float), point_noise(group))
+        refined.append({"parametrization": job.parametrization, "at": float(at),
+                        "added": added.get((job.parametrization, at), []), "bracketed": not left})
+        if left:
+            console.print(f"[yellow]not bracketed[/]: {NAMES[job.parametrization]} at {axis} {label(at)} after "
+                          f"{len(added.get((job.parametrization, at), []))} extra points (--refine {r.refine}); "
+                          f"next: log₂ {', '.join(f'{v:.2f}' for v in left)}")
+    return 0, points, refined
+
+
+def point_noise(group: pd.DataFrame) -> float:
+    """The standard error of a point's seed mean (the seeds' spread, pooled over points, / √seeds); 0 with one seed:
+    its noise is unknown, and any rise counts as one."""
+    seeds = group["seed"].nunique()
+    if seeds < 2:
+        return 0.0
+    spread = group.groupby("x")["loss"].std(ddof=1).dropna()
+    return float(spread.mean() / math.sqrt(seeds)) if len(spread) else 0.0
 
 
 def width_axis(widths: str) -> Axis:
@@ -135,10 +202,11 @@ def check_ladder_width(r: VerifyRequest, axis: Axis) -> None:
         raise InputError(f"--ladder-width: a width from 1 to {MAX_WIDTH}, got {r.ladder_width}")
 
 
-def check_study_names(spec: StudySpec, param: str, axis: Axis, ladder: int | None) -> None:
-    """A valid spec name can give a study name past the name rule once verify's suffix is added: one line."""
+def check_study_names(spec: StudySpec, param: str, axis: Axis, ladder: int | None, rounds: str = "") -> None:
+    """A valid spec name can give a study name past the name rule once verify's suffix (and a refinement round's,
+    `rounds`) is added: one line."""
     folder = axis_folder(spec.name, param, axis.name, ladder)
-    longest = max([folder, *(f"{folder}-{label(at)}" for at in axis.values if axis.name != "width")], key=len)
+    longest = max([folder, *(f"{folder}-{label(at)}" for at in axis.values if axis.name != "width")], key=len) + rounds
     try:
         check_name(longest)
     except ValueError:
@@ -227,32 +295,55 @@ def shape(job: SweepJob) -> dict:
 def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: Console) -> int:
     """Fit the optima, the verdicts and the laws; write and print them; the exit code (1: μP drifts with width)."""
     table = optima(points, axis.name)
-    judged = verdicts(table, summary["max_drift"])
-    if axis.name != "width":  # only width has μP's promise to judge
-        judged = [replace(v, passed=None) for v in judged]
-    laws, poor = {}, table[table["poor_fit"]]
-    for p, group in points.groupby("parametrization", sort=True):
-        law = fit_law(group, axis.name)
-        if law is not None:
-            poor_at = sorted(float(v) for v in poor.loc[poor["parametrization"] == p, axis.name])
-            laws[p] = {**law, **certificate(axis.name, p, law, summary["max_drift"]), "poor_at": poor_at}
+    laws = fit_laws(points, table, axis.name, summary)
+    judged = [replace(v, passed=judge(v, laws.get(v.parametrization), axis.name)) for v in
+              verdicts(table, summary["max_drift"])]
     write_results(out, points, table, judged, {**summary, "laws": laws})
     console.print(optima_table(table, summary["param"], axis.name))
     span = f"{axis.name} {label(axis.values[0])}–{label(axis.values[-1])}"
     for v in judged:
         verdict = "" if v.passed is None else " — pass" if v.passed else " — FAIL"
-        bound = f" (bound {summary['max_drift']:g})" if v.passed is not None else ""
-        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} "
-                      f"(seed noise ±{v.noise:.2f}){verdict}{bound}")
+        noise = f"seed noise ±{v.noise:.2f}" if summary["seeds"] > 1 else "seed noise unknown: one seed"
+        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} ({noise}){verdict}")
     for p, law in laws.items():
-        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} "
-                      f"{interval_text(law)}; {law['certificate']}{poor_remark(law, axis.name)}")
+        console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} measured; "
+                      f"{chain_text(law)} {interval_basis(law)}, residual {law['residual']:.4f}; {law['certificate']}"
+                      f"{poor_remark(law, axis.name)}")
+        if law.get("edge_at"):
+            console.print(f"[yellow]edge[/]: {NAMES[p]} at {axis.name} {', '.join(label(v) for v in law['edge_at'])}"
+                          ": the best point is at the grid's edge, so that valley's vertex is extrapolated; extend "
+                          "--range past it")
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
                       f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range "
                       f"(a new grid is a new ladder: move {out.name}* aside first, or rename the spec)")
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
+
+
+def fit_laws(points: pd.DataFrame, table: pd.DataFrame, axis: str, summary: dict) -> dict[str, dict]:
+    """Per parametrization, the law measured by the joint fit, its published prior and posterior (`--prior`), its
+    certificate (an equivalence test) and the axis values whose optimum was a poor fit."""
+    laws, poor = {}, table[table["poor_fit"]]
+    for p, group in points.groupby("parametrization", sort=True):
+        law = fit_law(group, axis)
+        if law is None:
+            continue
+        prior = prior_for(summary["param"], axis, p, summary["optimizer"], summary["depth_rule"])
+        poor_at = sorted(float(v) for v in poor.loc[poor["parametrization"] == p, axis])
+        laws[p] = {**law, **update(law, prior, summary["prior"]), "poor_at": poor_at,
+                   **certificate(axis, p, law, summary["max_drift"], prior.centre if prior else None)}
+    return laws
+
+
+def judge(verdict, law: dict | None, axis: str) -> bool | None:
+    """μP's verdict across width: the law's equivalence test where it has an interval (pass, FAIL, None undecided),
+    else the drift against its bound; nothing judged along another axis or for SP."""
+    if axis != "width" or verdict.parametrization != "mup":
+        return None
+    if law is not None and law.get("equivalence", {}).get("verdict") in ("pass", "fail", "undecided"):
+        return law["passed"]
+    return verdict.passed
 
 
 def poor_remark(law: dict, axis: str) -> str:

@@ -22,6 +22,8 @@ class VerifyRequest:
     proxy_width: int | None = None  # the sweep's width whose best trial is used [default: its only one]
     ladder_width: int | None = None  # the width a ladder across another axis runs at [default: the proxy's]
     max_drift: float = 1.0  # octaves
+    refine: int = 0  # extra grid points per axis value until its optimum is bracketed (sweep/rules/bracket.py)
+    prior: str = "published"  # each law's published prior (sweep/rules/prior.py), or none: the measurement alone
     backend: str = "local"
     workers: int = 1
     storage: str | None = None
