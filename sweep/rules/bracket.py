@@ -23,8 +23,14 @@ RESOLUTION = 0.5  # octaves: the spacing around the best point refinement stops 
 
 def next_values(x: np.ndarray, y: np.ndarray, noise: float, resolution: float = RESOLUTION) -> list[float]:
     """The log₂ settings to run next on this curve (module docstring); [] when its optimum is bracketed and resolved."""
+    if not (np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"the noise a rise must exceed is finite and ≥ 0, got {noise}")
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(x)]  # a setting that is no number is no point of the grid
+    if not len(x):
+        return []
     order = np.argsort(x)
-    x, y = np.asarray(x, float)[order], np.asarray(y, float)[order]
+    x, y = x[order], y[order]
     step = float(np.max(np.diff(x))) if len(x) > 1 else 1.0
     finite = np.isfinite(y)
     if not finite.any():
@@ -49,6 +55,8 @@ def refine(objective: Callable[[float], float], x: list[float], noise: float, bu
            resolution: float = RESOLUTION) -> tuple[dict[float, float], bool]:
     """Run `objective` (log₂ setting → loss, NaN diverged) on the grid `x`, then `next_values` round by round until
     nothing is left to add or `budget` more points were run; ({x: loss}, whether it ended bracketed and resolved)."""
+    if budget < 0:
+        raise ValueError(f"a refinement budget is a count of points ≥ 0, got {budget}")
     seen = {float(v): objective(float(v)) for v in x}
     spent = 0
     while True:

@@ -44,8 +44,12 @@ class Equivalence:
 
 def equivalence(low: float, high: float, reference: float, band: float) -> Equivalence:
     """The verdict of the interval [low, high] against reference ± band (module docstring)."""
+    if not (math.isfinite(reference) and math.isfinite(band) and band >= 0):
+        raise ValueError(f"an equivalence band is a finite reference ± a finite band ≥ 0, got {reference} ± {band}")
     if not (math.isfinite(low) and math.isfinite(high)):
         return Equivalence("unmeasured", reference, band, math.nan)
+    if low > high + ROUNDING:
+        raise ValueError(f"an interval [{low}, {high}] with its low end above its high end has no verdict")
     lo, hi = reference - band, reference + band
     if lo - ROUNDING <= low and high <= hi + ROUNDING:
         return Equivalence("pass", reference, band, math.nan)
@@ -53,4 +57,4 @@ def equivalence(low: float, high: float, reference: float, band: float) -> Equiv
         return Equivalence("fail", reference, band, math.nan)
     centre, half = (low + high) / 2, (high - low) / 2
     needed = min(centre - lo, hi - centre) if lo < centre < hi else min(abs(centre - lo), abs(centre - hi))
-    return Equivalence("undecided", reference, band, (half / needed) ** 2 if needed > 0 else math.inf)
+    return Equivalence("undecided", reference, band, (half / needed) ** 2 if needed > ROUNDING else math.inf)

@@ -33,6 +33,7 @@ class Law:
     prior: dict | None = None  # the published prior it started from (Prior.record()), None under --prior none
     measurement: tuple[float, float, float] | None = None  # the ladder's (slope, low, high); NaN ends: no interval
     weight: float = 1.0  # the measurement's share of the posterior
+    used: str = "posterior"  # Posterior.used: "held" where the update crossed zero against the published direction
 
     @classmethod
     def updated(cls, param: str, axis: str, law: dict, measured: tuple[float, float], source: str,
@@ -44,7 +45,7 @@ class Law:
             return None
         return cls(param, axis, post.centre, post.low, post.high, measured, source, tuple(law.get("poor_at", ())),
                    trial, prior.record() if prior else None,
-                   (law["slope"], nan(law.get("low")), nan(law.get("high"))), post.weight)
+                   (law["slope"], nan(law.get("low")), nan(law.get("high"))), post.weight, post.used)
 
     def scale(self, value: float, ratio: float) -> tuple[float, float, float]:
         """(θ', and the interval's ends) for θ at the proxy and v'/v = ratio."""
@@ -73,4 +74,5 @@ class Law:
                 "poor_at": list(self.poor_at), "trial": self.trial, "prior": self.prior,
                 "measurement": None if self.measurement is None else
                 dict(zip(("slope", "low", "high"), self.measurement, strict=True)),
-                "posterior": {"centre": self.slope, "low": self.low, "high": self.high, "weight": self.weight}}
+                "posterior": {"centre": self.slope, "low": self.low, "high": self.high, "weight": self.weight,
+                              "used": self.used}}

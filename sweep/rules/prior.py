@@ -7,7 +7,10 @@ posterior is the conjugate normal update (precision-weighted mean):
     1/σ² = 1/spread² + 1/se²,    s̄ = σ²·(centre/spread² + ŝ/se²)
 
 so a ladder whose interval is wide next to the spread leaves the textbook rule (s̄ → centre), and a sharp one
-overrides it (s̄ → ŝ). `weight` = σ²/se² is the measurement's share. With `--prior none` the measurement alone.
+overrides it (s̄ → ŝ). A posterior whose interval spans zero never reverses the published direction: where its
+centre lands on the other side of zero, the slope applied is 0 (the setting held, `used` "held"), since the
+reversal is not measured; a posterior wholly on the other side does reverse it.
+`weight` = σ²/se² is the measurement's share. With `--prior none` the measurement alone.
 
 Spreads are chosen so that ±2 spreads hold the range of published exponents, no narrower:
 - LR × batch at a fixed token budget, Adam: ½, the square-root rule (Malladi et al. 2022, "On the SDEs and Scaling
@@ -37,6 +40,7 @@ from scipy.stats import norm
 from sweep.errors import InputError
 
 LEVEL = 0.95
+ROUNDING = 1e-9  # a slope this far outside its interval is the fit's floating-point noise
 PRIOR_CHOICES = ("published", "none")
 ADAM = ("adamw", "adam_atan2", "schedulefree_adamw", "muon")
 
@@ -62,7 +66,7 @@ class Posterior:
     low: float
     high: float
     weight: float  # the measurement's share of the posterior precision: 0 the prior alone, 1 the measurement alone
-    used: str  # "posterior", "prior" (no interval measured) or "measured" (no prior)
+    used: str  # "posterior", "prior" (no interval measured), "measured" (no prior) or "held" (direction unmeasured)
 
     def record(self) -> dict:
         return asdict(self)
@@ -98,7 +102,11 @@ def prior_for(param: str, axis: str, parametrization: str = "mup", optimizer: st
 def posterior(prior: Prior | None, slope: float, low: float, high: float, level: float = LEVEL) -> Posterior:
     """The conjugate normal update of `prior` by a measured slope with its `level` interval [low, high] (module
     docstring). No interval measured (NaN ends): the prior; no prior: the measurement as it is."""
+    if not 0 < level < 1:
+        raise ValueError(f"an interval's level lies strictly between 0 and 1, got {level}")
     measured = all(math.isfinite(v) for v in (slope, low, high))
+    if measured and not low - ROUNDING <= slope <= high + ROUNDING:
+        raise ValueError(f"a measured slope {slope} outside its interval [{low}, {high}] has no posterior")
     if prior is None:
         return Posterior(slope, low, high, 1.0 if measured else math.nan, "measured")
     if not measured:
@@ -111,7 +119,12 @@ def posterior(prior: Prior | None, slope: float, low: float, high: float, level:
     precision = 1 / prior.spread ** 2 + 1 / se ** 2
     centre = (prior.centre / prior.spread ** 2 + slope / se ** 2) / precision
     half = z / math.sqrt(precision)
-    return Posterior(centre, centre - half, centre + half, (1 / se ** 2) / precision, "posterior")
+    weight = (1 / se ** 2) / precision
+    if centre * prior.centre < 0 and centre - half <= 0 <= centre + half:
+        # the update crossed zero but its interval still holds the published direction: the reversal is not
+        # measured, so the setting is held (slope 0) rather than moved against the literature
+        return Posterior(0.0, centre - half, centre + half, weight, "held")
+    return Posterior(centre, centre - half, centre + half, weight, "posterior")
 
 
 def check_prior_choice(choice: str) -> str:
@@ -157,7 +170,10 @@ def slope_chain(law: dict) -> str:
     posterior = law.get("posterior")
     shown = chain_text({**measured, "prior": law.get("prior"), "posterior": posterior})
     weight = (posterior or {}).get("weight", 1.0)
-    if law.get("prior") is None:
+    if (posterior or {}).get("used") == "held":
+        why = ("held the setting (slope 0): the posterior's centre crossed zero against the published direction, "
+               "but its interval still holds that direction")
+    elif law.get("prior") is None:
         why = "used the measurement (no prior: --prior none, or none published)"
     elif not math.isfinite(weight) or weight < 0.2:
         why = "used the posterior ≈ the published prior: the ladder's interval is wide beside the prior's spread"

@@ -160,6 +160,26 @@ SOURCE = r"^(spec|[A-Za-z0-9_][A-Za-z0-9._-]*#[0-9]+)$"  # where verify took its
 Parametrization = Literal["mup", "sp"]
 
 
+class _Span(BaseModel):
+    """A prior's or a posterior's slope and interval as a summary records them (sweep/rules/prior.py): the report
+    and the demo print them, so each is a number where one is written and the interval holds its centre."""
+    model_config = _STRICT
+    centre: float = Field(ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
+    low: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
+    high: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
+    weight: float | None = Field(None, ge=0, le=1)
+    spread: float | None = Field(None, gt=0)
+    source: str | None = None
+    used: str | None = None
+
+    @model_validator(mode="after")
+    def _inside(self) -> _Span:
+        if self.low is not None and self.high is not None and \
+                not self.low - ROUNDING <= self.centre <= self.high + ROUNDING:
+            raise ValueError(f"the centre {self.centre} lies outside its interval [{self.low}, {self.high}]")
+        return self
+
+
 class _Law(BaseModel):
     """What a reader relies on in a law: finite slopes within ±SLOPE_LIMIT (a larger one scales a setting by 2^64
     per doubling: no law a grid can measure) inside their interval, and two or more positive axis values."""
@@ -167,8 +187,11 @@ class _Law(BaseModel):
     slope: float = Field(ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
     low: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
     high: float | None = Field(None, ge=-SLOPE_LIMIT, le=SLOPE_LIMIT)
+    level: float = Field(0.95, gt=0, lt=1)  # the interval's level: 1 would read any interval as exact
     at: list[float] = Field(min_length=2)
     poor_at: list[float] = []
+    prior: _Span | None = None
+    posterior: _Span | None = None
 
     @field_validator("at")
     @classmethod
@@ -222,6 +245,9 @@ class _Summary(BaseModel):
     param: str | None = None
     axis: str | None = None
     source: str | None = Field(None, pattern=SOURCE)  # printed: never a terminal escape from a hand-edited file
+    prior: Literal["published", "none"] | None = None
+    optimizer: str | None = None  # picks the law's published prior (sweep/rules/prior.py)
+    depth_rule: bool | None = None
     grid: list[float] = []
     seeds: int | None = Field(None, ge=1)
     max_drift: float | None = Field(None, gt=0)
