@@ -48,12 +48,25 @@ class Prior:
     source: str  # who says so
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        z = norm.ppf((1 + level) / 2)
+        z = float(norm.ppf((1 + level) / 2))  # a plain float: a record is written as YAML too (a plan file)
         return self.centre - z * self.spread, self.centre + z * self.spread
 
     def record(self) -> dict:
         low, high = self.interval()
         return {**asdict(self), "low": low, "high": high}
+
+    def sd_after(self, se: float) -> float:
+        """σ = (1/spread² + 1/se²)^−½: the prior's and a measurement's precisions added (se = inf: none measured).
+        The one precision formula: `posterior` here, and the planner's expected widths (sweep/forecast/)."""
+        return (self.spread ** -2 + (se ** -2 if math.isfinite(se) else 0.0)) ** -0.5
+
+    def conjugate(self, slope: float, se: float) -> tuple[float, float]:
+        """(s̄, σ) of the slope after a measurement ŝ = `slope` with standard error `se` (module docstring; se = inf:
+        the prior itself)."""
+        sd = self.sd_after(se)
+        if not math.isfinite(se):
+            return self.centre, sd
+        return sd ** 2 * (self.centre / self.spread ** 2 + slope / se ** 2), sd
 
 
 @dataclass(frozen=True)
@@ -108,10 +121,8 @@ def posterior(prior: Prior | None, slope: float, low: float, high: float, level:
     se = max(high - slope, slope - low) / z  # a skewed interval: its wider side, never a false precision
     if se == 0:
         return Posterior(slope, slope, slope, 1.0, "posterior")
-    precision = 1 / prior.spread ** 2 + 1 / se ** 2
-    centre = (prior.centre / prior.spread ** 2 + slope / se ** 2) / precision
-    half = z / math.sqrt(precision)
-    return Posterior(centre, centre - half, centre + half, (1 / se ** 2) / precision, "posterior")
+    centre, sd = prior.conjugate(slope, se)
+    return Posterior(centre, centre - z * sd, centre + z * sd, (sd / se) ** 2, "posterior")
 
 
 def check_prior_choice(choice: str) -> str:
