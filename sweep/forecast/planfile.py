@@ -20,6 +20,7 @@ the target, reaches the goal, or its rungs are spent.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import yaml
 from sweep.errors import InputError
 from sweep.forecast.design import Ladder, total
 from sweep.forecast.interval import Z95, Noise, at_target
+from sweep.paths import inside_root
 from trainer.atomic import atomic_path
 
 VERSION = 1
@@ -68,24 +70,81 @@ def write(path: Path, plan: dict) -> None:
         tmp.write_text(yaml.safe_dump(plan, sort_keys=False, allow_unicode=True))
 
 
-def read(path: Path) -> dict:
-    """The plan in `path`; anything but a plan this tool wrote is an InputError naming the field."""
+MAX_BYTES = 1 << 20  # a plan is a few kB
+
+
+def read(path: Path, root: Path | None = None) -> dict:
+    """The plan in `path`; anything but a plan this tool wrote is an InputError naming the field. A plan under the
+    results `root` must stay inside it once links are resolved; a FIFO, device or folder is refused before it is
+    opened (reading one would hang or never end), and so is a file too large to be a plan."""
+    path = Path(path)
+    if root is not None and Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root))):
+        inside_root(path, root, "--plan")
     try:
-        plan = yaml.safe_load(Path(path).read_text())
+        if not path.exists():
+            raise FileNotFoundError(path)
+        if not path.is_file():
+            raise InputError(f"--plan: {path} is not a regular file")
+        if path.stat().st_size > MAX_BYTES:
+            raise InputError(f"--plan: {path} is larger than {MAX_BYTES} bytes, not a plan `sweep plan` writes")
+        plan = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise InputError(f"--plan: {path} does not exist") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise InputError(f"--plan: {path} is unreadable ({type(err).__name__})") from None
     if not isinstance(plan, dict) or plan.get("plan") != VERSION:
         raise InputError(f"--plan: {path} is not a plan `sweep plan` writes (plan: {VERSION})")
-    for i, ld in enumerate(plan.get("ladders") or []):
-        rungs, seeds, grid = ld.get("rungs"), ld.get("seeds"), ld.get("grid")
-        if not (isinstance(rungs, list) and len(rungs) >= 2 and all(isinstance(r, (int, float)) and r > 0
-                                                                    for r in rungs)):
-            raise InputError(f"--plan: ladders[{i}].rungs: two or more positive numbers, got {rungs!r}")
-        if not (isinstance(seeds, int) and seeds >= 1 and isinstance(grid, int) and grid >= 3 and grid % 2):
-            raise InputError(f"--plan: ladders[{i}]: seeds ≥ 1 and an odd grid ≥ 3, got {seeds!r}, {grid!r}")
+    if not isinstance(plan.get("ladders"), list):
+        raise InputError(f"--plan: ladders: a list of ladders, got {type(plan.get('ladders')).__name__}")
+    for i, ld in enumerate(plan["ladders"]):
+        _ladder(ld, f"ladders[{i}]")
+    if not isinstance(plan.get("study"), str):
+        raise InputError(f"--plan: study: the spec's name, got {plan.get('study')!r}")
+    _number_in(plan.get("goal"), "goal", 1e-6, 100)
+    if not isinstance(plan.get("proxy"), dict):
+        raise InputError(f"--plan: proxy: a mapping with the proxy's width, got {plan.get('proxy')!r}")
+    _number_in(plan["proxy"].get("width"), "proxy.width", 1, 2 ** 20, whole=True)
     return plan
+
+
+AXES = ("width", "batch_size", "tokens", "depth")  # sweep plan's ladders (sweep/plan/command.py)
+PARAMS = ("optimizer.lr",)
+
+
+def _number_in(x, field: str, low: float, high: float, whole: bool = False) -> float:
+    """`x` a number (not a bool) in [low, high] (a whole one where `whole`), else an InputError naming the field."""
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and low <= x <= high
+    if not ok or (whole and not float(x).is_integer()):
+        kind = "a whole number" if whole else "a number"
+        raise InputError(f"--plan: {field}: {kind} in [{low:g}, {high:g}], got {x!r}")
+    return x
+
+
+def _ladder(ld, field: str) -> None:
+    """One ladder as `sweep plan` writes it: its setting and axis, 2–64 positive rungs, seeds, an odd grid, the
+    proxy's and the target's axis values and its prior."""
+    if not isinstance(ld, dict):
+        raise InputError(f"--plan: {field}: a ladder mapping, got {type(ld).__name__}")
+    rungs = ld.get("rungs")
+    if not (isinstance(rungs, list) and 2 <= len(rungs) <= 64):
+        raise InputError(f"--plan: {field}.rungs: two to 64 positive numbers, got {rungs!r}")
+    for j, rung in enumerate(rungs):
+        _number_in(rung, f"{field}.rungs[{j}]", 1e-300, 1e15)
+    _number_in(ld.get("seeds"), f"{field}.seeds", 1, 64, whole=True)
+    grid = _number_in(ld.get("grid"), f"{field}.grid", 3, 99, whole=True)
+    if grid % 2 == 0:
+        raise InputError(f"--plan: {field}.grid: an odd number of points (centre × 2^k, k = −K … K), got {grid}")
+    if ld.get("param") not in PARAMS or ld.get("across") not in AXES:
+        raise InputError(f"--plan: {field}: param one of {', '.join(PARAMS)} across one of {', '.join(AXES)}, got "
+                         f"{ld.get('param')!r} across {ld.get('across')!r}")
+    for key in ("proxy_value", "target_value"):
+        _number_in(ld.get(key), f"{field}.{key}", 1e-300, 1e15)
+    prior = ld.get("prior")
+    if prior is not None:
+        if not isinstance(prior, dict):
+            raise InputError(f"--plan: {field}.prior: a mapping {{slope, sd, source}}, got {prior!r}")
+        _number_in(prior.get("slope"), f"{field}.prior.slope", -10, 10)
+        _number_in(prior.get("sd"), f"{field}.prior.sd", 1e-6, 10)
 
 
 def steps(ladder: dict) -> list[list]:

@@ -33,6 +33,7 @@ from sweep.study.spec import load_spec
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
 MIN_STEPS = 50  # a rung shorter than this measures its warmup, not its optimum
 MIN_WIDTH = 32
+MAX_FLOPS = 1e30  # ~1000× the largest training run to date; past it the share prints hundreds of digits
 WIDTH_QUANTUM = 64  # --params: the width searched in steps of this
 
 
@@ -62,8 +63,13 @@ class PlanRequest:
                 raise InputError(f"{flag}: must be a positive number, got {value}")
         if not float(self.tokens).is_integer():
             raise InputError(f"--tokens: a whole number of tokens, got {self.tokens}")
+        if self.flops is not None and self.flops > MAX_FLOPS:
+            raise InputError(f"--flops: at most {MAX_FLOPS:.0e} (a tuning budget; a toy target's may pass its full "
+                             f"run's), got {self.flops:.3g}")
         if self.share is not None and not 0 < self.share <= 1:
             raise InputError(f"--share: a fraction of the full run's FLOPs in (0, 1], got {self.share}")
+        if self.width is not None and self.proxy_width is not None and self.proxy_width >= self.width:
+            raise InputError(f"--proxy-width: narrower than the full run's width {self.width}, got {self.proxy_width}")
 
 
 def run_plan(request: PlanRequest, console: Console) -> int:
@@ -76,7 +82,7 @@ def run_plan(request: PlanRequest, console: Console) -> int:
     plan = make_plan(request, spec.name)
     show(plan, console)
     planfile.write(out, plan)
-    console.print(f"plan written to {out}; run it with `sweep verify --plan {out}`")
+    console.print(f"plan written to {out}; run it with `sweep verify {request.spec} --plan {out}`")
     if plan["verdict"]["reached"]:
         return 0
     print(plan["verdict"]["line"])
@@ -94,6 +100,7 @@ def make_plan(request: PlanRequest, name: str) -> dict:
                          f"{MIN_WIDTH})")
     target = sizer.shape(width, depth)
     batch = request.batch_size or sizer.run.batch_size
+    check_target(request, sizer, target, batch)
     full = target.flops_per_token * request.tokens
     kaplan = 6 * target.params * request.tokens
     budget = request.flops if request.flops is not None else (request.share or 0.05) * full
@@ -107,11 +114,29 @@ def make_plan(request: PlanRequest, name: str) -> dict:
     proxy, ladders = max(reached) if reached else min(options, key=lambda o: (objective(o[1], request.goal, noise),
                                                                               -o[0]))
     verdict = judge(ladders, budget, full, request.goal, noise, sizer, proxy, target, batch, request.tokens)
+    verdict["no_room"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs}
+                          for ld in ladders if len(ld.rungs) < 2]
+    ladders = [ld for ld in ladders if len(ld.rungs) >= 2]  # one rung measures no slope: verify could not run it
     verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
                              for ld in ladders_at(sizer, proxy, target, batch, request.tokens)
                              if ld.prior_at_target() <= request.goal]
     return planfile.plan_dict(name, request, target, batch, full, kaplan, budget, sizer, proxy, ladders, noise,
                               verdict)
+
+
+def check_target(request: PlanRequest, sizer: Sizer, target, batch: int) -> None:
+    """The full run must be a run: MIN_STEPS steps of its batch at least, a proxy narrower than it, and (--params)
+    a model within a factor 2 of the count asked for."""
+    step = batch * sizer.tokens_per_example
+    if request.tokens < MIN_STEPS * step:
+        raise InputError(f"--tokens: at least {MIN_STEPS} steps of the full run's batch {batch} "
+                         f"({MIN_STEPS * step} tokens), got {request.tokens}")
+    if request.proxy_width is not None and request.proxy_width >= target.width:
+        raise InputError(f"--proxy-width: narrower than the full run's width {target.width}, got "
+                         f"{request.proxy_width}")
+    if request.params is not None and not 0.5 <= target.params / request.params <= 2:
+        raise InputError(f"--params: the nearest model at depth {target.depth} (width {target.width}) has "
+                         f"{target.params:.3g} parameters, not {request.params:.3g}; give --width, or another --depth")
 
 
 def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, goal: float = 0.0) -> list[Ladder]:
@@ -145,28 +170,58 @@ def judge(ladders: list[Ladder], budget: float, full: float, goal: float, noise:
           target, batch: int, tokens: int) -> dict:
     """{reached, line, needed}: whether every ladder reaches the goal; if not, one line with what would."""
     short = [ld for ld in ladders if ld.at_target(noise) > goal]
+    start = ladders_at(sizer, proxy, target, batch, tokens, goal)
     if total(ladders) > budget:
-        unlimited = grow(ladders_at(sizer, proxy, target, batch, tokens, goal), math.inf, goal, noise)
-        needed = total(unlimited) if all(ld.at_target(noise) <= goal for ld in unlimited) else math.inf
-        goal_text = f"{needed:.3g} FLOPs ({needed / full:.2%})" if math.isfinite(needed) else "no budget at these rungs"
+        unlimited = grow(start, math.inf, goal, noise)
+        needed = buying(start, total(unlimited), goal, noise, full) if reaches(unlimited, goal, noise) else math.inf
+        goal_text = f"{needed:.3g} FLOPs ({_share(needed, full)})" if math.isfinite(needed) else \
+            "no budget at these rungs"
         return {"reached": False, "needed": needed,
                 "line": f"--share/--flops: the budget {budget:.3g} FLOPs ({budget / full:.2%} of the full run) cannot "
                         f"buy the smallest ladder ({total(ladders):.3g} FLOPs, {total(ladders) / full:.2%}: two rungs, "
                         f"two seeds per law); the goal ±{goal:g} octave needs {goal_text}"}
     if not short:
         return {"reached": True, "line": f"every law reaches ±{goal:g} octave at the target", "needed": total(ladders)}
-    unlimited = grow(ladders_at(sizer, proxy, target, batch, tokens, goal), math.inf, goal, noise)
+    unlimited = grow(start, math.inf, goal, noise)
     bought = "; ".join(f"{ld.name} ±{ld.at_target(noise):.2g}" for ld in short)
-    if all(ld.at_target(noise) <= goal for ld in unlimited):
-        needed = total(unlimited)
+    if reaches(unlimited, goal, noise):
+        needed = buying(start, total(unlimited), goal, noise, full)
         line = (f"--share/--flops: the budget {budget:.3g} FLOPs ({budget / full:.2%}) buys {bought} octaves at the "
-                f"target, not the goal ±{goal:g}; {needed:.3g} FLOPs ({needed / full:.2%} of the full run) would")
+                f"target, not the goal ±{goal:g}; {needed:.3g} FLOPs ({_share(needed, full)} of the full run) would")
     else:
         needed = math.inf
         worst = "; ".join(f"{ld.name} ±{ld.at_target(noise):.2g}" for ld in unlimited if ld.at_target(noise) > goal)
         line = (f"--goal: no budget buys ±{goal:g} octave at the target from proxies this short ({worst} at most, "
                 f"the rungs bounded by the target); the budget {budget:.3g} FLOPs buys {bought}")
     return {"reached": False, "line": line, "needed": needed}
+
+
+def reaches(ladders: list[Ladder], goal: float, noise: Noise) -> bool:
+    return all(ld.at_target(noise) <= goal for ld in ladders)
+
+
+def buying(start: list[Ladder], spent: float, goal: float, noise: Noise, full: float) -> float:
+    """The budget to name: the greedy growth is path-dependent (a cheaper move taken under a tighter budget leads
+    elsewhere), so what the unlimited growth spent may not buy the goal when given as the budget. The smallest of
+    spent × 1.02^k, rounded up to the 3 digits printed, that buys it given as --flops and as the printed --share."""
+    for k in range(400):
+        named = float(f"{_up(spent * 1.02 ** k, 3):.3g}")  # as printed, and as a user types it back
+        share = float(f"{_up(named / full, 2, percent=True) * 100:.2f}") / 100
+        if all(reaches(grow(start, b, goal, noise), goal, noise) for b in (named, share * full)):
+            return named
+    return math.inf
+
+
+def _up(x: float, digits: int, percent: bool = False) -> float:
+    """`x` rounded up to `digits` significant digits (percent: to `digits` decimals of a percent)."""
+    if percent:
+        return math.ceil(x * 100 * 10 ** digits) / 10 ** digits / 100
+    scale = 10 ** (math.floor(math.log10(x)) - digits + 1)
+    return math.ceil(x / scale) * scale
+
+
+def _share(flops: float, full: float) -> str:
+    return f"{_up(flops / full, 2, percent=True) * 100:.2f}%"
 
 
 def show(plan: dict, console: Console) -> None:
@@ -182,6 +237,10 @@ def show(plan: dict, console: Console) -> None:
                       str(ld["grid"]), str(ld["runs"]), f"{ld['flops']:.3g}", f"{ld['flops'] / target['flops']:.3%}",
                       f"{ld['prior_at_target']:.2f}", f"{ld['expected_at_target']:.2f}")
     console.print(table)
+    for law in plan["verdict"].get("no_room", []):
+        console.print(f"{law['name']}: no ladder; no second rung fits between the bounds (rungs "
+                      f"{', '.join(f'{r:.4g}' for r in law['rungs'])}): the prior's ±{law['prior_at_target']:.2f} "
+                      f"octave at the target stands")
     for law in plan["verdict"]["prior_only"]:
         console.print(f"{law['name']}: no ladder; the prior alone holds the LR to ±{law['prior_at_target']:.2f} "
                       f"octave at the target ({law['source']})")

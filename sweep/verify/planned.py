@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.paths import results_root
 from sweep.rules.axis import label, parse_axis
@@ -21,8 +22,11 @@ from sweep.verify.request import VerifyRequest
 
 
 def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
-    plan = planfile.read(path)
     spec = load_spec(template.spec)
+    plan = planfile.read(path, results_root())
+    if plan["study"] != spec.name:
+        raise InputError(f"--plan: a plan for study {plan['study']!r}, not {spec.name!r} ({template.spec}); plan "
+                         f"this spec with `sweep plan {template.spec}`")
     width = plan["proxy"]["width"]
     failed = 0
 

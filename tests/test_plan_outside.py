@@ -1,0 +1,126 @@
+"""`sweep plan` and `sweep verify --plan` as an outside tester used them: the budget the short-budget line names
+really buys the goal (typed back as printed, as --flops and as --share), a budget over the full run, a proxy as wide
+as the target, a full run under one batch, a --params no model comes near, a one-rung ladder the plan's own reader
+refused, the printed `sweep verify` command, a plan for another study, and hand-edited or planted plan files."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from sweep.errors import InputError
+from sweep.forecast import planfile
+from sweep.plan.command import PlanRequest, make_plan, run_plan
+from sweep.verify.planned import run_planned
+from sweep.verify.request import VerifyRequest
+
+EXAMPLES = Path(__file__).parents[1] / "sweep" / "examples"
+QUIET = Console(width=200, file=open(os.devnull, "w"))
+
+
+def test_the_budget_the_line_names_buys_the_goal_when_typed_back_as_printed(tmp_path, monkeypatch, capsys):
+    """A 125M llama at 5 %: the line used to name 4.92e+17 FLOPs (24.15 %), which bought ±0.51, not ±0.5 (the greedy
+    growth is path-dependent and the figure was rounded down)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "llama.yaml", 25 * 10 ** 8, params=125e6, depth=12, batch_size=256)
+    assert run_plan(request, QUIET) == 1
+    line = capsys.readouterr().out.strip()
+    flops, percent = re.search(r"; ([0-9.e+]+) FLOPs \(([0-9.]+)% of the full run\) would$", line).groups()
+    for budget in ({"flops": float(flops)}, {"share": float(percent) / 100}):
+        assert make_plan(replace(request, **budget), "llama")["verdict"]["reached"], budget
+
+
+@pytest.mark.parametrize("changes,line", [
+    ({"width": 256, "flops": 1e300}, "--flops: at most 1e+30"),  # was a share printed in ~300 digits
+    ({"width": 256, "proxy_width": 512}, "--proxy-width: narrower"),  # was planned, exit 1, a plan file written
+    ({"params": 2e6, "proxy_width": 4096}, "--proxy-width: narrower"),
+    ({"width": 256, "tokens": 10}, "--tokens: at least 50 steps"),  # was "the goal needs no budget", a plan written
+    ({"params": 1e3}, "--params: the nearest model"),  # was silently a 64-wide model of ~10⁵ parameters
+])
+def test_a_target_or_budget_that_is_no_run_is_refused_before_anything_is_written(tmp_path, monkeypatch, changes,
+                                                                                 line):
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    with pytest.raises(InputError, match=f"^{re.escape(line)}"):
+        run_plan(PlanRequest(EXAMPLES / "demo.yaml", **{"tokens": 10 ** 6, **changes}), QUIET)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_law_with_room_for_one_rung_is_not_written_as_a_ladder_the_reader_refuses(tmp_path, monkeypatch):
+    """1.5× the proxy's tokens: the horizon ladder's bounds hold only the proxy's own rung. It was written as a
+    one-rung ladder that `sweep verify --plan` then refused; now it is said (the prior stands) and left out."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1), console)
+    plan = planfile.read(tmp_path / "demo" / "plan.yaml", tmp_path)
+    assert all(len(ld["rungs"]) >= 2 for ld in plan["ladders"])
+    assert [law["name"] for law in plan["verdict"]["no_room"]] == ["lr × tokens"]
+    text = console.export_text()
+    assert "lr × tokens: no ladder; no second rung fits" in text
+    assert f"sweep verify {EXAMPLES / 'demo.yaml'} --plan {tmp_path / 'demo' / 'plan.yaml'}" in text.replace("\n", "")
+
+
+def _plan(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16), QUIET)
+    return tmp_path / "demo" / "plan.yaml"
+
+
+def _edited(path: Path, edit) -> Path:
+    plan = yaml.safe_load(path.read_text())
+    edit(plan)
+    out = path.with_name("edited.yaml")
+    out.write_text(yaml.safe_dump(plan))
+    return out
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda p: p.update(ladders=["x"]), "ladders[0]"),  # was AttributeError
+    (lambda p: p.update(ladders={"a": 1}), "ladders"),  # was AttributeError
+    (lambda p: p["ladders"][0].update(seeds=True), "ladders[0].seeds"),
+    (lambda p: p["ladders"][0].update(seeds=10 ** 6), "ladders[0].seeds"),  # was a million seeds per point
+    (lambda p: p["ladders"][0].update(grid=10 ** 6 + 1), "ladders[0].grid"),
+    (lambda p: p["ladders"][0].update(grid=8), "ladders[0].grid"),
+    (lambda p: p["ladders"][0].update(rungs=[32, float("inf")]), "ladders[0].rungs[1]"),
+    (lambda p: p["ladders"][0].update(rungs=[True, 64]), "ladders[0].rungs[0]"),
+    (lambda p: p["ladders"][0].update(param="run.dir"), "ladders[0]: param"),
+    (lambda p: p["ladders"][0].update(across="../../etc"), "ladders[0]: param"),
+    (lambda p: p["ladders"][0].pop("proxy_value"), "ladders[0].proxy_value"),  # was a KeyError mid-run
+    (lambda p: p["ladders"][0].update(prior={"slope": 0, "sd": 0}), "ladders[0].prior.sd"),
+    (lambda p: p.pop("proxy"), "proxy"),
+    (lambda p: p["proxy"].update(width="wide"), "proxy.width"),
+    (lambda p: p.update(goal=-1), "goal"),
+    (lambda p: p.update(study=["x"]), "study"),
+])
+def test_a_hand_edited_plan_is_one_line_naming_the_field(tmp_path, monkeypatch, edit, field):
+    path = _edited(_plan(tmp_path, monkeypatch), edit)
+    with pytest.raises(InputError, match=f"^--plan: {re.escape(field)}"):
+        planfile.read(path, tmp_path)
+
+
+def test_a_plan_for_another_study_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p.update(study="other"))
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(InputError, match="^--plan: a plan for study 'other', not 'demo'"):
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_planted_plan_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """A link under the root to a file outside it, a FIFO (reading it hung), a folder, a file too big to be a plan."""
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    outside = tmp_path / "secret.yaml"
+    outside.write_text("plan: 1\n")
+    (root / "link.yaml").symlink_to(outside)
+    os.mkfifo(root / "fifo.yaml")
+    (root / "big.yaml").write_text("#" * (planfile.MAX_BYTES + 1))
+    for name, says in (("link.yaml", "--plan:.*root"), ("fifo.yaml", "not a regular file"),
+                       (".", "not a regular file"), ("big.yaml", "larger than")):
+        with pytest.raises(InputError, match=says):
+            planfile.read(root / name, root)
