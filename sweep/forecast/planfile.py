@@ -6,7 +6,7 @@
     budget: {flops, share}  goal: octaves of LR at the target
     proxy: {width, depth, params, batch_size, tokens}
     noise: {vertex_sd, source}
-    ladders: [{name, param, across, rungs, seeds, grid, runs, flops, prior {slope, sd, source},
+    ladders: [{name, param, across, rungs, seeds, grid, runs, flops, prior {centre, spread, source, low, high},
                prior_at_target, expected_half_width, expected_at_target, proxy_value, target_value}]
     total: {runs, flops, share}
     verdict: {reached, line, needed}
@@ -14,8 +14,8 @@
 Running it (`execute`): each ladder is a `sweep verify --across AXIS=rungs` at the proxy width, its grid
 centre × 2^k for k = −K … K (K = (grid − 1)/2), μP only, the plan's seeds; rung by rung (the proxy's own rung and
 the next first, then one more per call: verify's studies are per rung and resume, so a call reruns nothing), and a
-ladder stops once its measured interval combined with the plan's prior (the normal conjugate update), carried to
-the target, reaches the goal, or its rungs are spent.
+ladder stops once the posterior verify records for the law (its measurement's conjugate update of the published
+prior, sweep/rules/prior.py), carried to the target, reaches the goal, or its rungs are spent.
 """
 from __future__ import annotations
 
@@ -142,9 +142,9 @@ def _ladder(ld, field: str) -> None:
     prior = ld.get("prior")
     if prior is not None:
         if not isinstance(prior, dict):
-            raise InputError(f"--plan: {field}.prior: a mapping {{slope, sd, source}}, got {prior!r}")
-        _number_in(prior.get("slope"), f"{field}.prior.slope", -10, 10)
-        _number_in(prior.get("sd"), f"{field}.prior.sd", 1e-6, 10)
+            raise InputError(f"--plan: {field}.prior: a mapping {{centre, spread, source}}, got {prior!r}")
+        _number_in(prior.get("centre"), f"{field}.prior.centre", -10, 10)
+        _number_in(prior.get("spread"), f"{field}.prior.spread", 1e-6, 10)
 
 
 def steps(ladder: dict) -> list[list]:
