@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
-from sweep.forecast.priors import PRIORS
 from sweep.results.decide import band_figure, laws_table, settings_table, verdict
+from sweep.rules.prior import prior_for
 from trainer.config import RunConfig
 
 LAW = {"param": "optimizer.lr", "axis": "batch_size", "slope": 0.8, "interval_slope": [0.6, 1.0], "before": 0.01,
@@ -15,21 +15,38 @@ LAW = {"param": "optimizer.lr", "axis": "batch_size", "slope": 0.8, "interval_sl
        "interval": [0.015, 0.02], "extrapolated": False, "source": "x", "poor_at": [], "trial": "t#1"}
 
 
-def config() -> RunConfig:
+def config(law: dict = LAW) -> RunConfig:
     return RunConfig.parse({"model": {"name": "gpt", "width": 64, "depth": 2}, "steps": 10, "provenance": {
-        "laws": [LAW], "rules": [{"rule": "width", "field": "model.width", "before": 32, "after": 64,
+        "laws": [law], "rules": [{"rule": "width", "field": "model.width", "before": 32, "after": 64,
                                   "formula": "μP"}]}})
 
 
 def test_each_law_is_shown_as_prior_measured_posterior_with_the_conjugate_numbers():
-    prior = PRIORS["batch_size"]
+    """A provenance without a recorded prior (written before laws carried one): the published prior's update."""
+    prior = prior_for("optimizer.lr", "batch_size")
     se = 0.4 / (2 * 1.959963984540054)
-    sd = (prior.sd ** -2 + se ** -2) ** -0.5
-    mean = sd ** 2 * (prior.slope / prior.sd ** 2 + 0.8 / se ** 2)
+    sd = (prior.spread ** -2 + se ** -2) ** -0.5
+    mean = sd ** 2 * (prior.centre / prior.spread ** 2 + 0.8 / se ** 2)
+    half = 1.959963984540054 * sd
     text = laws_table(config())
-    assert f"{mean:.3f} ± {1.959963984540054 * sd:.3f}" in text and "0.800 [0.600, 1.000]" in text
+    assert f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]" in text and "0.800 [0.600, 1.000]" in text
     assert prior.source.split(" (")[0] in text
     assert 0.5 < mean < 0.8  # pulled from the measurement toward the textbook's square root
+
+
+def test_the_table_shows_the_prior_and_posterior_the_transfer_recorded_not_a_recomputed_one():
+    """The transfer's provenance carries prior → measurement → posterior (sweep/rules/fitted.py): the report shows
+    those numbers, whatever the published table says today, and `--prior none` as no prior."""
+    recorded = {**LAW, "slope": 0.7, "interval_slope": [0.55, 0.85],
+                "prior": {"centre": 0.5, "spread": 0.05, "source": "a narrower prior", "low": 0.402, "high": 0.598},
+                "measurement": {"slope": 0.8, "low": 0.6, "high": 1.0},
+                "posterior": {"centre": 0.7, "low": 0.55, "high": 0.85, "weight": 0.4}}
+    text = laws_table(config(recorded))
+    assert "0.500 [0.402, 0.598] (a narrower prior)" in text and "0.800 [0.600, 1.000]" in text
+    assert "<b>0.700 [0.550, 0.850]</b>, measurement weight 40%" in text and "Malladi" not in text
+    alone = {**LAW, "prior": None, "measurement": {"slope": 0.8, "low": 0.6, "high": 1.0},
+             "posterior": {"centre": 0.8, "low": 0.6, "high": 1.0, "weight": 1.0}}
+    assert "<td>none</td>" in laws_table(config(alone)) and "weight" not in laws_table(config(alone))
 
 
 def test_the_settings_show_the_fitted_value_beside_the_textbooks():

@@ -14,9 +14,10 @@ from proxies.data import open_data
 from proxies.registry import build_model
 from sweep.errors import InputError
 from sweep.forecast import planfile
-from sweep.forecast.interval import Noise, Prior, expected_half_width, grid_points, posterior_sd, slope_se
+from sweep.forecast.interval import Noise, expected_half_width, grid_points, slope_se
 from sweep.plan.command import PlanRequest, make_plan, run_plan
 from sweep.plan.shapes import Sizer
+from sweep.rules.prior import Prior, posterior
 from sweep.study.spec import load_spec
 from tests.sweep_helpers import run_sweep
 from trainer.flops import flops_per_token
@@ -39,7 +40,8 @@ def test_the_plan_prices_a_run_as_the_trainer_counts_it_and_the_full_run_also_at
         attention = 12 * 2 * width * data.seq_len
         embeddings = model.wte.weight.numel() + model.wpe.weight.numel()
         assert shape.flops_per_token == pytest.approx(6 * (shape.params - embeddings) + attention, rel=1e-9)
-    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 10 ** 7, width=512, flops=1e20), "demo")
+    # goal 0.3: μP's width prior (0 ± 0.1) alone is ±0.39 octave two octaves out, so ±0.5 would need no width ladder
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 10 ** 7, width=512, flops=1e20, goal=0.3), "demo")
     tokens = sizer.proxy_tokens()
     assert plan["target"]["kaplan_flops"] == 6 * plan["target"]["params"] * 10 ** 7
     assert plan["target"]["flops"] == sizer.shape(512).flops_per_token * 10 ** 7
@@ -53,8 +55,8 @@ def test_expected_interval_is_a_regression_slopes_standard_error_combined_with_t
     noise = Noise(0.8)
     se = slope_se([1, 2, 4, 8], 4, noise)  # u = 0..3: Σ(u − ū)² = 5
     assert se == pytest.approx(0.8 / 2 / math.sqrt(5))
-    assert posterior_sd(0.25, se) == pytest.approx((0.25 ** -2 + se ** -2) ** -0.5)
     prior = Prior(0.5, 0.25, "test")
+    assert prior.sd_after(se) == pytest.approx((0.25 ** -2 + se ** -2) ** -0.5)
     assert expected_half_width(prior, [1], 4, noise) == pytest.approx(1.96 * 0.25, rel=1e-3)  # one rung: the prior
     widths = [expected_half_width(prior, [1, 2, 4, 8], s, noise) for s in (2, 4, 8, 16)]
     assert all(a > b for a, b in zip(widths, widths[1:], strict=False))  # seeds narrow it
@@ -70,11 +72,11 @@ def test_coverage_of_the_expected_interval_on_synthetic_ladders():
     se = slope_se(rungs, seeds, noise)
     held = 0
     for _ in range(3000):
-        truth = rng.normal(prior.slope, prior.sd)
+        truth = rng.normal(prior.centre, prior.spread)
         optima = truth * u + rng.normal(0, noise.vertex_sd / math.sqrt(seeds), len(u))
         estimate = np.polyfit(u, optima, 1)[0]
-        sd = posterior_sd(prior.sd, se)
-        mean = sd ** 2 * (prior.slope / prior.sd ** 2 + estimate / se ** 2)
+        sd = prior.sd_after(se)
+        mean = sd ** 2 * (prior.centre / prior.spread ** 2 + estimate / se ** 2)
         held += abs(mean - truth) <= 1.96 * sd
     assert 0.935 <= held / 3000 <= 0.965
 
@@ -158,23 +160,30 @@ def test_a_plan_file_not_written_by_the_tool_is_refused(tmp_path):
 
 def test_a_law_whose_prior_already_reaches_the_goal_gets_no_ladder():
     """Twice the proxy's tokens: the horizon prior (D^−0.3 ± 0.15) holds the LR to ±0.29 octave there, inside the
-    goal, so the plan spends nothing on that law and says so; four times the tokens needs a ladder."""
+    goal, so the plan spends nothing on that law and says so; four times the tokens needs a ladder. μP's width prior
+    (0 ± 0.1, sweep/rules/prior.py) holds it to ±0.39 octave two octaves out (proxy 64 → 256): no width ladder
+    either."""
     near = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=256, flops=1e20), "demo")
     assert "tokens" not in {ld["across"] for ld in near["ladders"]}
-    assert [law["name"] for law in near["verdict"]["prior_only"]] == ["lr × tokens"]
-    assert near["verdict"]["prior_only"][0]["prior_at_target"] == pytest.approx(1.96 * 0.15, rel=1e-3)
+    assert [law["name"] for law in near["verdict"]["prior_only"]] == ["lr × width", "lr × tokens"]
+    assert near["verdict"]["prior_only"][1]["prior_at_target"] == pytest.approx(1.96 * 0.15, rel=1e-3)
+    assert near["verdict"]["prior_only"][0]["prior_at_target"] == pytest.approx(2 * 1.96 * 0.1, rel=1e-3)
     far = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 16 * 153600, width=256, flops=1e20), "demo")
     assert "tokens" in {ld["across"] for ld in far["ladders"]}
 
 
 def test_a_ladder_stops_once_its_measurement_combined_with_the_prior_reaches_the_goal():
     """±0.25 measured on the slope is ±1 octave four octaves out, past the goal; with the prior's sd 0.05 the
-    posterior is ±0.38 octave there: the first rungs suffice."""
-    ladder = {"name": "c", "rungs": [16, 32, 64], "proxy_value": 16, "target_value": 256,
-              "prior": {"slope": 0.0, "sd": 0.05}}
+    posterior is ±0.38 octave there: the first rungs suffice. The posterior is the one `sweep verify` records in its
+    summary (sweep/rules/prior.py's update); a law without one (--prior none) is judged on its measurement alone."""
+    prior = Prior(0.0, 0.05, "test")
+    ladder = {"name": "c", "rungs": [16, 32, 64], "proxy_value": 16, "target_value": 256, "prior": prior.record()}
+    measured = {"slope": 0.0, "low": -0.25, "high": 0.25}
+    recorded = {**measured, "posterior": posterior(prior, 0.0, -0.25, 0.25).record()}
     calls = []
-    done = planfile.execute({"goal": 0.5, "ladders": [ladder]},
-                            lambda ld, rungs: calls.append(rungs) or {"slope": 0.0, "low": -0.25, "high": 0.25},
+    done = planfile.execute({"goal": 0.5, "ladders": [ladder]}, lambda ld, rungs: calls.append(rungs) or recorded,
                             lambda line: None)
+    alone = planfile.execute({"goal": 0.5, "ladders": [ladder]}, lambda ld, rungs: measured, lambda line: None)
+    assert alone[0]["stopped"] == "rungs spent" and alone[0]["at_target"] == pytest.approx(4 * 0.25)
     assert calls == [[16, 32]] and done[0]["stopped"] == "goal" and done[0]["at_target"] == pytest.approx(
         4 * 1.96 * (0.05 ** -2 + (0.25 / 1.96) ** -2) ** -0.5, rel=1e-3)

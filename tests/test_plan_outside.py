@@ -90,7 +90,7 @@ def _edited(path: Path, edit) -> Path:
     (lambda p: p["ladders"][0].update(param="run.dir"), "ladders[0]: param"),
     (lambda p: p["ladders"][0].update(across="../../etc"), "ladders[0]: param"),
     (lambda p: p["ladders"][0].pop("proxy_value"), "ladders[0].proxy_value"),  # was a KeyError mid-run
-    (lambda p: p["ladders"][0].update(prior={"slope": 0, "sd": 0}), "ladders[0].prior.sd"),
+    (lambda p: p["ladders"][0].update(prior={"centre": 0, "spread": 0}), "ladders[0].prior.spread"),
     (lambda p: p.pop("proxy"), "proxy"),
     (lambda p: p["proxy"].update(width="wide"), "proxy.width"),
     (lambda p: p.update(goal=-1), "goal"),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sweep.forecast.interval import Noise, Prior, at_target, expected_half_width, grid_points
+from sweep.forecast.interval import Z95, Noise, SlopePrior, at_target, expected_half_width, grid_points
 
 MIN_SEEDS = 2  # the seeds' spread is the noise the interval is measured from: one seed measures none
 MAX_SEEDS = 64
@@ -37,7 +37,7 @@ class Ladder:
     name: str  # e.g. "lr × batch"
     param: str  # the RunConfig path on the grid
     axis: str  # width, batch_size, tokens or depth (sweep verify's --across)
-    prior: Prior
+    prior: SlopePrior  # sweep/rules/prior.py's Prior
     proxy: float  # the proxy's axis value
     target: float  # the full run's
     low: float  # the smallest rung allowed
@@ -77,7 +77,7 @@ class Ladder:
         return at_target(self.half_width(noise), self.proxy, self.target)
 
     def prior_at_target(self) -> float:
-        return at_target(1.959963984540054 * self.prior.sd, self.proxy, self.target)
+        return at_target(Z95 * self.prior.spread, self.proxy, self.target)
 
     def moves(self) -> list[Ladder]:
         """The ladders one move away: a rung past either end, one more seed."""
@@ -138,8 +138,6 @@ def sequential(ladder: Ladder, budget: float, goal: float, measure: Callable[[fl
                noise: Noise = Noise()) -> dict:
     """Run the ladder one move at a time (module docstring). `measure(rung, seeds)` returns that many seeds'
     vertices (log₂ optimum) at a rung. {slope, sd, at_target, flops, rungs, seeds, stopped: goal|budget}."""
-    from sweep.forecast.interval import Z95, posterior
-
     measured: dict[float, np.ndarray] = {}
     spent = 0.0
 
@@ -156,7 +154,7 @@ def sequential(ladder: Ladder, budget: float, goal: float, measure: Callable[[fl
     while True:
         noise_now = pooled_noise(measured, noise)
         slope, se = measured_slope(measured, noise_now)
-        mean, sd = posterior(ladder.prior, slope, se)
+        mean, sd = ladder.prior.conjugate(slope, se)
         reached = at_target(Z95 * sd, ladder.proxy, ladder.target) <= goal
         if reached:
             stopped = "goal"

@@ -6,11 +6,9 @@ the optimum measured at each rung. With R rungs u₁…u_R, each optimum the mea
 
     se(s) = σ_v / √S / √Σ(u − ū)²
 
-and with a normal prior s ~ N(s₀, τ²) (the textbook rule and its spread) the posterior is normal with
-
-    sd_post = (τ⁻² + se⁻²)^−½,     mean = sd_post² · (s₀/τ² + ŝ/se²)
-
-(the conjugate normal update, Gelman et al., "Bayesian Data Analysis", §2.5). Its 95 % half-width z·sd_post
+and with the law's published prior s ~ N(s₀, τ²) (sweep/rules/prior.py: `prior_for`, its sources) the posterior is
+normal with sd_post = (τ⁻² + se⁻²)^−½ (the conjugate normal update, Gelman et al., "Bayesian Data Analysis", §2.5;
+one formula, Prior.sd_after, for the planned width and the measured). Its 95 % half-width z·sd_post
 (z = 1.96) carried to the target, u_t octaves from the proxy's rung, is the LR's uncertainty there in octaves:
 z·sd_post·|u_t − u_p|. The plan is judged by that: a setting known to ±½ octave at the target is worth having,
 one known to ±3 is not (an LR valley is about an octave wide at 1 % of loss).
@@ -25,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -32,13 +31,17 @@ Z95 = 1.959963984540054
 REACH = 3  # grid points either side of the optimum that must rise away from it (sweep/verify/fit.py's REACH)
 
 
-@dataclass(frozen=True)
-class Prior:
-    """A law's prior: the textbook slope, its spread (one standard deviation) and where both come from."""
+class SlopePrior(Protocol):
+    """What the planner reads of a law's prior. The prior itself, its sources and its update have one home,
+    sweep/rules/prior.py (`Prior`, `prior_for`); the commands hand it in, so forecast stays below rules."""
 
-    slope: float
-    sd: float
+    centre: float
+    spread: float
     source: str
+
+    def sd_after(self, se: float) -> float: ...
+
+    def conjugate(self, slope: float, se: float) -> tuple[float, float]: ...
 
 
 @dataclass(frozen=True)
@@ -61,22 +64,9 @@ def slope_se(rungs, seeds: int, noise: Noise = Noise()) -> float:
     return noise.vertex_sd / math.sqrt(seeds) / math.sqrt(s) if s > 0 and seeds > 0 else math.inf
 
 
-def posterior_sd(prior_sd: float, data_se: float) -> float:
-    """The normal prior's and the measurement's precisions added."""
-    return (prior_sd ** -2 + (data_se ** -2 if math.isfinite(data_se) else 0.0)) ** -0.5
-
-
-def posterior(prior: Prior, estimate: float, data_se: float) -> tuple[float, float]:
-    """(mean, sd) of the slope after a measurement `estimate` ± `data_se` (the conjugate update)."""
-    sd = posterior_sd(prior.sd, data_se)
-    if not math.isfinite(data_se):
-        return prior.slope, sd
-    return sd ** 2 * (prior.slope / prior.sd ** 2 + estimate / data_se ** 2), sd
-
-
-def expected_half_width(prior: Prior, rungs, seeds: int, noise: Noise = Noise()) -> float:
+def expected_half_width(prior: SlopePrior, rungs, seeds: int, noise: Noise = Noise()) -> float:
     """The 95 % half-width of the slope's posterior that these rungs and seeds are expected to buy."""
-    return Z95 * posterior_sd(prior.sd, slope_se(rungs, seeds, noise))
+    return Z95 * prior.sd_after(slope_se(rungs, seeds, noise))
 
 
 def at_target(half_width: float, proxy: float, target: float) -> float:
@@ -84,9 +74,9 @@ def at_target(half_width: float, proxy: float, target: float) -> float:
     return half_width * abs(math.log2(target / proxy))
 
 
-def grid_points(prior: Prior, rungs, proxy: float) -> int:
+def grid_points(prior: SlopePrior, rungs, proxy: float) -> int:
     """Points of a one-octave grid centred on the proxy's value (centre × 2^k, k = −K … K) that brackets every
     rung's optimum: K reaches the prior's predicted optimum at the farthest rung (|s₀·u|) and its 95 % spread
     there, plus REACH points beyond, so that every vertex is fitted inside the grid rather than found at its edge."""
     u = np.abs(np.log2(np.asarray(rungs, float) / proxy)).max()
-    return 2 * (int(math.ceil((abs(prior.slope) + Z95 * prior.sd) * u)) + REACH) + 1
+    return 2 * (int(math.ceil((abs(prior.centre) + Z95 * prior.spread) * u)) + REACH) + 1

@@ -6,7 +6,7 @@
     budget: {flops, share}  goal: octaves of LR at the target
     proxy: {width, depth, params, batch_size, tokens}
     noise: {vertex_sd, source}
-    ladders: [{name, param, across, rungs, seeds, grid, runs, flops, prior {slope, sd, source},
+    ladders: [{name, param, across, rungs, seeds, grid, runs, flops, prior {centre, spread, source, low, high},
                prior_at_target, expected_half_width, expected_at_target, proxy_value, target_value}]
     total: {runs, flops, share}
     verdict: {reached, line, needed}
@@ -14,8 +14,8 @@
 Running it (`execute`): each ladder is a `sweep verify --across AXIS=rungs` at the proxy width, its grid
 centre × 2^k for k = −K … K (K = (grid − 1)/2), μP only, the plan's seeds; rung by rung (the proxy's own rung and
 the next first, then one more per call: verify's studies are per rung and resume, so a call reruns nothing), and a
-ladder stops once its measured interval combined with the plan's prior (the normal conjugate update), carried to
-the target, reaches the goal, or its rungs are spent.
+ladder stops once the posterior verify records for the law (its measurement's conjugate update of the published
+prior, sweep/rules/prior.py), carried to the target, reaches the goal, or its rungs are spent.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def plan_dict(name: str, request, target, batch: int, full: float, kaplan: float
 def ladder_dict(ld: Ladder, noise: Noise) -> dict:
     return {"name": ld.name, "param": ld.param, "across": ld.axis, "rungs": [_number(r) for r in ld.rungs],
             "seeds": ld.seeds, "grid": ld.grid, "runs": ld.runs(), "flops": ld.flops(),
-            "prior": {"slope": ld.prior.slope, "sd": ld.prior.sd, "source": ld.prior.source},
+            "prior": ld.prior.record(),
             "prior_at_target": ld.prior_at_target(), "expected_half_width": ld.half_width(noise),
             "expected_at_target": ld.at_target(noise), "proxy_value": _number(ld.proxy),
             "target_value": _number(ld.target)}
@@ -142,9 +142,9 @@ def _ladder(ld, field: str) -> None:
     prior = ld.get("prior")
     if prior is not None:
         if not isinstance(prior, dict):
-            raise InputError(f"--plan: {field}.prior: a mapping {{slope, sd, source}}, got {prior!r}")
-        _number_in(prior.get("slope"), f"{field}.prior.slope", -10, 10)
-        _number_in(prior.get("sd"), f"{field}.prior.sd", 1e-6, 10)
+            raise InputError(f"--plan: {field}.prior: a mapping {{centre, spread, source}}, got {prior!r}")
+        _number_in(prior.get("centre"), f"{field}.prior.centre", -10, 10)
+        _number_in(prior.get("spread"), f"{field}.prior.spread", 1e-6, 10)
 
 
 def steps(ladder: dict) -> list[list]:
@@ -155,23 +155,24 @@ def steps(ladder: dict) -> list[list]:
     return [sorted(order[:k]) for k in range(2, len(order) + 1)]
 
 
-def posterior_sd(law: dict, prior: dict | None) -> float:
-    """The slope's sd after the measurement (its 95 % interval's half-width over 1.96) meets the plan's prior."""
-    measured = max((law["high"] - law["low"]) / (2 * Z95), 1e-12)
-    return measured if not prior else (prior["sd"] ** -2 + measured ** -2) ** -0.5
+def posterior_sd(law: dict) -> float:
+    """The slope's sd as `sweep verify` recorded it: its posterior over the law's published prior (sweep/rules/
+    prior.py's update, in the summary), or the measurement alone under --prior none; 95 % half-width over 1.96."""
+    ends = law.get("posterior") or law
+    return max((ends["high"] - ends["low"]) / (2 * Z95), 1e-12)
 
 
 def execute(plan: dict, run_one: Callable[[dict, list], dict | None], say: Callable[[str], None]) -> list[dict]:
     """Run every ladder rung by rung; `run_one(ladder, rungs)` runs `sweep verify` over those rungs and returns the
-    μP law it measured ({slope, low, high}, or None). Each ladder stops at the goal or when its rungs are spent;
-    returns per ladder {name, rungs, law, at_target, stopped}."""
+    μP law it measured ({slope, low, high, prior, posterior}, or None). Each ladder stops at the goal or when its
+    rungs are spent; returns per ladder {name, rungs, law, at_target, stopped}."""
     done = []
     for ladder in plan["ladders"]:
         law, rungs, reached = None, [], math.inf
         for rungs in steps(ladder):
             law = run_one(ladder, rungs)
             if law and all(math.isfinite(law.get(k, math.nan)) for k in ("low", "high")):
-                reached = at_target(Z95 * posterior_sd(law, ladder.get("prior")), ladder["proxy_value"],
+                reached = at_target(Z95 * posterior_sd(law), ladder["proxy_value"],
                                     ladder["target_value"])
                 if reached <= plan["goal"]:
                     break

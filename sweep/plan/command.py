@@ -25,9 +25,9 @@ from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.forecast.design import Ladder, grow, objective, total
 from sweep.forecast.interval import Noise
-from sweep.forecast.priors import PRIORS
 from sweep.paths import inside_root, results_root
 from sweep.plan.shapes import Sizer
+from sweep.rules.prior import prior_for
 from sweep.study.spec import load_spec
 
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
@@ -142,24 +142,25 @@ def check_target(request: PlanRequest, sizer: Sizer, target, batch: int) -> None
 def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, goal: float = 0.0) -> list[Ladder]:
     """The starting ladders at a proxy width: each law's first two rungs, two seeds; a law whose prior alone is
     within `goal` at the target gets none (the textbook rule already pins the setting down there)."""
+    prior = {axis: prior_for("optimizer.lr", axis) for axis in NAMES}  # published: μP, Adam, a depth rule
     proxy = sizer.shape(proxy_width)
     p_tokens, p_batch = sizer.proxy_tokens(), sizer.run.batch_size
     step = p_batch * sizer.tokens_per_example
     fpt = proxy.flops_per_token
-    out = [Ladder(NAMES["width"], "optimizer.lr", "width", PRIORS["width"], proxy_width, target.width,
+    out = [Ladder(NAMES["width"], "optimizer.lr", "width", prior["width"], proxy_width, target.width,
                   max(MIN_WIDTH, proxy_width / 4), target.width / 2,
                   lambda w: sizer.shape(int(w)).flops_per_token * p_tokens)]
     if batch != p_batch:
         most = p_tokens / (MIN_STEPS * sizer.tokens_per_example)  # the largest batch with MIN_STEPS steps
-        out.append(Ladder(NAMES["batch_size"], "optimizer.lr", "batch_size", PRIORS["batch_size"], p_batch, batch,
+        out.append(Ladder(NAMES["batch_size"], "optimizer.lr", "batch_size", prior["batch_size"], p_batch, batch,
                           max(1, min(batch, p_batch / 8)), min(max(batch, p_batch), most),
                           lambda b: fpt * p_tokens))
     if tokens != p_tokens:
-        out.append(Ladder(NAMES["tokens"], "optimizer.lr", "tokens", PRIORS["tokens"], p_tokens, tokens,
+        out.append(Ladder(NAMES["tokens"], "optimizer.lr", "tokens", prior["tokens"], p_tokens, tokens,
                           max(MIN_STEPS * step, min(tokens, p_tokens / 8)), max(tokens, p_tokens) / 4,
                           lambda d: fpt * d, quantum=step))
     if target.depth != proxy.depth:
-        out.append(Ladder(NAMES["depth"], "optimizer.lr", "depth", PRIORS["depth"], proxy.depth, target.depth,
+        out.append(Ladder(NAMES["depth"], "optimizer.lr", "depth", prior["depth"], proxy.depth, target.depth,
                           max(1, proxy.depth / 4), target.depth / 2,
                           lambda d: sizer.shape(proxy_width, int(d)).flops_per_token * p_tokens))
     return [ld for ld in out if ld.prior_at_target() > goal]

@@ -1,9 +1,8 @@
 """The report's opening: what a user decides from, before any diagnostic.
 
 1. The settings: each transferred config's changed settings beside the textbook's (the rules a fitted law replaced).
-2. The laws: each fitted LR law as prior → measured → posterior. The prior is the textbook slope and its spread
-   (sweep/forecast/priors.py); the measured slope's interval gives its standard error, (high − low) / (2·1.96); the
-   posterior is their normal conjugate update (sweep/forecast/interval.py).
+2. The laws: each fitted law as prior → measured → posterior, as the transfer recorded them in the run's
+   provenance (the published prior, the ladder's measurement and their conjugate update: sweep/rules/prior.py).
 3. The prediction: the predicted final loss and its interval, and the full run's curve on its predicted band where
    the trainer logged one (predicted_low/high beside val_loss: trainer/predicted.py).
 4. The verdicts: the run inside its band or the step where it left it (sweep/forecast/live.py), with what to do.
@@ -18,13 +17,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from sweep.forecast.interval import Z95, posterior
 from sweep.forecast.live import departure
-from sweep.forecast.priors import PRIORS
 from sweep.paths import inside_root
 from sweep.results.compare import total_steps
 from sweep.results.runs_table import run_rows
 from sweep.results.scope import Scope
+from sweep.rules.prior import nan, prior_for, update
 from trainer.config import RunConfig
 from trainer.curves import read_run
 
@@ -41,23 +39,35 @@ def settings_table(config: RunConfig) -> str:
 
 
 def laws_table(config: RunConfig) -> str:
-    rows = ""
-    for law in config.provenance.laws:
-        prior = PRIORS.get(law["axis"]) if law["param"] == "optimizer.lr" else None
-        low, high = law["interval_slope"]
-        measured = f"{law['slope']:.3f} [{low:.3f}, {high:.3f}]"
-        if prior is None or not all(map(math.isfinite, (low, high))) or high <= low:
-            rows += f"<tr><td>{html.escape(law['param'])} × {html.escape(law['axis'])}</td><td>–</td>" \
-                    f"<td>{measured}</td><td>–</td></tr>"
-            continue
-        mean, sd = posterior(prior, law["slope"], (high - low) / (2 * Z95))
-        rows += (f"<tr><td>{html.escape(law['param'])} × {html.escape(law['axis'])}</td>"
-                 f"<td>{prior.slope:.2f} ± {Z95 * prior.sd:.2f} ({html.escape(prior.source)})</td><td>{measured}</td>"
-                 f"<td><b>{mean:.3f} ± {Z95 * sd:.3f}</b></td></tr>")
+    rows = "".join(law_row(law) for law in config.provenance.laws)
     if not rows:
         return "<p>no fitted law was applied (the transfer used the textbook rules)</p>"
     return ("<table><tr><th>law (slope of log₂ optimum)</th><th>prior (95 %)</th><th>measured (95 %)</th>"
             f"<th>posterior (95 %)</th></tr>{rows}</table>")
+
+
+def law_row(law: dict) -> str:
+    """One law as the transfer recorded it (sweep/rules/fitted.py's Law.record: prior, measurement, posterior); a
+    provenance written before laws carried them: the published prior's update of the measured interval, computed
+    by the same rule (sweep/rules/prior.py)."""
+    measured = law.get("measurement") or dict(zip(("slope", "low", "high"), (law["slope"], *law["interval_slope"]),
+                                                  strict=True))
+    if "posterior" not in law:
+        law = {**law, **update(measured, prior_for(law["param"], law["axis"]))}
+    prior, post = law.get("prior"), law["posterior"]
+    shown_prior = "none" if prior is None else \
+        f"{_span(prior['centre'], prior['low'], prior['high'])} ({html.escape(prior['source'])})"
+    weight = post.get("weight")
+    share = f", measurement weight {weight:.0%}" if prior and weight is not None and math.isfinite(weight) else ""
+    return (f"<tr><td>{html.escape(law['param'])} × {html.escape(law['axis'])}</td><td>{shown_prior}</td>"
+            f"<td>{_span(measured['slope'], measured['low'], measured['high'])}</td>"
+            f"<td><b>{_span(post['centre'], post['low'], post['high'])}</b>{share}</td></tr>")
+
+
+def _span(centre: float, low: float | None, high: float | None) -> str:
+    ends = (nan(low), nan(high))
+    return f"{centre:.3f} [{ends[0]:.3f}, {ends[1]:.3f}]" if all(map(math.isfinite, ends)) else \
+        f"{centre:.3f} (no interval)"
 
 
 def band_figure(name: str, rows: pd.DataFrame, total_steps: int) -> plt.Figure:

@@ -52,12 +52,25 @@ class Prior:
     source: str  # who says so
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        z = norm.ppf((1 + level) / 2)
+        z = float(norm.ppf((1 + level) / 2))  # a plain float: a record is written as YAML too (a plan file)
         return self.centre - z * self.spread, self.centre + z * self.spread
 
     def record(self) -> dict:
         low, high = self.interval()
         return {**asdict(self), "low": low, "high": high}
+
+    def sd_after(self, se: float) -> float:
+        """σ = (1/spread² + 1/se²)^−½: the prior's and a measurement's precisions added (se = inf: none measured).
+        The one precision formula: `posterior` here, and the planner's expected widths (sweep/forecast/)."""
+        return (self.spread ** -2 + (se ** -2 if math.isfinite(se) else 0.0)) ** -0.5
+
+    def conjugate(self, slope: float, se: float) -> tuple[float, float]:
+        """(s̄, σ) of the slope after a measurement ŝ = `slope` with standard error `se` (module docstring; se = inf:
+        the prior itself)."""
+        sd = self.sd_after(se)
+        if not math.isfinite(se):
+            return self.centre, sd
+        return sd ** 2 * (self.centre / self.spread ** 2 + slope / se ** 2), sd
 
 
 @dataclass(frozen=True)
@@ -116,15 +129,13 @@ def posterior(prior: Prior | None, slope: float, low: float, high: float, level:
     se = max(high - slope, slope - low) / z  # a skewed interval: its wider side, never a false precision
     if se == 0:
         return Posterior(slope, slope, slope, 1.0, "posterior")
-    precision = 1 / prior.spread ** 2 + 1 / se ** 2
-    centre = (prior.centre / prior.spread ** 2 + slope / se ** 2) / precision
-    half = z / math.sqrt(precision)
-    weight = (1 / se ** 2) / precision
-    if centre * prior.centre < 0 and centre - half <= 0 <= centre + half:
+    centre, sd = prior.conjugate(slope, se)
+    low, high, weight = centre - z * sd, centre + z * sd, (sd / se) ** 2
+    if centre * prior.centre < 0 and low <= 0 <= high:
         # the update crossed zero but its interval still holds the published direction: the reversal is not
         # measured, so the setting is held (slope 0) rather than moved against the literature
-        return Posterior(0.0, centre - half, centre + half, weight, "held")
-    return Posterior(centre, centre - half, centre + half, weight, "posterior")
+        return Posterior(0.0, low, high, weight, "held")
+    return Posterior(centre, low, high, weight, "posterior")
 
 
 def check_prior_choice(choice: str) -> str:
