@@ -278,19 +278,19 @@ def test_a_law_through_poor_optima_says_so_and_two_laws_on_one_setting_show_thei
 def test_a_tokens_and_a_steps_ladder_are_one_horizon_law_and_one_set_of_loss_points(tmp_path):
     """Found by an outside tester: with both ladders (the same runs at one batch) the horizon law moved the LR twice
     and each run entered the loss fit twice; and a ladder at one width priced a wider target's width term at 0."""
-    tokens = [640, 1280, 2560]
-    for axis, values in (("tokens", tokens), ("steps", [20, 40, 80])):
+    tokens = [640, 1280, 2560, 5120]  # four points: three fit the loss law exactly, leaving it no interval
+    for axis, values in (("tokens", tokens), ("steps", [20, 40, 80, 160])):
         shapes = [{"at": v, "params": 1000, "tokens": t} for v, t in zip(values, tokens, strict=True)]
         optima = [{axis: v, "parametrization": "mup", "best_loss": loss}
-                  for v, loss in zip(values, (3.0, 2.8, 2.7), strict=True)]
+                  for v, loss in zip(values, (3.0, 2.8, 2.7, 2.65), strict=True)]
         law = {"slope": -0.3, "low": -0.5, "high": -0.1, "at": values}
         summary = {"axis": axis, "laws": {"mup": law}, "shapes": shapes, "optima": optima}
         write_summary(tmp_path / f"v-verify-lr-across-{axis}", summary)
     (horizon,) = measured_laws(str(tmp_path), "v")
-    assert (horizon.axis, horizon.source, horizon.measured) == ("tokens", "v-verify-lr-across-tokens", (640, 2560))
-    assert ladder_points(str(tmp_path), "v") == ([1000] * 3, tokens, [3.0, 2.8, 2.7])
+    assert (horizon.axis, horizon.source, horizon.measured) == ("tokens", "v-verify-lr-across-tokens", (640, 5120))
+    assert ladder_points(str(tmp_path), "v") == ([1000] * 4, tokens, [3.0, 2.8, 2.7, 2.65])
     assert predicted_loss(str(tmp_path), "v", 4000, 2560)[0] == {}  # one N measured, a target of another
-    assert predicted_loss(str(tmp_path), "v", 1000, 5120)[0]["form"]
+    assert predicted_loss(str(tmp_path), "v", 1000, 10240)[0]["form"]
 
 
 def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_reads_none_of_the_old_ones_curves(
@@ -334,7 +334,7 @@ def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_read
     ("batch_size=16,32 --widths 32,64,128,256", "--widths: not used with --across batch_size=16,32"),
     ("steps=20,40 --ladder-width 0", "--ladder-width: a width from 1 to 1048576, got 0"),
     ("width=32,64 --ladder-width 64", "--ladder-width: for a ladder across another axis"),
-    ("steps=20,40 --ladder-width 1000000000", "--ladder-width: a width from 1 to 1048576, got 1000000000"),
+    ("steps=20,40 --ladder-width 1000000000", "--ladder-width: at most 1048576 (a width), got 1000000000"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
