@@ -14,8 +14,11 @@ then uses the published prior alone (sweep/rules/prior.py).
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
+from sweep.rules.summary import SLOPE_LIMIT
 from sweep.rules.valley import LEVEL, valley_fit
 from sweep.verify.analysis import seed_mean
 from sweep.verify.fit import vertex
@@ -25,13 +28,16 @@ __all__ = ["LEVEL", "fit_law"]
 
 def fit_law(points: pd.DataFrame, axis: str) -> dict | None:
     """The joint fit's {slope, low, high, level, residual, scatter, seeds, …} with `at` (the axis values) and
-    `optimum_x` (each value's own vertex); None when an axis value has no optimum or fewer than two values have one."""
+    `optimum_x` (each value's own vertex); None when an axis value has no optimum or fewer than two values have one,
+    or the slope is past ±SLOPE_LIMIT; an interval reaching past it is none (NaN: `sweep transfer` uses the prior)."""
     values = sorted(points[axis].unique())
     found = [vertex(mean.index.to_numpy(), mean.to_numpy())
              for mean in (seed_mean(points[points[axis] == at]) for at in values)]
     if len(values) < 2 or any(v is None for v in found):
         return None
     law = valley_fit(points, axis)
-    if law is None:
+    if law is None or not abs(law["slope"]) <= SLOPE_LIMIT:  # 2^64 per doubling: no law a grid measures
         return None
+    if not all(abs(law[end]) <= SLOPE_LIMIT for end in ("low", "high")):  # an unbounded interval: none (the prior)
+        law = {**law, "low": math.nan, "high": math.nan}
     return {**law, "at": [float(v) for v in values], "optimum_x": [float(v.x) for v in found]}
