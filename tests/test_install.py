@@ -23,15 +23,20 @@ import yaml
 from sweep import examples
 
 REPO = Path(__file__).resolve().parents[1]
-NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "studies", "build", "*.egg-info", "__pycache__", ".pytest_cache",
-                                     "runs", "dist")
+ANYWHERE = shutil.ignore_patterns("*.egg-info", "__pycache__", ".pytest_cache")
+AT_TOP = {".git", ".venv", "studies", "build", "runs", "dist"}  # results and build outputs at the repo's top only:
+# a package may be named like one of them (sweep/runs/ was left out of the wheel by a pattern matching any depth)
+
+
+def not_sources(folder: str, names: list[str]) -> set[str]:
+    return set(ANYWHERE(folder, names)) | (AT_TOP & set(names) if Path(folder) == REPO else set())
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, Path]:
     """(the wheel, the venv's python): the project built from a copy of its sources and installed in a fresh venv."""
     tmp = tmp_path_factory.mktemp("install")
-    shutil.copytree(REPO, tmp / "src", ignore=NOT_SOURCES)  # the build writes build/ and egg-info: not in the repo
+    shutil.copytree(REPO, tmp / "src", ignore=not_sources)  # the build writes build/ and egg-info: not in the repo
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", tmp / "dist", tmp / "src"],
                    check=True)
