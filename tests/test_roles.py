@@ -369,10 +369,13 @@ def test_a_drifting_role_is_carried_by_its_measured_width_law_under_the_role_rul
     law = {"slope": -0.4, "low": -0.6, "high": -0.2, "at": [32, 64, 128]}
     write_summary(tmp_path / "v-verify-embedding-lr_mult", {"laws": {"mup": law}})
     write_summary(tmp_path / "v-verify-init-readout", {"laws": {"mup": law}})  # a setting the trial leaves at 1
-    (found,) = role_laws(tmp_path, "v", proxy)
+    (over_prior,) = role_laws(tmp_path, "v", proxy)  # the posterior over μP's prior for a role, 0 ± 0.25
+    posterior = transfer_run(proxy, Target(width=128, role_rule="fitted"), 1, laws=(over_prior,))
+    assert 8.0 * 4 ** -0.4 < posterior.config.optimizer.roles.embedding.lr_mult < 8.0  # pulled toward μP's 0
+    (found,) = role_laws(tmp_path, "v", proxy, prior="none")  # the measurement alone
     assert (found.param, found.axis, found.measured) == ("optimizer.roles.embedding.lr_mult", "width", (32, 128))
     assert transfer_run(proxy, Target(width=128), 1, laws=(found,)).config.optimizer.roles.embedding.lr_mult == 8.0
-    fitted = transfer_run(proxy, Target(width=128, role_rule="fitted"), 1, laws=(found,))
+    fitted = transfer_run(proxy, Target(width=128, role_rule="fitted", prior="none"), 1, laws=(found,))
     assert fitted.config.optimizer.roles.embedding.lr_mult == pytest.approx(8.0 * 4 ** -0.4)
     (record,) = fitted.laws
     assert record["interval"] == pytest.approx([8.0 * 4 ** -0.6, 8.0 * 4 ** -0.2]) and record["textbook"] == {
