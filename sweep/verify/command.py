@@ -337,10 +337,12 @@ def fit_laws(points: pd.DataFrame, table: pd.DataFrame, axis: str, summary: dict
 
 
 def judge(verdict, law: dict | None, axis: str) -> bool | None:
-    """μP's verdict across width: the law's equivalence test where it has an interval (pass, FAIL, None undecided),
-    else the drift against its bound; nothing judged along another axis or for SP."""
+    """μP's verdict across width: FAIL when the drift passes its bound; else the law's equivalence test where it has
+    an interval (pass, FAIL, None undecided), else the drift's pass; nothing judged along another axis or for SP."""
     if axis != "width" or verdict.parametrization != "mup":
         return None
+    if verdict.passed is False:  # the optimum moved past --max-drift: FAIL (exit 1), whatever a prior-pulled law says
+        return False
     if law is not None and law.get("equivalence", {}).get("verdict") in ("pass", "fail", "undecided"):
         return law["passed"]
     return verdict.passed
