@@ -72,8 +72,10 @@ SERIAL = {
 
 
 # the fault suite, one test at a time: each kills and times real processes against bounds of a few minutes, which
-# four of them at once on two cores overran (a run of `make test` under load)
-FAULT = "tests/fault/"
+# four of them at once on two cores overran (a run of `make test` under load); so did the Ctrl-C and kill -9 tests
+# outside it (tests/test_ctrl_c.py, test_sweep_proxy's), which join its group
+FAULT = ("tests/fault/", "tests/test_ctrl_c.py")
+KILLS = ("ctrl_c", "kill_9")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
@@ -84,7 +86,7 @@ def pytest_collection_modifyitems(config, items):
     worker."""
     for item in items:
         group = next((SERIAL[name] for name in item.fixturenames if name in SERIAL), None)
-        if group is None and item.nodeid.startswith(FAULT):
+        if group is None and (item.nodeid.startswith(FAULT) or any(kill in item.name for kill in KILLS)):
             group = "fault"
         if group is None and uses_module_fixture(item):
             group = item.nodeid.split("::")[0]
