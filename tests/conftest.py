@@ -71,23 +71,14 @@ SERIAL = {
 }
 
 
-# the fault suite, one test at a time: each kills and times real processes against bounds of a few minutes, which
-# four of them at once on two cores overran (a run of `make test` under load); so did the Ctrl-C and kill -9 tests
-# outside it (tests/test_ctrl_c.py, test_sweep_proxy's), which join its group
-FAULT = ("tests/fault/", "tests/test_ctrl_c.py")
-KILLS = ("ctrl_c", "kill_9")
-
-
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Groups for pytest-xdist's `--dist loadgroup` (`make test`): each group runs on one worker. The tests of a
-    service that takes one test at a time (`SERIAL`); the fault suite (`FAULT`); and the tests of one module sharing
+    service that takes one test at a time (`SERIAL`), and the tests of one module sharing
     a module-scoped fixture (a trained pipeline, a server, reference runs), so that it is built once, not once per
     worker."""
     for item in items:
         group = next((SERIAL[name] for name in item.fixturenames if name in SERIAL), None)
-        if group is None and (item.nodeid.startswith(FAULT) or any(kill in item.name for kill in KILLS)):
-            group = "fault"
         if group is None and uses_module_fixture(item):
             group = item.nodeid.split("::")[0]
         if group is not None:
