@@ -20,6 +20,7 @@ from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.launch.request import LaunchRequest
 from sweep.paths import check_out_file, check_writable
 from sweep.proxy.request import SweepRequest
+from sweep.rules.target import Target
 from sweep.study.bounds import check_flag
 from sweep.verify.request import WIDTHS, VerifyRequest
 from trainer.folders import check_path_length
@@ -361,22 +362,23 @@ def transfer_cmd(
     batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
     tokens: int | None = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
     steps: int | None = typer.Option(None, help="the full run's steps (instead of --tokens)"),
-    batch_rule: str = typer.Option("none", help="how the LR follows the batch: none, linear, sqrt, noise, or fitted "
-                                   "(the law `sweep verify --across batch_size=…` measured)"),
-    horizon_rule: str = typer.Option("none", help="how the LR follows the token budget: none (kept) or fitted "
-                                     "(the law `sweep verify --across tokens=…` measured)"),
-    depth_rule: str = typer.Option("model", help="depth: the model's own rule (depth_alpha) or fitted "
+    batch_rule: str = typer.Option(Target.batch_rule, help="how the LR follows the batch: none, linear, sqrt, noise, "
+                                   "or fitted (the law `sweep verify --across batch_size=…` measured)"),
+    horizon_rule: str = typer.Option(Target.horizon, help="how the LR follows the token budget: none (kept) or "
+                                     "fitted (the law `sweep verify --across tokens=…` measured)"),
+    depth_rule: str = typer.Option(Target.depth_rule, help="depth: the model's own rule (depth_alpha) or fitted "
                                    "(the law `sweep verify --across depth=…` measured)"),
-    role_rule: str = typer.Option("kept", help="per-role multipliers: kept as tuned (μP's width-free reading), or "
-                                  "fitted (each by the width law `sweep verify --param PATH` measured)"),
-    extrapolate: bool = typer.Option(False, help="apply a fitted law past 2× its measured range (flagged)"),
-    prior: str = typer.Option("published", help="fitted laws: the posterior over each law's published prior, or none "
+    role_rule: str = typer.Option(Target.role_rule, help="per-role multipliers: kept as tuned (μP's width-free "
+                                  "reading), or fitted (each by the width law `sweep verify --param PATH` measured)"),
+    extrapolate: bool = typer.Option(Target.extrapolate,
+                                     help="apply a fitted law past 2× its measured range (flagged)"),
+    prior: str = typer.Option(Target.prior, help="fitted laws: the posterior over each law's published prior, or none "
                               "(the measured slope alone)"),
-    warmup_rule: str = typer.Option("fraction", help="warmup kept as a fraction of the run or as tokens: "
+    warmup_rule: str = typer.Option(Target.warmup, help="warmup kept as a fraction of the run or as tokens: "
                                                      "fraction|tokens"),
-    beta2_rule: str = typer.Option("halflife", help="β2 kept at its half-life in tokens, or left: halflife|none"),
-    wd_rule: str = typer.Option("tokens", help="weight decay at a constant AdamW timescale in tokens, as a fraction "
-                                "of the run, or left: tokens|fraction|none"),
+    beta2_rule: str = typer.Option(Target.beta2, help="β2 kept at its half-life in tokens, or left: halflife|none"),
+    wd_rule: str = typer.Option(Target.weight_decay, help="weight decay at a constant AdamW timescale in tokens, as a "
+                                "fraction of the run, or left: tokens|fraction|none"),
     trial: str = typer.Option("best", help="the proxy trial: best or its number"),
     proxy_width: int | None = typer.Option(None, help="the sweep's width to take the trial from "
                                                       "[default: its only one]"),
@@ -388,7 +390,6 @@ def transfer_cmd(
                                                     "training state is sharded (FSDP2) [default: this GPU]"),
 ):
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
-    from sweep.rules import Target
     from sweep.transfer.command import run_transfer
 
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,

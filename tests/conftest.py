@@ -1,5 +1,6 @@
 """Shared test helpers; the run's services (tests/services.py) and the groups its parallel workers keep."""
 import os
+import signal
 import sys
 import tempfile
 
@@ -60,6 +61,22 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if not hasattr(config, "workerinput"):
         stop_shared()
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_as_a_terminal_gives_it():
+    """Each test starts, and each command it starts inherits, SIGINT as a terminal's foreground job has it: handled
+    by Python, not blocked. A test that ran a command in this process can leave it ignored or blocked (a Ctrl-C
+    test's command then starts deaf to it and runs to the end: 3 failures of a loaded `make test`)."""
+    as_a_terminal()
+    yield
+    as_a_terminal()
+
+
+def as_a_terminal() -> None:
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 # a test using one of these runs in that group, on one worker, one test of the group at a time (`--dist loadgroup`)

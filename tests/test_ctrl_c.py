@@ -118,3 +118,16 @@ def test_a_worker_interpreter_starts_with_ctrl_c_held(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert all(blocked & 1 << (signal.SIGINT - 1) for blocked in started), [f.read_text() for f in masks.iterdir()]
+
+
+def test_a_worker_releasing_its_trial_ignores_a_second_ctrl_c_and_then_gives_the_caller_its_own_back():
+    """A worker ignored SIGINT for its release and left it so: a caller in the same process (a test, a library
+    user) lost Ctrl-C for good, and every command it started later inherited the ignored signal and ran deaf to
+    it (3 Ctrl-C tests of a loaded `make test` ran to the end with exit 0)."""
+    from sweep.study.worker import no_ctrl_c
+
+    before = signal.getsignal(signal.SIGINT)
+    with no_ctrl_c():
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGINT)  # ignored: no KeyboardInterrupt here
+    assert signal.getsignal(signal.SIGINT) is before

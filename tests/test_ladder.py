@@ -13,9 +13,10 @@ import yaml
 from rich.console import Console
 
 from sweep.errors import InputError
-from sweep.rules import Target, transfer_run
+from sweep.rules import Target
 from sweep.rules.fitted import Law
 from sweep.rules.ladder import ladder_points, measured_anchors, measured_laws, predicted_loss, tuning_compute
+from sweep.rules.plan import transfer_run
 from sweep.rules.summary import certificate, interval_text, load_summary, read_summary, write_summary
 from sweep.study.lookup import read_curve
 from sweep.transfer.command import combined, explain

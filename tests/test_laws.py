@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from sweep.rules import Target, transfer_run
+from sweep.rules import Target
 from sweep.rules.bracket import next_values, refine
 from sweep.rules.equivalence import equivalence
 from sweep.rules.fitted import Law
+from sweep.rules.plan import transfer_run
 from sweep.rules.prior import BATCH_ADAM, HORIZON, posterior, prior_for, slope_chain
 from sweep.rules.summary import certificate
 from sweep.rules.valley import fit_valley, valley_fit
@@ -137,9 +138,12 @@ def test_transfer_uses_the_posterior_and_the_provenance_records_prior_measuremen
     assert record["posterior"]["centre"] == record["slope"] and 0.3 < record["slope"] < 0.5
     assert result.config.optimizer.lr > 0.01 and record["posterior"]["weight"] < 0.2
     assert "prior 0.50" in slope_chain(record) and "≈ the published prior" in slope_chain(record)
+    (change,) = [c for c in result.changes if c.field == "optimizer.lr" and c.rule == "batch_size.fitted"]
+    assert "posterior (measurement weight" in change.formula and "measured," not in change.formula  # not mislabelled
     pure = Law.updated("optimizer.lr", "batch_size", measured, (16.0, 32.0), "v", None)
-    assert transfer_run(PROXY, Target(width=64, batch_size=64, batch_rule="fitted", prior="none"), 1,
-                        laws=(pure,)).config.optimizer.lr == pytest.approx(0.01 * 2 ** -0.58)
+    alone = transfer_run(PROXY, Target(width=64, batch_size=64, batch_rule="fitted", prior="none"), 1, laws=(pure,))
+    assert alone.config.optimizer.lr == pytest.approx(0.01 * 2 ** -0.58)
+    assert any("^-0.580 [-0.810, 0.820], measured, over batch_size 16–32" in c.formula for c in alone.changes)
     assert Law.updated("optimizer.beta2", "batch_size", {**measured, "low": None, "high": None}, (16.0, 32.0),
                        "v", None) is None  # no prior and no interval: nothing to carry with
 

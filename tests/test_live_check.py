@@ -63,6 +63,18 @@ def test_a_run_forced_off_leaves_its_band_within_the_first_fifth(prediction):
     assert off is not None and off["fraction"] <= 0.2 and off["side"] == "above" and "LR" in off["advice"]
 
 
+def test_a_band_too_wide_to_flag_anything_is_cut_to_its_informative_tail_or_refused():
+    """Found on a tiny study: early in a two-run ladder the curves' spread scaled to the final interval reached
+    [0, 19], a band no run could leave. The band starts where its half-width is within 25 % of the loss."""
+    f = np.linspace(0.05, 1.0, 20)
+    ladder = [(f, 2.0 + 40 * np.exp(-30 * f)), (f, 2.1 + 4 * np.exp(-30 * f))]  # far apart early, alike late
+    curve = band(ladder, {"loss": 2.0, "low": 1.9, "high": 2.1})
+    assert curve is not None and 0.05 < curve["fraction"][0] < 0.5 and curve["fraction"][-1] == 1.0
+    half = (np.array(curve["high"]) - np.array(curve["low"])) / 2 / np.array(curve["loss"])
+    assert half.max() <= 0.25 and min(curve["low"]) > 0
+    assert band(ladder, {"loss": 2.0, "low": 0.5, "high": 3.5}) is None  # not even the final interval is informative
+
+
 def test_status_flags_a_launched_run_at_the_first_evaluation_outside_its_curve(tmp_path, run_cli, monkeypatch):
     """The final interval holds both runs (0–99); only the curve tells them apart: one band no run of 20 steps can
     stay in (0.01–0.02 throughout), one it cannot leave (0–99)."""

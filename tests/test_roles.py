@@ -356,8 +356,9 @@ def test_a_drifting_role_is_carried_by_its_measured_width_law_under_the_role_rul
     default keeps it as tuned."""
     from rich.console import Console
 
-    from sweep.rules import Target, transfer_run
+    from sweep.rules import Target
     from sweep.rules.fitted import Law
+    from sweep.rules.plan import transfer_run
     from sweep.rules.roles import role_laws, role_lines
     from sweep.rules.summary import write_summary
     from sweep.transfer.command import explain

@@ -4,7 +4,8 @@ import math
 import pytest
 
 from sweep.errors import InputError
-from sweep.rules import Target, batch, horizon, transfer_run
+from sweep.rules import Target, batch, horizon
+from sweep.rules.plan import transfer_run
 from trainer.config import RunConfig
 
 SEQ = 64  # tokens per example in the proxy configs below

@@ -6,6 +6,10 @@ interval. A run is off when an evaluation lies outside the band at its fraction:
 than its ladder did (too high or too low an LR carried over, a data or config change); below it, faster than the
 law allows at its size (a leak between train and validation, or the prediction is wrong). Found at the first such
 evaluation, with what to do, while the budget is still unspent.
+
+A band is kept only where it can flag something: from the first fraction after which its half-width stays within
+INFORMATIVE of the predicted loss and its low end above 0 (early in a small ladder the curves' spread, scaled to
+the final interval, can reach [0, 19]: a run could not leave it). None when not even the final interval is.
 """
 from __future__ import annotations
 
@@ -15,17 +19,22 @@ import pandas as pd
 from sweep.forecast.varpro import collapse
 
 FRACTIONS = np.linspace(0.02, 1.0, 50)
+INFORMATIVE = 0.25  # the widest band kept, as a half-width relative to the predicted loss
 
 
-def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0) -> dict:
+def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0) -> dict | None:
     """provenance.prediction.curve: {fraction, loss, low, high} lists from the ladder's curves (each (fractions,
     val losses), ending at its run's end), the final prediction {loss, low, high}, and the law's floor E (0, the
-    plain ratio to the final loss, where E is within 10 % of a ladder run's final loss)."""
+    plain ratio to the final loss, where E is within 10 % of a ladder run's final loss); only its informative
+    tail (module docstring), None when nothing of it is."""
     if floor >= 0.9 * min(float(y[-1]) for _, y in ladder):  # a floor at the losses: no reducible loss to scale
         floor = 0.0
     out = collapse(ladder, floor, final["loss"], (final["low"], final["high"]), FRACTIONS)
-    return {"fraction": out["fraction"].tolist(), "loss": out["loss"].tolist(), "low": out["low"].tolist(),
-            "high": out["high"].tolist()}
+    wide = (out["low"] <= 0) | (out["high"] - out["low"] > 2 * INFORMATIVE * out["loss"])
+    start = int(np.flatnonzero(wide)[-1]) + 1 if wide.any() else 0
+    if start == len(wide):
+        return None
+    return {key: out[key][start:].tolist() for key in ("fraction", "loss", "low", "high")}
 
 
 def departure(rows: pd.DataFrame | None, total_steps: int | None = None) -> dict | None:

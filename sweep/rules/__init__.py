@@ -9,6 +9,6 @@ and the ladder and per-role laws read from it (`ladder.py`, `roles.py`), are rea
 and `demo`, so no command imports another.
 """
 from sweep.rules.change import Change
-from sweep.rules.plan import BATCH_RULES, Target, transfer_run
+from sweep.rules.target import BATCH_RULES, Target
 
-__all__ = ["BATCH_RULES", "Change", "Target", "transfer_run"]
+__all__ = ["BATCH_RULES", "Change", "Target"]

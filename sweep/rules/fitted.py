@@ -66,6 +66,13 @@ class Law:
                 f"{self.measured[0]:g}–{self.measured[1]:g} the law of {self.param} was measured over "
                 f"(at most {EXTRAPOLATION:g}×); measure further or pass --extrapolate")
 
+    def describe(self, before: float, after: float, axis: str) -> str:
+        """×(after/before)^slope [low, high] and what the slope is: the posterior over a published prior, or the
+        measurement alone (no prior), and the range it was measured over."""
+        what = "measured" if self.prior is None else f"posterior (measurement weight {self.weight:.0%})"
+        return (f"×({after:g}/{before:g})^{self.slope:.3f} [{self.low:.3f}, {self.high:.3f}], {what}, over {axis} "
+                f"{self.measured[0]:g}–{self.measured[1]:g}")
+
     def record(self, before: float, after: float, interval: tuple[float, float], ratio: float,
                extrapolated: bool, textbook: dict[str, float]) -> dict:
         return {"param": self.param, "axis": self.axis, "slope": self.slope, "interval_slope": [self.low, self.high],

@@ -38,55 +38,10 @@ from sweep.rules import batch as batch_rules
 from sweep.rules import horizon
 from sweep.rules.change import Change
 from sweep.rules.fitted import EXTRAPOLATION, Law
-from sweep.rules.prior import PRIOR_CHOICES
+from sweep.rules.target import Target
 from trainer.config import ConfigError, RunConfig
 
-BATCH_RULES = ("none", "linear", "sqrt", "noise", "fitted")
-HORIZON_RULES = ("none", "fitted")
-DEPTH_RULES = ("model", "fitted")
-ROLE_RULES = ("kept", "fitted")
-WARMUP_RULES = ("fraction", "tokens")
-BETA2_RULES = ("halflife", "none")
 SECOND_MOMENT_BETA2 = ("adamw", "adam_atan2", "schedulefree_adamw", "muon")  # optimizer.beta2: an Adam v EMA
-WEIGHT_DECAY_RULES = ("tokens", "fraction", "none")
-
-
-@dataclass(frozen=True)
-class Target:
-    """The full-size run: its width, and what else changes from the proxy (None: kept)."""
-
-    width: int
-    depth: int | None = None
-    batch_size: int | None = None
-    steps: int | None = None
-    tokens: int | None = None
-    batch_rule: str = "none"
-    warmup: str = "fraction"
-    beta2: str = "halflife"
-    weight_decay: str = "tokens"
-    horizon: str = "none"  # the LR across the token budget: kept, or the fitted law
-    depth_rule: str = "model"  # the model's own depth rule (depth_alpha), or the fitted law
-    role_rule: str = "kept"  # per-role multipliers kept (width-free under μP), or each by its measured width law
-    extrapolate: bool = False  # apply a fitted law past EXTRAPOLATION× its measured range (flagged)
-    prior: str = "published"  # fitted laws: the posterior over each law's published prior, or none (measured alone)
-
-    def check(self) -> None:
-        for flag, value, allowed in (("--batch-rule", self.batch_rule, BATCH_RULES),
-                                     ("--horizon-rule", self.horizon, HORIZON_RULES),
-                                     ("--depth-rule", self.depth_rule, DEPTH_RULES),
-                                     ("--role-rule", self.role_rule, ROLE_RULES),
-                                     ("--warmup-rule", self.warmup, WARMUP_RULES),
-                                     ("--beta2-rule", self.beta2, BETA2_RULES),
-                                     ("--wd-rule", self.weight_decay, WEIGHT_DECAY_RULES),
-                                     ("--prior", self.prior, PRIOR_CHOICES)):
-            if value not in allowed:
-                raise InputError(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
-        for flag, value in (("--width", self.width), ("--depth", self.depth), ("--batch-size", self.batch_size),
-                            ("--steps", self.steps), ("--tokens", self.tokens)):
-            if value is not None and value < 1:
-                raise InputError(f"{flag}: must be a positive integer, got {value}")
-        if self.steps is not None and self.tokens is not None:
-            raise InputError("--steps, --tokens: give one, not both")
 
 
 @dataclass
@@ -217,8 +172,7 @@ def _roles(edit: _Edit, proxy: RunConfig, target: Target, laws: tuple[Law, ...],
         new, low, high = law.scale(value, ratio)
         records.append(law.record(value, new, (low, high), ratio, times > EXTRAPOLATION, {"kept": value}))
         edit.set("width.fitted", path, new,
-                 f"×({target.width}/{proxy.model.width})^{law.slope:.3f} [{law.low:.3f}, {law.high:.3f}] measured over "
-                 f"width {law.measured[0]:g}–{law.measured[1]:g} → [{low:.4g}, {high:.4g}]"
+                 f"{law.describe(proxy.model.width, target.width, 'width')} → [{low:.4g}, {high:.4g}]"
                  + (" EXTRAPOLATED" if times > EXTRAPOLATION else ""))
     return records
 
@@ -251,8 +205,7 @@ def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict, wa
             records.append(law.record(value, new, (low, high), ratio, times > EXTRAPOLATION, textbook))
             flag = " EXTRAPOLATED" if times > EXTRAPOLATION else ""
             edit.set(f"{axis}.fitted", law.param, new,
-                     f"×({after:g}/{before:g})^{law.slope:.3f} [{law.low:.3f}, {law.high:.3f}] measured over "
-                     f"{axis} {law.measured[0]:g}–{law.measured[1]:g} → [{low:.4g}, {high:.4g}]; textbook "
+                     f"{law.describe(before, after, axis)} → [{low:.4g}, {high:.4g}]; textbook "
                      + ", ".join(f"{k} {v:.4g}" for k, v in textbook.items()) + flag)
     return records
 

@@ -38,10 +38,10 @@ from dataclasses import asdict, dataclass
 from scipy.stats import norm
 
 from sweep.errors import InputError
+from sweep.rules.target import PRIOR_CHOICES
 
 LEVEL = 0.95
 ROUNDING = 1e-9  # a slope this far outside its interval is the fit's floating-point noise
-PRIOR_CHOICES = ("published", "none")
 ADAM = ("adamw", "adam_atan2", "schedulefree_adamw", "muon")
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import optuna
 import torch
@@ -13,6 +15,20 @@ from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, claim, open_study, seed_by_first_trial
 from sweep.study.trial import run_trial
 from trainer.preemption import Preempted
+
+
+@contextmanager
+def no_ctrl_c() -> Iterator[None]:
+    """SIGINT ignored in the block, then as it was: a caller in this process (a test, a library user) keeps its
+    Ctrl-C, and a child started later does not inherit an ignored one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_worker(job: SweepJob) -> int:
@@ -39,9 +55,8 @@ def run_worker(job: SweepJob) -> int:
         except EnvironmentFault:
             raise
         except BaseException as err:
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the release short
-            release(study, trial, f"preempted: {err}" if isinstance(err, Preempted) else "interrupted")
+            with no_ctrl_c():  # a second Ctrl-C must not cut the release short
+                release(study, trial, f"preempted: {err}" if isinstance(err, Preempted) else "interrupted")
             raise
         ran += 1
     return ran

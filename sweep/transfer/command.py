@@ -18,12 +18,13 @@ from rich.table import Table
 
 from proxies.registry import count_parameters
 from sweep.errors import InputError
-from sweep.forecast.live import band
+from sweep.forecast.live import INFORMATIVE, band
 from sweep.paths import results_root
-from sweep.rules import Change, Target, transfer_run
+from sweep.rules import Change, Target
 from sweep.rules.fitted import EXTRAPOLATION
 from sweep.rules.ladder import ladder_curves, measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
+from sweep.rules.plan import transfer_run
 from sweep.rules.prior import slope_chain
 from sweep.rules.roles import role_laws, role_lines, role_records
 from sweep.rules.summary import read_summary
@@ -83,8 +84,13 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
                                **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
     prediction, no_prediction = predicted_loss(root, name, params[1], full_tokens)
     curves = ladder_curves(root, name) if prediction else []
-    if curves:  # the whole curve, collapsed from the ladder's (sweep/forecast/live.py): the trainer logs it
-        prediction["curve"] = band(curves, prediction, floor=float(prediction.get("E", 0.0)))
+    curve = band(curves, prediction, floor=float(prediction.get("E", 0.0))) if curves else None
+    if curve:  # the whole curve, collapsed from the ladder's (sweep/forecast/live.py): the trainer logs it
+        prediction["curve"] = curve
+    elif curves:
+        result.warnings.append(f"no live band: the ladder's curves scaled to the prediction's interval are wider "
+                               f"than ±{INFORMATIVE:.0%} of the loss at every fraction, too wide to hold the run to "
+                               "(more ladder points or seeds narrow the interval)")
     tuning = tuning_compute(root, load_studies(name, url), cached_params(source.model_options()), tokens_per_example,
                             6 * params[1] * full_tokens, name)
     provenance = Provenance(
