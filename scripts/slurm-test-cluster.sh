@@ -36,7 +36,7 @@ db() { mysql --no-defaults -S "$dir/mysql.sock" -u root "$@"; }
 write_config() {
   local node cpus mem
   node=$(hostname -s)
-  cpus=$(nproc)
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc reports OMP_NUM_THREADS when it is set
   mem=$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)
   mkdir -p "$dir"/{log,ctld,spool,munge,db} && chmod 700 "$dir/munge"
   cat >"$dir/slurm.conf" <<CONF

@@ -1,6 +1,7 @@
 """`--backend slurm` on a real single-node SLURM cluster with accounting (scripts/slurm-test-cluster.sh):
 a job array of workers on one journal study keeps the count exact, detaches and re-attaches, and a
 task requeued mid-trial resumes its run from the checkpoint (the curve goes on, no step twice)."""
+import os
 import re
 import subprocess
 
@@ -16,6 +17,13 @@ def sacct(array_id: str) -> dict[str, str]:
     out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,State"], capture_output=True,
                          text=True, check=True).stdout
     return dict(line.split("|") for line in out.split())
+
+
+def test_the_test_cluster_has_every_cpu_of_the_machine(slurm_cluster):
+    """`make test` sets OMP_NUM_THREADS=1, which `nproc` reports as the machine's CPUs: the cluster was built with
+    one CPU, so an array's tasks ran one after another and the first trained every trial alone."""
+    cpus = subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True, check=True).stdout.split()
+    assert cpus == [str(len(os.sched_getaffinity(0)))]
 
 
 def test_a_4_task_array_runs_one_study_detaches_and_reattaches(tmp_path, slurm_cluster):
