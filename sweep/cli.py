@@ -16,6 +16,7 @@ from rich.console import Console
 
 from sweep import errors
 from sweep.cluster.settings import RUN, WORKERS, options
+from sweep.coords import DEFAULT_STEPS
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.launch.request import LaunchRequest
 from sweep.paths import check_out_file, check_writable
@@ -91,7 +92,8 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 def coord_check_cmd(
     model: str = typer.Option("gpt", help="zoo model (gpt, mlp, resnet) or package.module:function"),
     widths: str | None = typer.Option(None, help="comma-separated widths [default: 1×, 2×, 4× the base width]"),
-    steps: int = typer.Option(8, min=2, help="steps recorded (t = 0 … steps-1), training on one batch per seed"),
+    steps: int = typer.Option(DEFAULT_STEPS, min=2,
+                              help="steps recorded (t = 0 … steps-1), training on one batch per seed"),
     seeds: int = typer.Option(3, min=1, help="seeds averaged per width"),
     parametrization: ParametrizationOption = Parametrization.mup,
     optimizer: Optimizer = typer.Option(Optimizer.adamw, help="its μP table (proxies.optimizers); Muon with "

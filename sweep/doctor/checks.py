@@ -44,8 +44,9 @@ from torch import nn
 
 from proxies.data import DataSource
 from proxies.registry import build_model
+from sweep.coords import DEFAULT_STEPS
 from sweep.coords import check as cc
-from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR, DEFAULT_STEPS
+from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR
 from trainer.build import build_net
 from trainer.config import RunConfig
 from trainer.flops import flops_per_token
