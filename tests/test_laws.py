@@ -211,3 +211,14 @@ def test_verify_refines_each_grid_until_its_optimum_is_bracketed_and_resumes_wit
     again = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
     assert again.returncode == done.returncode and "COMPLETE" not in again.stdout
     assert json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text()) == summary
+
+
+def test_an_optimum_left_at_the_grid_edge_names_the_refinement_that_brackets_it(tmp_path):
+    """Refinement is opt-in (it spends runs the user did not ask for); a grid whose best point is its edge says how
+    to bracket it in the same studies, where the old advice (a new --range) started a new ladder."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    done = run_sweep(tmp_path, "verify", spec, "--trials-from", "spec", "--widths", "32,64", "--parametrizations",
+                     "mup", "--range", "2^-16,2^-14,3", "--seeds", "1", "--workers", "2", timeout=600)  # far too low
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "grid's edge" in done.stdout and "the same command with --refine 4" in " ".join(done.stdout.split())

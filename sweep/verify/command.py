@@ -311,14 +311,23 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
                       f"{poor_remark(law, axis.name)}")
         if law.get("edge_at"):
             console.print(f"[yellow]edge[/]: {NAMES[p]} at {axis.name} {', '.join(label(v) for v in law['edge_at'])}"
-                          ": the best point is at the grid's edge, so that valley's vertex is extrapolated; extend "
-                          "--range past it")
+                          ": the best point is at the grid's edge, so that valley's vertex is extrapolated; "
+                          + refine_hint(bool(summary["refined"])))
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
-                      f"the grid does not resolve the optimum (residual {row['residual']:.4f}); refine --range "
-                      f"(a new grid is a new ladder: move {out.name}* aside first, or rename the spec)")
+                      f"the grid does not resolve the optimum (residual {row['residual']:.4f}); "
+                      + refine_hint(bool(summary["refined"])))
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
+
+
+def refine_hint(refined: bool) -> str:
+    """What brackets an optimum the grid left at its edge or unresolved: `--refine` adds points to the same studies
+    (sweep/rules/bracket.py), where a new --range would start a new ladder."""
+    if refined:
+        return "its --refine budget was spent; the same command with a larger one goes on from here"
+    return ("the same command with --refine 4 adds up to 4 points per curve until each optimum is bracketed "
+            "(resumable; every run so far is kept)")
 
 
 def fit_laws(points: pd.DataFrame, table: pd.DataFrame, axis: str, summary: dict) -> dict[str, dict]:
