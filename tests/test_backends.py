@@ -89,3 +89,35 @@ def test_gpus_per_trial_on_a_local_ray_instance_without_a_gpu_is_refused(tmp_pat
     assert done.returncode == 2 and done.stderr == ("error: --gpus-per-trial: 0.5, but this machine has no GPU for the "
                                                     "local Ray instance (0, or --address of a cluster with GPUs)\n")
     assert file_tree(tmp_path) == {"spec.yaml"}
+
+
+@pytest.mark.parametrize("backend, entry, setting", [("slurm", "workers", "cpus_per_task"),
+                                                    ("slurm", "workers", "array_parallelism"),
+                                                    ("slurm", "run", "nodes"), ("slurm", "run", "time"),
+                                                    ("ray", "workers", "max_concurrent"),
+                                                    ("ray", "workers", "cpus_per_trial"),
+                                                    ("local", "run", "nproc")])
+def test_a_setting_past_its_bound_is_refused_alike_as_a_flag_and_in_the_spec(backend, entry, setting):
+    """Found by an outside reviewer: the flags were held to sweep/study/bounds.py's limits and the spec's sections
+    to the settings model's (`--cpus-per-task 2000` refused, `slurm: {cpus_per_task: 2000}` accepted)."""
+    from sweep.cluster.settings import section
+    from sweep.errors import InputError
+    from sweep.study.bounds import FLAGS, KINDS, check_flag
+
+    high = KINDS[FLAGS[setting]][1]
+    model = section(backend, entry)
+    model(**{setting: high})  # the highest the flag allows, the spec allows
+    with pytest.raises(ValueError, match="less than or equal"):
+        model(**{setting: high + 1})
+    with pytest.raises(InputError, match="at most"):
+        check_flag(f"{backend}-{entry}", setting, f"--{setting}", high + 1)
+
+
+def test_launch_takes_the_gpus_flag_by_either_of_its_names():
+    """`--gpus-per-task` (the name sweeps used) is SLURM's alias of `--gpus-per-node`; `sweep launch` lacked it."""
+    from typer.main import get_command
+
+    from sweep.cli import app
+
+    names = {opt for p in get_command(app).commands["launch"].params for opt in p.opts}
+    assert {"--gpus-per-node", "--gpus-per-task"} <= names

@@ -24,6 +24,12 @@ from pydantic import AliasChoices, Field, ValidationError, create_model, field_v
 from sweep.errors import InputError
 from trainer.config import Strict
 
+# the highest of each kind of scheduling number: here, for the flags (sweep/study/bounds.py reads them), the spec's
+# sections and the launch request alike
+MAX_PROCESSES = 1024  # workers, processes, tasks, CPUs or devices of one command, task or node
+MAX_NODES = 65536
+MAX_MINUTES = 10**6  # about two years
+MAX_GB = 2**20  # a node's or device's memory, GB
 WORKERS, RUN = "workers", "run"  # the two entry points: a sweep's workers, one full run
 WORD = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}"  # a SLURM partition, account or QOS name: no space, newline, `=`, `#`
 ADDRESS = r"^(auto|(ray://)?([A-Za-z0-9_][A-Za-z0-9_.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\]):[0-9]{1,5})$"
@@ -42,15 +48,16 @@ class SlurmSettings(Strict):
     partition: str | None = setting(None, "partition (several: a,b)", pattern=rf"^{WORD}(,{WORD}){{0,15}}$")
     account: str | None = setting(None, "account", pattern=rf"^{WORD}$")
     qos: str | None = setting(None, "quality of service", pattern=rf"^{WORD}$")
-    time: int = setting(60, "minutes per job (per array task) before it requeues and resumes", ge=1, le=525_600)
+    time: int = setting(60, "minutes per job (per array task) before it requeues and resumes", ge=1,
+                       le=MAX_MINUTES)
     mem: float | None = setting(None, "memory per node, GB (an array task is a job of one node)", gt=0,
-                                le=1_048_576)
-    gpus_per_node: int = setting(0, "GPUs per node (a full run: one task each)", ge=0, le=1024,
-                                 aliases=("gpus_per_node", "gpus_per_task"))
-    cpus_per_task: int = setting(1, "CPUs per array task", (WORKERS,), ge=1, le=4096)
+                                le=MAX_GB)
+    gpus_per_node: int = setting(0, "GPUs per node (a full run: one task each)", ge=0,
+                                 le=MAX_PROCESSES, aliases=("gpus_per_node", "gpus_per_task"))
+    cpus_per_task: int = setting(1, "CPUs per array task", (WORKERS,), ge=1, le=MAX_PROCESSES)
     array_parallelism: int | None = setting(None, "array tasks running at once [default: all]", (WORKERS,), ge=1,
-                                            le=100_000)
-    nodes: int = setting(1, "nodes of the run", (RUN,), ge=1, le=100_000)
+                                            le=MAX_PROCESSES)
+    nodes: int = setting(1, "nodes of the run", (RUN,), ge=1, le=MAX_NODES)
 
 
 class Shares(Strict):
@@ -69,17 +76,20 @@ class RaySettings(Shares):
     """`--backend ray`: Ray Tune trials on a cluster or a private local instance, or one task training a run."""
     address: str | None = setting(None, "cluster address, HOST:PORT, ray://HOST:PORT or auto [default: a private "
                                   "local Ray instance]", pattern=ADDRESS)
-    gpus_per_trial: float = setting(0.0, "GPUs per trial (fractions share a GPU)", (WORKERS,), ge=0, le=1024)
-    cpus_per_trial: float = setting(1.0, "CPUs per trial", (WORKERS,), gt=0, le=4096)
-    max_concurrent: int | None = setting(None, "trials at once [default: --workers]", (WORKERS,), ge=1, le=100_000)
-    gpus_per_node: int = setting(0, "GPUs of the run's task (one node)", (RUN,), ge=0, le=1024)
+    gpus_per_trial: float = setting(0.0, "GPUs per trial (fractions share a GPU)", (WORKERS,), ge=0,
+                                    le=MAX_PROCESSES)
+    cpus_per_trial: float = setting(1.0, "CPUs per trial", (WORKERS,), gt=0, le=MAX_PROCESSES)
+    max_concurrent: int | None = setting(None, "trials at once [default: --workers]", (WORKERS,), ge=1,
+                                         le=MAX_PROCESSES)
+    gpus_per_node: int = setting(0, "GPUs of the run's task (one node)", (RUN,), ge=0, le=MAX_PROCESSES)
 
 
 class LocalSettings(Strict):
     """`--backend local`: worker processes on this machine, or a run under torchrun here."""
-    gpus_per_node: int = setting(0, "GPUs of this machine the run takes, one process each", (RUN,), ge=0, le=1024)
+    gpus_per_node: int = setting(0, "GPUs of this machine the run takes, one process each", (RUN,), ge=0,
+                                 le=MAX_PROCESSES)
     nproc: int | None = setting(None, "processes under torchrun (gloo on CPU, NCCL on GPUs) [default: one per GPU, "
-                                "else one]", (RUN,), ge=1, le=4096)
+                                "else one]", (RUN,), ge=1, le=MAX_PROCESSES)
 
 
 BACKENDS: dict[str, type[Strict]] = {"local": LocalSettings, "slurm": SlurmSettings, "ray": RaySettings}
@@ -107,7 +117,8 @@ LocalWorkers, LocalRun = section("local", WORKERS), section("local", RUN)
 
 def options(entry: str) -> dict[str, tuple[type, str, tuple[str, ...]]]:
     """The command-line options of `entry`, derived from every backend's settings: flag name → (type, help, the
-    option's names). A setting several backends share is one option whose help names each."""
+    option's names). A setting several backends share is one option whose help names each, and takes every name
+    any of them gives it (`--gpus-per-task`, SLURM's alias of `--gpus-per-node`, on `sweep launch` too)."""
     found: dict[str, tuple[type, list[str], tuple[str, ...]]] = {}
     for backend, model in BACKENDS.items():
         for name, info in model.model_fields.items():
@@ -115,9 +126,10 @@ def options(entry: str) -> dict[str, tuple[type, str, tuple[str, ...]]]:
                 continue
             names = tuple(f"--{alias.replace('_', '-')}" for alias in
                           (info.validation_alias.choices if info.validation_alias else (name,)))
-            kind, helps, _ = found.get(name, (info.annotation, [], names))
+            kind, helps, known = found.get(name, (info.annotation, [], ()))
             default = "" if info.default is None or "[default" in info.description else f" [default: {info.default:g}]"
-            found[name] = (kind, [*helps, f"{backend}: {info.description}{default}"], names)
+            helps = [*helps, f"{backend}: {info.description}{default}"]
+            found[name] = (kind, helps, tuple(dict.fromkeys(known + names)))
     return {name: (kind | None, "; ".join(helps), names) for name, (kind, helps, names) in found.items()}
 
 

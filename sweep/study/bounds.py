@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from sweep.cluster.settings import MAX_GB, MAX_MINUTES, MAX_NODES, MAX_PROCESSES
 from sweep.errors import InputError
 from trainer.config import LR_MAX, MAX_BATCH, MAX_DEPTH, MAX_TOKENS, MAX_WIDTH
 
@@ -17,10 +18,6 @@ INT_MAX = 2**53  # integers a float (Optuna's storage, numpy, JSON readers) hold
 MAX_TRIALS = 10**6  # trials of one study: Optuna's samplers slow down long before
 MAX_SEEDS = 1000  # seeds per point (as the spec's seeds_per_trial)
 MAX_CHECK_STEPS = 1000  # a coordinate check's recorded steps: μP shows in the first few (the default is 8)
-MAX_PROCESSES = 1024  # workers, processes, tasks or devices of one command or job
-MAX_NODES = 65536
-MAX_MINUTES = 10**6  # about two years
-MAX_GB = 2**20  # a node's or device's memory, GB
 MAX_LIST = 64  # values in one comma-separated list (widths): each is a model, a study or a run per seed
 MAX_SHOWN = 10**6  # rows a table shows
 
@@ -47,7 +44,7 @@ FLAGS = {"width": "width", "proxy_width": "width", "ladder_width": "width", "war
          "depth": "depth", "batch_size": "batch", "tokens": "tokens", "steps": "steps", "trials": "trials",
          "warm_start_top": "trials", "seeds": "seeds", "workers": "processes", "nproc": "processes",
          "max_concurrent": "processes", "array_parallelism": "processes", "cpus_per_task": "processes",
-         "gpus_per_node": "devices", "gpus_per_task": "devices", "gpus_per_trial": "devices",
+         "gpus_per_node": "devices", "gpus_per_trial": "devices",
          "cpus_per_trial": "devices", "nodes": "nodes", "time": "minutes", "timeout": "minutes", "mem": "gb",
          "lr_max": "lr", "top": "rows"}  # coord-check's --lr has its own line (above 0 and at most LR_MAX)
 COMMAND_FLAGS = {("coord-check", "steps"): "check-steps"}  # a flag whose kind differs in one command
