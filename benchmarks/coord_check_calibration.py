@@ -34,8 +34,9 @@ import pandas as pd
 import torch
 
 from proxies.registry import base_width_of, build_model
+from sweep.coords import check_batch
 from sweep.coords.args import open_model_data
-from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR, GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coords.check import DEFAULT_LR, GROW_BOUND, SHRINK_BOUND, coord_check
 from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
 
 STEPS, SEEDS, SEQ_LEN = 8, 3, 32
@@ -43,7 +44,7 @@ STEPS, SEEDS, SEQ_LEN = 8, 3, 32
 
 def setting(model: str):
     source = open_model_data(model, None, None, SEQ_LEN)
-    batch = DEFAULT_BATCH.get(model, 16)
+    batch = check_batch(model)
     base = base_width_of(model)
 
     def make_batch(seed):

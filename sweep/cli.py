@@ -16,11 +16,12 @@ from rich.console import Console
 
 from sweep import errors
 from sweep.cluster.settings import RUN, WORKERS, options
-from sweep.coords import DEFAULT_STEPS
+from sweep.coords import DEFAULT_BATCH, DEFAULT_STEPS, OTHER_BATCH
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.launch.request import LaunchRequest
 from sweep.paths import check_out_file, check_writable
-from sweep.proxy.request import SweepRequest
+from sweep.plan.request import SHARE, PlanRequest
+from sweep.proxy.request import WARM_START_TOP, SweepRequest
 from sweep.rules.target import Target
 from sweep.study.bounds import check_flag
 from sweep.verify.request import WIDTHS, VerifyRequest
@@ -101,7 +102,8 @@ def coord_check_cmd(
     lr: float | None = typer.Option(None, min=0.0, help="learning rate [default: the optimizer's, calibrated: "
                                     "docs/guide/coord-check.md]"),
     depth: int = typer.Option(2, min=1),
-    batch_size: int | None = typer.Option(None, min=1, help="[default: 4 sequences for gpt, else 16]"),
+    batch_size: int | None = typer.Option(None, min=1, help=f"[default: {DEFAULT_BATCH['gpt']} sequences for gpt, "
+                                                           f"else {OTHER_BATCH}]"),
     seq_len: int = typer.Option(32, min=1),
     data: str | None = typer.Option(None, help="data kind [default: synthetic for mlp/resnet, else stdlib]"),
     data_path: str | None = typer.Option(None, help="file or folder for text/tokens data"),
@@ -191,8 +193,8 @@ def proxy_cmd(
     warm_start: int | None = typer.Option(None, min=1, help="enqueue the best trials of this (narrower) width's study "
                                           "first"),
     warm_start_top: int | None = typer.Option(None, min=1, help="how many of its best trials --warm-start enqueues "
-                                              "[default: 3] (with --trials the same: a successive-halving rung "
-                                              "across widths)"),
+                                              f"[default: {WARM_START_TOP}] (with --trials the same: a "
+                                              "successive-halving rung across widths)"),
     detach: bool = typer.Option(SweepRequest.detach, "--detach",
                                 help="slurm: submit and return; the same command re-attaches"),
     backend_flags: dict = None,
@@ -340,16 +342,16 @@ def plan_cmd(
     params: float | None = typer.Option(None, help="the full run's parameter count (or --width), e.g. 1.3e9"),
     batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: the spec's]"),
     share: float | None = typer.Option(None, help="the tuning budget as a share of the full run's FLOPs "
-                                                  "[default: 0.05]"),
+                                                  f"[default: {SHARE:g}]"),
     flops: float | None = typer.Option(None, help="the tuning budget in FLOPs (or --share)"),
-    goal: float = typer.Option(0.5, help="the LR's 95 % half-width wanted at the target, octaves"),
+    goal: float = typer.Option(PlanRequest.goal, help="the LR's 95 % half-width wanted at the target, octaves"),
     proxy_width: int | None = typer.Option(None, help="the proxy width [default: chosen]"),
     out: Path | None = typer.Option(None, help="the plan file, inside the results root [default: ROOT/NAME/plan.yaml]"),
 ):
     """Chooses the proxy width, rungs along width, batch, tokens and depth, seeds and grids so that each law's
     interval at the target is as narrow as the budget allows; prints the plan and writes plan.yaml for
     `sweep verify --plan`. Exit 1 (one line) when the budget cannot buy the goal."""
-    from sweep.plan.command import PlanRequest, run_plan
+    from sweep.plan.command import run_plan
 
     request = PlanRequest(spec, tokens, width=width, depth=depth, params=params, batch_size=batch_size, share=share,
                           flops=flops, goal=goal, proxy_width=proxy_width, out=out)

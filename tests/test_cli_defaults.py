@@ -9,6 +9,7 @@ import typer.main
 from sweep.cli import app
 from sweep.coords import DEFAULT_STEPS
 from sweep.launch.request import LaunchRequest
+from sweep.plan.request import PlanRequest
 from sweep.proxy.request import SweepRequest
 from sweep.rules.target import Target
 from sweep.verify.request import VerifyRequest
@@ -33,7 +34,8 @@ def shown(value):
 
 
 @pytest.mark.parametrize("command, cls, names", [("proxy", SweepRequest, None), ("verify", VerifyRequest, None),
-                                                 ("launch", LaunchRequest, None), ("transfer", Target, TRANSFER)])
+                                                 ("launch", LaunchRequest, None), ("plan", PlanRequest, None),
+                                                 ("transfer", Target, TRANSFER)])
 def test_every_flag_of_a_command_defaults_to_its_dataclass_field(command, cls, names):
     flags, fields = options(command), defaults(cls)
     pairs = names or {name: name for name in flags if name in fields}

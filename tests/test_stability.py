@@ -6,9 +6,9 @@ import torch.nn.functional as F
 
 from proxies.data import open_data
 from proxies.registry import build_model
-from sweep.coords import DEFAULT_STEPS
+from sweep.coords import DEFAULT_BATCH, DEFAULT_STEPS
 from sweep.coords import check as cc
-from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR
+from sweep.coords.check import DEFAULT_LR
 from trainer.config import RunConfig
 from trainer.curves import read_curves
 from trainer.evaluate import objective

@@ -13,8 +13,9 @@ from rich.table import Table
 
 from proxies.registry import base_width_of, build_model
 from sweep.coord_check.plots import coord_check_grid
+from sweep.coords import check_batch
 from sweep.coords.args import open_model_data, parse_options, parse_widths
-from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR, GROW_BOUND, SHRINK_BOUND, coord_check
+from sweep.coords.check import DEFAULT_LR, GROW_BOUND, SHRINK_BOUND, coord_check
 from sweep.coords.ready import refuse_unless_mup_ready
 from sweep.coords.roles import apply_roles, role_settings
 from sweep.errors import InputError
@@ -50,7 +51,7 @@ def run_coord_check(*, model: str, widths: str | None, steps: int, seeds: int, p
     roles, exps = given.optimizer.roles.given(), given.optimizer.roles.width_exps()
     base = base_width_of(model)
     width_list = parse_widths(widths or f"{base},{2 * base},{4 * base}")
-    batch_size = batch_size or DEFAULT_BATCH.get(model, 16)
+    batch_size = batch_size or check_batch(model)
     source = open_model_data(model, data, data_path, seq_len)
     options = {**source.model_options(), **parse_options(opt)}
 

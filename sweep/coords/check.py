@@ -56,8 +56,6 @@ LOGITS = "logits"
 # +0.34 at 2^-6 too), not its μP table, which holds for the interpolated point the check measures as for z.
 DEFAULT_LR = {"adamw": 2 ** -7, "sgd": 0.1, "muon": 2 ** -7, "lion": 2 ** -9, "schedulefree_adamw": 2 ** -7,
               "adam_atan2": 2 ** -7}
-# Few tokens per step (4 × 32) let q and k align within the default 8 steps, so 1/√d attention shows.
-DEFAULT_BATCH = {"gpt": 4}
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 MakeOptimizer = Callable[[nn.Module, float], torch.optim.Optimizer]

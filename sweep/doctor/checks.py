@@ -44,9 +44,9 @@ from torch import nn
 
 from proxies.data import DataSource
 from proxies.registry import build_model
-from sweep.coords import DEFAULT_STEPS
+from sweep.coords import DEFAULT_STEPS, check_batch
 from sweep.coords import check as cc
-from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR
+from sweep.coords.check import DEFAULT_LR
 from trainer.build import build_net
 from trainer.config import RunConfig
 from trainer.flops import flops_per_token
@@ -257,7 +257,7 @@ def coord_check_row(case: Case) -> list[dict]:
     widths = [m.base_width, 2 * m.base_width, 4 * m.base_width]
 
     def batch(seed: int):
-        return case.data.batch("train", DEFAULT_BATCH.get(m.name, 16), torch.Generator().manual_seed(seed))
+        return case.data.batch("train", check_batch(m.name), torch.Generator().manual_seed(seed))
 
     def make_optimizer(model: nn.Module, lr: float) -> torch.optim.Optimizer:
         return build_optimizer(model, name=o.name, lr=lr, roles=o.roles.given(), width_exps=o.roles.width_exps())

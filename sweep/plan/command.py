@@ -15,8 +15,7 @@ ladder by ladder, rung by rung, resumable, on any backend.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +25,7 @@ from sweep.forecast import planfile
 from sweep.forecast.design import Ladder, grow, objective, total
 from sweep.forecast.interval import Noise
 from sweep.paths import inside_root, results_root
+from sweep.plan.request import SHARE, PlanRequest
 from sweep.plan.shapes import Sizer
 from sweep.rules.prior import prior_for
 from sweep.study.spec import load_spec
@@ -33,43 +33,7 @@ from sweep.study.spec import load_spec
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
 MIN_STEPS = 50  # a rung shorter than this measures its warmup, not its optimum
 MIN_WIDTH = 32
-MAX_FLOPS = 1e30  # ~1000× the largest training run to date; past it the share prints hundreds of digits
 WIDTH_QUANTUM = 64  # --params: the width searched in steps of this
-
-
-@dataclass(frozen=True)
-class PlanRequest:
-    spec: Path
-    tokens: float  # a whole number (26e9 is one)
-    width: int | None = None
-    depth: int | None = None
-    params: float | None = None
-    batch_size: int | None = None
-    share: float | None = None
-    flops: float | None = None
-    goal: float = 0.5  # octaves of LR at the target
-    proxy_width: int | None = None
-    out: Path | None = None
-
-    def check(self) -> None:
-        if (self.width is None) == (self.params is None):
-            raise InputError("--width, --params: give one (the full run's width, or its parameter count)")
-        if self.share is not None and self.flops is not None:
-            raise InputError("--share, --flops: give one budget, not both")
-        for flag, value in (("--tokens", self.tokens), ("--width", self.width), ("--depth", self.depth),
-                            ("--params", self.params), ("--batch-size", self.batch_size), ("--flops", self.flops),
-                            ("--goal", self.goal), ("--proxy-width", self.proxy_width)):
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise InputError(f"{flag}: must be a positive number, got {value}")
-        if not float(self.tokens).is_integer():
-            raise InputError(f"--tokens: a whole number of tokens, got {self.tokens}")
-        if self.flops is not None and self.flops > MAX_FLOPS:
-            raise InputError(f"--flops: at most {MAX_FLOPS:.0e} (a tuning budget; a toy target's may pass its full "
-                             f"run's), got {self.flops:.3g}")
-        if self.share is not None and not 0 < self.share <= 1:
-            raise InputError(f"--share: a fraction of the full run's FLOPs in (0, 1], got {self.share}")
-        if self.width is not None and self.proxy_width is not None and self.proxy_width >= self.width:
-            raise InputError(f"--proxy-width: narrower than the full run's width {self.width}, got {self.proxy_width}")
 
 
 def run_plan(request: PlanRequest, console: Console) -> int:
@@ -103,7 +67,7 @@ def make_plan(request: PlanRequest, name: str) -> dict:
     check_target(request, sizer, target, batch)
     full = target.flops_per_token * request.tokens
     kaplan = 6 * target.params * request.tokens
-    budget = request.flops if request.flops is not None else (request.share or 0.05) * full
+    budget = request.flops if request.flops is not None else (request.share or SHARE) * full
     noise = Noise()
     widths = [request.proxy_width] if request.proxy_width else \
         [w for w in (2 ** k for k in range(5, 21)) if w <= width / 4] or [MIN_WIDTH]

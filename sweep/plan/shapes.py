@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import torch
 
-from proxies.data import open_data
 from proxies.registry import call_builder, resolve_builder
 from sweep.errors import InputError
 from sweep.study.spec import StudySpec
@@ -36,9 +35,7 @@ class Sizer:
         except ConfigError as err:
             raise InputError(f"spec run.{err}") from None
         data = self.run.data
-        source = open_data(data.kind, path=data.path, seq_len=data.seq_len, dtype=data.dtype,
-                           vocab_size=data.vocab_size, val_fraction=data.val_fraction, seed=self.run.seed,
-                           **data.options)
+        source = data.open(self.run.seed)
         self.tokens_per_example = source.tokens_per_example
         self.options = {**source.model_options(), **self.run.model.options}
         self.seq_len = data.seq_len

@@ -7,7 +7,7 @@ from rich.console import Console
 from sweep.backends import get_backend
 from sweep.backends.live import run_workers, short
 from sweep.errors import InputError
-from sweep.proxy.request import SweepRequest
+from sweep.proxy.request import WARM_START_TOP, SweepRequest
 from sweep.study.preflight import prepare
 from sweep.study.spec import load_spec
 from sweep.study.storage import open_storage
@@ -33,7 +33,7 @@ def run_proxy(request: SweepRequest, console: Console) -> int:
     check_warm_start(r, job.width)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warm = best_of(job, r.warm_start, r.warm_start_top or 3) if r.warm_start is not None else []
+    warm = best_of(job, r.warm_start, r.warm_start_top or WARM_START_TOP) if r.warm_start is not None else []
     store = open_storage(job.storage)
     study = open_study(job, store, create=True)  # after every refusal: a refused command leaves no study
     new = not study.get_trials(deepcopy=False)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+WARM_START_TOP = 3  # the best trials --warm-start enqueues when --warm-start-top is not given
+
 
 @dataclass(frozen=True)
 class SweepRequest:
@@ -19,6 +21,6 @@ class SweepRequest:
     backend: str = "local"
     parametrization: str | None = None  # mup or sp [default: the spec's]
     warm_start: int | None = None  # a narrower width whose best trials are enqueued first
-    warm_start_top: int | None = None  # how many of them [default: 3]
+    warm_start_top: int | None = None  # how many of them [default: WARM_START_TOP]; None: not given
     backend_flags: dict = field(default_factory=dict)  # ray and slurm flags, by name (None: not given)
     detach: bool = False

@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from proxies.registry import base_width_of
+from sweep.coords import DEFAULT_BATCH
 from sweep.coords import check as cc
 from sweep.coords.args import open_model_data
-from sweep.coords.check import DEFAULT_BATCH, DEFAULT_LR
+from sweep.coords.check import DEFAULT_LR
 from sweep.coords.ready import refuse_unless_mup_ready
 from sweep.errors import InputError
 from tests.mutations.bugs import BUGS, Bug, keep_groups, make_model, make_optimizer
