@@ -5,12 +5,12 @@ import os
 import stat
 from pathlib import Path
 
-from .base import DataError, DataSource
-from .bins import DTYPES, open_tokens
-from .markov import open_markov
-from .synthetic import SyntheticImages, SyntheticVectors
-from .text import open_stdlib, open_text
-from .tokens import TokenData
+from proxies.data.base import DataError, DataSource
+from proxies.data.bins import DTYPES, open_tokens
+from proxies.data.markov import open_markov
+from proxies.data.synthetic import SyntheticImages, SyntheticVectors
+from proxies.data.text import open_stdlib, open_text
+from proxies.data.tokens import TokenData
 
 __all__ = ["open_data", "DataError", "DataSource", "TokenData", "SyntheticVectors", "SyntheticImages", "KINDS"]
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import DataError
-from .tokens import TokenData, split_stream
+from proxies.data.base import DataError
+from proxies.data.tokens import TokenData, split_stream
 
 DTYPES = ("uint16", "uint32")
 CHECKED_TOKENS = 1 << 20  # how many leading tokens of each split are checked against vocab_size

@@ -2,9 +2,8 @@
 
 import numpy as np
 
+from proxies.data.tokens import TokenData, split_stream
 from proxies.resources import check_fits
-
-from .tokens import TokenData, split_stream
 
 SUCCESSORS = 4  # each token is followed by one of this many tokens, so the chain is learnable
 BYTES_PER_ID = 48  # while the chain is made: a Python list (8 per pointer, 28 per int object) and its int64 copy

@@ -4,7 +4,7 @@ fixed random teacher network, so the task is learnable."""
 import torch
 import torch.nn.functional as F
 
-from .base import check_split
+from proxies.data.base import check_split
 
 N_VAL = 2048  # size of the fixed validation set
 TEACHER_WIDTH = 64

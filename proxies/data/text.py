@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from proxies.data.base import DataError
+from proxies.data.tokens import TokenData, split_stream
 from proxies.resources import check_fits
-
-from .base import DataError
-from .tokens import TokenData, split_stream
 
 STDLIB_SKIP = {"site-packages", "dist-packages", "test", "tests", "idle_test"}
 

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from .base import DataError, check_split
+from proxies.data.base import DataError, check_split
 
 
 def split_stream(arr: np.ndarray, val_fraction: float, seq_len: int) -> tuple[np.ndarray, np.ndarray]:
