@@ -11,7 +11,7 @@ import yaml
 
 from sweep.errors import InputError
 from sweep.rules.ladder import ladder_points, predicted_loss
-from sweep.rules.scaling import predict
+from sweep.rules.scaling import held_out, predict
 from sweep.rules.summary import write_summary
 from sweep.transfer.command import reach_lines
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
@@ -31,6 +31,22 @@ def test_the_scaling_law_is_recovered_from_synthetic_losses():
     p = predict(n, d, truth(n, d) + rng.normal(0, 0.002, len(n)), 3.2e6, 2e7)
     assert p["form"].startswith("full") and p["beta"] == pytest.approx(0.3, abs=0.05)
     assert p["low"] <= truth(3.2e6, 2e7) <= p["high"]
+
+
+def test_the_law_fitted_without_the_largest_rung_predicts_it_and_says_whether_its_interval_held():
+    """The prediction's check on its own ladder (issue: report the leave-one-out error on the largest rung): a
+    ladder on the law holds its held-out rung; one whose largest rung sits off the law is flagged; too few points,
+    or a rung whose N the others never varied, give no check rather than a term priced at 0."""
+    rng = np.random.default_rng(1)
+    n, d = np.array([1e5, 2e5, 4e5, 8e5, 1e5, 1e5, 1e5]), np.array([1e6] * 4 + [2e6, 4e6, 8e6])
+    truth = 1.5 + 30 * n ** -0.34 + 40 * d ** -0.28
+    check = held_out(n, d, truth + rng.normal(0, 0.003, len(n)))
+    assert (check["params"], check["tokens"]) == (8e5, 1e6) and check["holds"] and abs(check["error"]) < 0.01
+    off = truth.copy()
+    off[3] += 0.5  # the largest rung far above the law
+    assert not held_out(n, d, off)["holds"] and held_out(n, d, off)["error"] < -0.1
+    assert held_out(n[:4], d[:4], truth[:4]) is None
+    assert held_out(np.array([1e5] * 4 + [2e5]), np.array([1e6, 2e6, 4e6, 8e6, 1e6]), truth[:5]) is None
 
 
 def test_the_reduced_forms_interval_spans_the_published_exponents():
@@ -119,6 +135,8 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     prediction = RunConfig.load(out).provenance.prediction  # six tiny ladder points: an interval from 0 to 8×
     assert prediction["low"] == 0.0 and prediction["high"] > 2 * prediction["loss"]  # the loss, cut at 0
     assert "curve" not in prediction and "no live band" in done.stdout  # a band no run could leave is refused
+    held = prediction["held_out"]  # six points: the law fitted on five predicts the largest rung
+    assert held["params"] == max(n) and "held out: the largest rung" in done.stdout
 
 
 def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):

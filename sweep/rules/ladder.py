@@ -21,7 +21,7 @@ from sweep.errors import InputError
 from sweep.rules.axis import label
 from sweep.rules.fitted import Law
 from sweep.rules.prior import prior_for
-from sweep.rules.scaling import predict
+from sweep.rules.scaling import held_out, predict
 from sweep.rules.summary import axis_folder, ladder_widths, load_summary, read_summary
 from trainer.config import RunConfig
 
@@ -112,7 +112,8 @@ def predicted_loss(root: str, name: str, params: float, tokens: float) -> tuple[
     when the target's N (or D) differs from the ladder's and the ladder has one N (or D) only (a term never measured
     would be priced at 0), when a ladder loss is not positive (no loss law holds it), or when the law gives the
     target a loss that is not positive; an interval reaching below 0 is cut at 0 (a loss is never negative). The
-    prediction records how far the target lies past the largest measured N and D (`beyond`) and the cut."""
+    prediction records how far the target lies past the largest measured N and D (`beyond`), the cut, and the law
+    fitted without its largest rung predicting it (`held_out`, sweep/rules/scaling.py)."""
     n, d, loss = ladder_points(root, name)
     if (len(set(n)) < 2 and params not in n) or (len(set(d)) < 2 and tokens not in d):
         return {}, "it needs `sweep verify` across width and tokens (or steps)"
@@ -127,7 +128,9 @@ def predicted_loss(root: str, name: str, params: float, tokens: float) -> tuple[
         return {}, (f"the law ({p['form']}) gives the target a loss of {p['loss']:.4g}, which no run can reach; "
                     "measure a ladder nearer the target (`sweep verify --across steps=… --ladder-width W`)")
     beyond = {"params": params / max(n), "tokens": tokens / max(d)}  # how far past the largest measured
-    return {**p, "low": max(0.0, p["low"]), "cut_at_zero": bool(p["low"] < 0), "beyond": beyond}, ""
+    check = held_out(np.array(n), np.array(d), np.array(loss))  # the law on the rung nearest the target
+    return {**p, "low": max(0.0, p["low"]), "cut_at_zero": bool(p["low"] < 0), "beyond": beyond,
+            "held_out": check}, ""
 
 
 def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[RunConfig], float],

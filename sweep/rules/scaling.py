@@ -169,6 +169,27 @@ def predict(n: np.ndarray, d: np.ndarray, loss: np.ndarray, target_n: float, tar
             "target": {"params": float(target_n), "tokens": float(target_d)}}
 
 
+def held_out(n: np.ndarray, d: np.ndarray, loss: np.ndarray) -> dict | None:
+    """The law checked on its own ladder: fitted without the largest rung (largest N, then D), its prediction of
+    that rung {params, tokens, loss, low, high, measured, error, holds}. None under 5 points (4 left are the fewest
+    `predict` prices), or where the rest never measured the rung's N or D (that term would be priced at 0)."""
+    n, d, loss = (np.asarray(v, float) for v in (n, d, loss))
+    if len(loss) < 5:
+        return None
+    held = int(np.lexsort((d, n))[-1])
+    keep = np.arange(len(loss)) != held
+    if (len(set(n[keep])) < 2 and n[held] not in n[keep]) or (len(set(d[keep])) < 2 and d[held] not in d[keep]):
+        return None
+    with np.errstate(all="ignore"):
+        p = predict(n[keep], d[keep], loss[keep], n[held], d[held])
+    if not all(np.isfinite(p[k]) for k in ("loss", "low", "high")):
+        return None
+    measured = float(loss[held])
+    return {"params": float(n[held]), "tokens": float(d[held]), "loss": p["loss"], "low": p["low"],
+            "high": p["high"], "measured": measured, "error": p["loss"] / measured - 1,
+            "holds": bool(p["low"] <= measured <= p["high"])}
+
+
 def finite_or_none(x: float) -> float | None:
     return x if np.isfinite(x) else None
 

@@ -160,6 +160,8 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
             error = "-" if form["standard_error"] is None else f"{form['standard_error']:.4f}"
             console.print(f"  {form['form']}: {form['loss']:.4f} [{form['low']:.4f}, {form['high']:.4f}], residual "
                           f"standard error {error}")
+        if p.get("held_out"):
+            console.print(f"  {held_out_line(p['held_out'])}")
         for line in reach_lines(p):
             console.print(f"[yellow]warning[/]: {line}")
     else:
@@ -174,6 +176,14 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     for warning in warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     console.print(f"[yellow]note[/]: {LIMITS}")
+
+
+def held_out_line(h: dict) -> str:
+    """The law fitted without the ladder's largest rung, predicting it: how far off, and whether its interval held."""
+    verdict = "its interval holds it" if h["holds"] else "[yellow]its interval misses it[/]: trust the prediction less"
+    return (f"held out: the largest rung (N {h['params']:.3g}, D {h['tokens']:.3g}) predicted {h['loss']:.4f} "
+            f"[{h['low']:.4f}, {h['high']:.4f}] from the others, measured {h['measured']:.4f} ({h['error']:+.2%}); "
+            f"{verdict}")
 
 
 def reach_lines(p: dict) -> list[str]:
