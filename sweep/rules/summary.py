@@ -174,9 +174,7 @@ class _Span(BaseModel):
 
     @model_validator(mode="after")
     def _inside(self) -> _Span:
-        if self.low is not None and self.high is not None and \
-                not self.low - ROUNDING <= self.centre <= self.high + ROUNDING:
-            raise ValueError(f"the centre {self.centre} lies outside its interval [{self.low}, {self.high}]")
+        inside("centre", self.centre, self.low, self.high)
         return self
 
 
@@ -202,10 +200,14 @@ class _Law(BaseModel):
 
     @model_validator(mode="after")
     def _inside(self) -> _Law:
-        if self.low is not None and self.high is not None and \
-                not self.low - ROUNDING <= self.slope <= self.high + ROUNDING:
-            raise ValueError(f"the slope {self.slope} lies outside its interval [{self.low}, {self.high}]")
+        inside("slope", self.slope, self.low, self.high)
         return self
+
+
+def inside(name: str, value: float, low: float | None, high: float | None) -> None:
+    """A law's point within its interval (up to ROUNDING) where it has one: a reader relies on it."""
+    if low is not None and high is not None and not low - ROUNDING <= value <= high + ROUNDING:
+        raise ValueError(f"the {name} {value} lies outside its interval [{low}, {high}]")
 
 
 class _Shape(BaseModel):
