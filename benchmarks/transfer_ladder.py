@@ -4,8 +4,9 @@ tokens, on each byte-level corpus, four rules against a direct LR sweep at each 
 Per corpus (the built-in one, and `--text PATH`, e.g. ../shared/data/tinyshakespeare.txt): a μP gpt (depth 2,
 `--seq` bytes, cosine) tuned by `sweep proxy` at `--proxy-width` (batch `--batch`, `--steps` steps); `sweep verify`
 across widths W, 2W (the μP width verdict, an equivalence test), across batch B, 2B (tokens held) and across steps
-S/2, S, 2S (batch held), each grid `--grid` LRs over `--span` × `--ladder-seeds` seeds, refined by up to `--refine`
-points per value until its optimum is bracketed (the ladder's run count printed excludes them). Then, per multiple m in
+S/2, S, 2S (batch held) by default (`--widths`, `--batches`, `--horizons`: other multiples), each grid `--grid` LRs
+over `--span` × `--ladder-seeds` seeds, refined by up to `--refine` points per value until its optimum is bracketed
+(the ladder's run count printed excludes them). Then, per multiple m in
 `--multiples`, `sweep transfer` writes the target (width ratio·W, batch m·B, m× the proxy's tokens) four ways:
 - none: the proxy's settings;
 - textbook: the square-root rule across batch (Malladi et al. 2022), nothing across tokens;
@@ -95,14 +96,15 @@ def ladders(spec_path: Path, args, console: Console) -> int:
         sys.exit("sweep proxy failed")
     grid = f"{args.span},{args.grid}"
     runs = 0
-    axes = ((f"width={w},{2 * w}", 2), (f"batch_size={b},{2 * b}", 2), (f"steps={s // 2},{s},{2 * s}", 3))
-    for across, values in axes:
+    axes = [f"{name}={','.join(str(round(m * v)) for m in multipliers)}" for name, v, multipliers in
+            (("width", w, args.widths), ("batch_size", b, args.batches), ("steps", s, args.horizons))]
+    for across in axes:
         code = run_verify(VerifyRequest(spec_path, across=across, span=grid, seeds=args.ladder_seeds,
                                         refine=args.refine, parametrizations="mup", workers=args.workers), console)
         if code not in (0, 1):
             sys.exit(f"sweep verify --across {across} failed ({code})")
-        runs += values * args.grid * args.ladder_seeds
-    return runs
+        runs += across.count(",") + 1  # axis values, × grid × seeds below
+    return runs * args.grid * args.ladder_seeds
 
 
 def transfers(spec_path: Path, root: Path, m: int, args, console: Console) -> dict[str, RunConfig | str]:
@@ -209,6 +211,9 @@ def main() -> None:
     parser.add_argument("--grid", type=int, default=9, help="LRs per ladder value, spread over --span")
     parser.add_argument("--span", default="2^-12,2^-2", help="the ladder grid's lowest and highest LR")
     parser.add_argument("--ladder-seeds", type=int, default=2)
+    parser.add_argument("--widths", default="1,2", help="the width ladder: multiples of the proxy's width")
+    parser.add_argument("--batches", default="1,2", help="the batch ladder (tokens held): multiples of --batch")
+    parser.add_argument("--horizons", default="0.5,1,2", help="the steps ladder (batch held): multiples of --steps")
     parser.add_argument("--refine", type=int, default=4, help="extra ladder points per value until bracketed")
     parser.add_argument("--seeds", type=int, default=2, help="seeds per target run and direct point")
     parser.add_argument("--direct", type=int, default=7, help="direct LRs at each target, half an octave apart")
@@ -216,6 +221,8 @@ def main() -> None:
     parser.add_argument("--root", default=str(Path(tempfile.gettempdir()) / "sweep-bench-ladder"))
     args = parser.parse_args()
     args.multiples = [int(m) for m in args.multiples.split(",")]
+    args.widths, args.batches, args.horizons = ([float(m) for m in a.split(",")]
+                                                for a in (args.widths, args.batches, args.horizons))
     print(f"sizes: μP gpt depth 2 seq {args.seq}, proxy width {args.proxy_width} batch {args.batch} {args.steps} "
           f"steps, {args.trials} trials; targets width {args.ratio * args.proxy_width} at ×{args.multiples} batch and "
           f"tokens; ladder {args.grid} LRs over {args.span} × {args.ladder_seeds} seeds; target runs and {args.direct} "

@@ -303,7 +303,8 @@ def verify_cmd(
     max_drift: float = typer.Option(VerifyRequest.max_drift,
                                     help="μP fails when its optimum moves more than this (octaves) across widths"),
     refine: int = typer.Option(VerifyRequest.refine, help="extra grid points per axis value, run until each optimum is "
-                               "bracketed (the loss rises past the noise on both sides, ½-octave spacing there)"),
+                               "bracketed (the loss rises past the noise on both sides, ½-octave spacing there); "
+                               "0: the grid as given"),
     prior: str = typer.Option(VerifyRequest.prior, help="each law's prior: published (its slope from the literature, "
                               "updated by the measurement) or none (the measurement alone)"),
     backend: Backend = typer.Option(Backend(VerifyRequest.backend), help="where the runs go"),

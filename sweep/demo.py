@@ -49,7 +49,6 @@ from trainer.config import RunConfig
 PROXY_WIDTH = 32
 VERIFY_WIDTHS = "32,64,128"
 LADDER_SEEDS = 2  # the laws transfer uses: with one seed the fit cannot see the optimum's seed noise
-REFINE = 4  # extra points per grid until its optimum is bracketed (an optimum at a grid's edge is extrapolated)
 
 
 def ladder(steps: int) -> tuple[str, ...]:
@@ -95,14 +94,14 @@ def _run_demo(spec: Path, workers: int, console: Console) -> int:
     header(2)
     best = load_best(spec)
     span = f"{best / 4},{best * 4},5"  # every grid: the best LR × 2^-2 … 2^2
-    verify_code = run_verify(VerifyRequest(spec, widths=VERIFY_WIDTHS, span=span, seeds=1, refine=REFINE,
+    verify_code = run_verify(VerifyRequest(spec, widths=VERIFY_WIDTHS, span=span, seeds=1,
                                            workers=workers), console)
     if verify_code not in (0, 1):
         return verify_code
     header(3)
     show_plan(spec, target(proxy), name, console)
     for across in ladder(proxy.steps):
-        code = run_verify(VerifyRequest(spec, across=across, span=span, seeds=LADDER_SEEDS, refine=REFINE,
+        code = run_verify(VerifyRequest(spec, across=across, span=span, seeds=LADDER_SEEDS,
                                         workers=workers), console)
         if code:
             return code

@@ -17,6 +17,7 @@ from sweep.rules.prior import BATCH_ADAM, HORIZON, posterior, prior_for, slope_c
 from sweep.rules.summary import certificate
 from sweep.rules.valley import fit_valley, valley_fit
 from sweep.verify.fit import vertex
+from sweep.verify.request import REFINE
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig
@@ -193,19 +194,19 @@ def test_refinement_stops_at_its_budget_and_says_it_is_not_bracketed():
     assert next_values(np.array([0.0, 1.0, 2.0]), np.array([2.0, 1.995, 2.0]), 0.01) == [-1.0, 3.0]  # flat: both
 
 
-def test_verify_refines_each_grid_until_its_optimum_is_bracketed_and_resumes_without_rerunning(tmp_path):
-    """A coarse grid two octaves apart: `--refine` adds points around each width's best (its own studies, …-rK),
-    within the budget; the same command again runs nothing and writes the same summary."""
+def test_verify_refines_each_grid_by_default_until_its_optimum_is_bracketed_and_resumes_without_rerunning(tmp_path):
+    """A coarse grid two octaves apart, no --refine given: refinement adds points around each width's best (its own
+    studies, …-rK), within the default budget; the same command again runs nothing and writes the same summary."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     flags = ["--trials-from", "spec", "--widths", "32,64", "--parametrizations", "mup", "--range", "2^-12,2^-2,6",
-             "--seeds", "1", "--refine", "4", "--workers", "2"]
+             "--seeds", "1", "--workers", "2"]
     done = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     summary = json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text())
     points = pd.read_parquet(tmp_path / "v-verify-lr" / "points.parquet")
     for row in summary["refined"]:
-        assert 1 <= len(row["added"]) <= 4, row
+        assert 1 <= len(row["added"]) <= REFINE, row
         assert len(points[points["width"] == row["at"]]) == 6 + len(row["added"])
         assert row["bracketed"] or "not bracketed" in done.stdout
     again = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
@@ -214,11 +215,12 @@ def test_verify_refines_each_grid_until_its_optimum_is_bracketed_and_resumes_wit
 
 
 def test_an_optimum_left_at_the_grid_edge_names_the_refinement_that_brackets_it(tmp_path):
-    """Refinement is opt-in (it spends runs the user did not ask for); a grid whose best point is its edge says how
-    to bracket it in the same studies, where the old advice (a new --range) started a new ladder."""
+    """With refinement turned off (--refine 0), a grid whose best point is its edge says how to bracket it in the same
+    studies, where the old advice (a new --range) started a new ladder."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     done = run_sweep(tmp_path, "verify", spec, "--trials-from", "spec", "--widths", "32,64", "--parametrizations",
-                     "mup", "--range", "2^-16,2^-14,3", "--seeds", "1", "--workers", "2", timeout=600)  # far too low
+                     "mup", "--range", "2^-16,2^-14,3", "--seeds", "1", "--workers", "2", "--refine", "0",
+                     timeout=600)  # far too low, and refinement off
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert "grid's edge" in done.stdout and "the same command with --refine 4" in " ".join(done.stdout.split())

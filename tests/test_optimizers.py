@@ -370,7 +370,7 @@ def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best
     best = load(tmp_path).best_trial
     assert best.params["optimizer.name"] == "lion"
     done = run_sweep(tmp_path, "verify", spec, "--trials-from", "best", "--widths", "16,32", "--parametrizations",
-                     "mup", "--values", "1e-3,3e-3,1e-2", "--seeds", "1")
+                     "mup", "--values", "1e-3,3e-3,1e-2", "--seeds", "1", "--refine", "0")
     assert done.returncode in (0, 1) and f"settings from tiny-w16-mup#{best.number}" in done.stdout, done.stderr
     configs = [yaml.safe_load(p.read_text()) for p in (tmp_path / "tiny-verify-lr" / "runs").glob("*/config.yaml")]
     assert len(configs) == 2 * 3

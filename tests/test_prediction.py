@@ -117,7 +117,7 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
-    grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--workers", "2")
+    grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--workers", "2", "--refine", "0")
     for width in ((), ("--ladder-width", "64")):
         done = run_sweep(tmp_path, "verify", spec, *grid, *width, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr

@@ -76,7 +76,7 @@ def test_a_storage_password_from_the_environment_is_in_no_file_output_or_attribu
 
     real("proxy", spec, "--width", "16", "--storage", templated)
     real("verify", spec, "--widths", "16,32", "--values", "2^-7,2^-6,2^-5", "--parametrizations", "mup", "--seeds", "1",
-         *given)
+         "--refine", "0", *given)
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     monkeypatch.setenv(PASSWORD_ENV, postgres.password)
     monkeypatch.chdir(tmp_path)

@@ -70,7 +70,7 @@ def test_a_width_where_every_point_diverged_fails():
 
 
 VERIFY = ["--trials-from", "spec", "--widths", "32,256", "--parametrizations", "mup",
-          "--range", "2^-11,2^-3,9", "--seeds", "2", "--workers", "2"]
+          "--range", "2^-11,2^-3,9", "--seeds", "2", "--workers", "2", "--refine", "0"]
 
 
 @pytest.mark.parametrize("model, code", [("mlp", 0), ("tests.drifting:drifting_mlp", 1)])

@@ -47,7 +47,7 @@ from sweep.verify.analysis import optima, seed_mean, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
-from sweep.verify.request import WIDTHS, VerifyRequest
+from sweep.verify.request import REFINE, WIDTHS, VerifyRequest
 from trainer.atomic import atomic_path
 from trainer.config import MAX_WIDTH, RunConfig, check_name
 
@@ -326,8 +326,8 @@ def refine_hint(refined: bool) -> str:
     (sweep/rules/bracket.py), where a new --range would start a new ladder."""
     if refined:
         return "its --refine budget was spent; the same command with a larger one goes on from here"
-    return ("the same command with --refine 4 adds up to 4 points per curve until each optimum is bracketed "
-            "(resumable; every run so far is kept)")
+    return (f"the same command with --refine {REFINE} (the default) adds up to {REFINE} points per curve until each "
+            "optimum is bracketed (resumable; every run so far is kept)")
 
 
 def fit_laws(points: pd.DataFrame, table: pd.DataFrame, axis: str, summary: dict) -> dict[str, dict]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 WIDTHS = "32,64,128,256"  # the width axis when neither --widths nor --across is given
+REFINE = 4  # extra points per curve until its optimum is bracketed: an optimum at a grid's edge is extrapolated
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class VerifyRequest:
     proxy_width: int | None = None  # the sweep's width whose best trial is used [default: its only one]
     ladder_width: int | None = None  # the width a ladder across another axis runs at [default: the proxy's]
     max_drift: float = 1.0  # octaves
-    refine: int = 0  # extra grid points per axis value until its optimum is bracketed (sweep/rules/bracket.py)
+    refine: int = REFINE  # extra grid points per axis value until its optimum is bracketed (sweep/rules/bracket.py)
     prior: str = "published"  # each law's published prior (sweep/rules/prior.py), or none: the measurement alone
     backend: str = "local"
     workers: int = 1

@@ -675,6 +675,8 @@ def case_for(draw, verb: str) -> Case:
                 "1",
                 "--trials-from",
                 "spec",
+                "--refine",
+                "0",
             ],
         }[verb]
         argv = [spec, *base]
