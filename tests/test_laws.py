@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sweep.rules import Target
-from sweep.rules.bracket import next_values, refine
+from sweep.rules.bracket import REFINE, next_values, refine
 from sweep.rules.equivalence import equivalence
 from sweep.rules.fitted import Law
 from sweep.rules.plan import transfer_run
@@ -17,7 +17,6 @@ from sweep.rules.prior import BATCH_ADAM, HORIZON, posterior, prior_for, slope_c
 from sweep.rules.summary import certificate
 from sweep.rules.valley import fit_valley, valley_fit
 from sweep.verify.fit import vertex
-from sweep.verify.request import REFINE
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig

@@ -17,6 +17,7 @@ from sweep.forecast import planfile
 from sweep.forecast.interval import Noise, expected_half_width, grid_points, slope_se
 from sweep.plan.command import PlanRequest, make_plan, run_plan
 from sweep.plan.shapes import Sizer
+from sweep.rules.bracket import REFINE
 from sweep.rules.prior import Prior, posterior
 from sweep.study.spec import load_spec
 from tests.sweep_helpers import run_sweep
@@ -96,6 +97,8 @@ def test_a_1p3b_llama_on_26b_tokens_is_planned_on_paper(tmp_path, monkeypatch):
         assert ld["proxy_value"] in ld["rungs"] and max(ld["rungs"]) <= ld["target_value"]
     text = console.export_text()
     assert "lr × batch" in text and "of the full run" in text
+    refinement = sum(ld["seeds"] * len(ld["rungs"]) * REFINE for ld in plan["ladders"])
+    assert f"up to {REFINE} points until its optimum is bracketed (--refine): at most {refinement} runs" in text
 
 
 def test_a_budget_that_cannot_buy_the_goal_is_said_in_one_line_with_the_budget_that_would(tmp_path, monkeypatch,

@@ -27,6 +27,7 @@ from sweep.forecast.interval import Noise
 from sweep.paths import inside_root, results_root
 from sweep.plan.request import SHARE, PlanRequest
 from sweep.plan.shapes import Sizer
+from sweep.rules.bracket import REFINE
 from sweep.rules.prior import prior_for
 from sweep.study.spec import load_spec
 
@@ -212,3 +213,8 @@ def show(plan: dict, console: Console) -> None:
                   f"{plan['total']['share']:.3%} of the full run ({target['flops']:.3g} FLOPs; 6·N·D "
                   f"{target['kaplan_flops']:.3g}); budget {budget['flops']:.3g} ({budget['share']:.2%}). "
                   f"±oct: the LR's 95 % interval at the target, octaves (goal ±{plan['goal']:g})")
+    extra = sum(ld["flops"] * REFINE / ld["grid"] for ld in plan["ladders"])
+    if extra:
+        console.print(f"verify refines each curve by up to {REFINE} points until its optimum is bracketed (--refine): "
+                      f"at most {sum(ld['seeds'] * len(ld['rungs']) * REFINE for ld in plan['ladders'])} runs, "
+                      f"{extra:.3g} FLOPs ({_share(extra, target['flops'])}) more")

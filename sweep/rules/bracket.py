@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 RESOLUTION = 0.5  # octaves: the spacing around the best point refinement stops at
+REFINE = 4  # points refinement may add per curve unless told otherwise (verify --refine; a plan's worst case)
 
 
 def next_values(x: np.ndarray, y: np.ndarray, noise: float, resolution: float = RESOLUTION) -> list[float]:

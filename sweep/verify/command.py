@@ -32,7 +32,7 @@ from sweep.backends.live import run_workers
 from sweep.errors import InputError
 from sweep.paths import inside_root
 from sweep.rules.axis import INTEGER, Axis, label, moved_moments, parse_axis
-from sweep.rules.bracket import next_values
+from sweep.rules.bracket import REFINE, next_values
 from sweep.rules.prior import chain_text, check_prior_choice, prior_for, update
 from sweep.rules.summary import axis_folder, certificate, interval_basis, write_summary
 from sweep.study.bounds import check_list
@@ -47,7 +47,7 @@ from sweep.verify.analysis import optima, seed_mean, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
-from sweep.verify.request import REFINE, WIDTHS, VerifyRequest
+from sweep.verify.request import WIDTHS, VerifyRequest
 from trainer.atomic import atomic_path
 from trainer.config import MAX_WIDTH, RunConfig, check_name
 

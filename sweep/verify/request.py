@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweep.rules.bracket import REFINE
+
 WIDTHS = "32,64,128,256"  # the width axis when neither --widths nor --across is given
-REFINE = 4  # extra points per curve until its optimum is bracketed: an optimum at a grid's edge is extrapolated
 
 
 @dataclass(frozen=True)
