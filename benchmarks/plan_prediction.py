@@ -2,7 +2,8 @@
 4× its tokens, on the built-in corpus and on a text file (`--text`, e.g. ../shared/data/tinyshakespeare.txt).
 
 A μP gpt (depth 2, seq 32, batch 16, cosine, one LR for every run: μP carries it across width). Ladder: widths
-W, 2W, 4W at S and 2S steps, and W at 4S (7 points: three N, three D). Target: width 8W at 4S steps, trained twice:
+W, 2W, 4W at S and 2S steps, and W at 4S (7 points: three N, three D), or with `--full` every width at every horizon
+(9 points); `--seeds` seeds per point, their mean loss. Target: width 8W at 4S steps, trained twice:
 honest, and forced off (LR × 4). The final loss is predicted by variable projection (sweep/forecast/varpro.py, its
 95 % interval a residual bootstrap) and by the law `sweep transfer` uses today (sweep/rules/scaling.py); the curve
 by the ladder's collapsed curves (sweep/forecast/live.py), the live flag at the first evaluation outside its band.
@@ -36,9 +37,10 @@ from trainer.loop import train  # noqa: E402
 LR, BATCH, SEQ = 0.01, 16, 32
 
 
-def run(root: Path, data: dict, width: int, steps: int, lr: float, name: str, prediction: dict | None = None):
+def run(root: Path, data: dict, width: int, steps: int, lr: float, name: str, prediction: dict | None = None,
+        seed: int = 0):
     kind = "full" if prediction else "proxy"
-    cfg = RunConfig.parse({
+    cfg = RunConfig.parse({"seed": seed,
         "model": {"name": "gpt", "width": width, "depth": 2, "options": {"block_size": SEQ}},
         "data": {**data, "seq_len": SEQ}, "optimizer": {"name": "adamw", "lr": lr},
         "schedule": {"kind": "cosine", "warmup_fraction": 0.05}, "batch_size": BATCH, "steps": steps,
@@ -62,15 +64,19 @@ def bootstrap(n, d, loss, tn, td, resamples: int, seed: int = 0) -> tuple[float,
     return tuple(float(q) for q in np.quantile(draws, [0.025, 0.975]))
 
 
-def corpus(label: str, data: dict, width: int, steps: int, resamples: int) -> float:
+def corpus(label: str, data: dict, width: int, steps: int, resamples: int, full: bool = False, seeds: int = 1) -> float:
     root = Path(tempfile.mkdtemp(prefix=f"plan-{label}-"))
     start, ladder, n, d, loss = time.time(), [], [], [], []
-    shapes = [(w * width, k * steps) for k in (1, 2) for w in (1, 2, 4)] + [(width, 4 * steps)]
+    shapes = [(w * width, k * steps) for k in ((1, 2, 4) if full else (1, 2)) for w in (1, 2, 4)]
+    shapes += [] if full else [(width, 4 * steps)]
     for w, s in shapes:
-        rows, params, tokens = run(root, data, w, s, LR, f"w{w}-s{s}")
-        evals = rows.dropna(subset=["val_loss"])
-        ladder.append((evals["step"].to_numpy() / s, evals["val_loss"].to_numpy()))
-        n.append(params), d.append(tokens), loss.append(float(evals["val_loss"].iloc[-1]))
+        finals = []
+        for seed in range(seeds):
+            rows, params, tokens = run(root, data, w, s, LR, f"w{w}-s{s}-r{seed}", seed=seed)
+            evals = rows.dropna(subset=["val_loss"])
+            ladder.append((evals["step"].to_numpy() / s, evals["val_loss"].to_numpy()))
+            finals.append(float(evals["val_loss"].iloc[-1]))
+        n.append(params), d.append(tokens), loss.append(float(np.mean(finals)))
     n, d, loss = (np.array(v, float) for v in (n, d, loss))
     tw, ts = 8 * width, 4 * steps
     from proxies.registry import count_parameters
@@ -81,13 +87,15 @@ def corpus(label: str, data: dict, width: int, steps: int, resamples: int) -> fl
     today = predict(n, d, loss, tn, td)
     final = {"loss": vp, "low": low, "high": high}
     curve = band(ladder, final, floor=law["E"])
-    honest, _, _ = run(root, data, tw, ts, LR, "honest", {**final, "curve": curve})
+    honest = [run(root, data, tw, ts, LR, f"honest-r{seed}", {**final, "curve": curve}, seed)[0]
+              for seed in range(seeds)]
     off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve})
-    measured = float(honest.dropna(subset=["val_loss"])["val_loss"].iloc[-1])
-    flag_honest, flag_off = departure(honest, ts), departure(off, ts)
+    measured = float(np.mean([h.dropna(subset=["val_loss"])["val_loss"].iloc[-1] for h in honest]))
+    flags = [departure(h, ts) for h in honest]
+    flag_honest, flag_off = next((f for f in flags if f), None), departure(off, ts)
     err_vp, err_today = vp / measured - 1, today["loss"] / measured - 1
-    print(f"[{label}] ladder widths {width}–{4 * width} × steps {steps}–{4 * steps}; target width {tw}, {ts} steps "
-          f"({time.time() - start:.0f} s)")
+    print(f"[{label}] ladder widths {width}–{4 * width} × steps {steps}–{4 * steps} ({'full grid' if full else 'cross'}"
+          f", {len(shapes)} points × {seeds} seed(s)); target width {tw}, {ts} steps ({time.time() - start:.0f} s)")
     print(f"  law (VP): E {law['E']:.3f}, α {law['alpha']:.3f}, β {law['beta']:.3f}; measured {measured:.4f}")
     print(f"  VP:    {vp:.4f} [{low:.4f}, {high:.4f}] ±{(high - low) / 2 / vp:.2%}, error {err_vp:+.2%}, "
           f"holds: {low <= measured <= high}")
@@ -124,6 +132,9 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=16)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--resamples", type=int, default=100)
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per ladder point and per honest target run")
+    parser.add_argument("--full", action="store_true",
+                        help="the ladder as the full grid W, 2W, 4W × S, 2S, 4S (9 points) instead of the cross (7)")
     parser.add_argument("--calibration-reps", type=int, default=0,
                         help="synthetic ladders for the interval's coverage (60: ~14 min on busy cores)")
     args = parser.parse_args()
@@ -131,10 +142,10 @@ def main() -> None:
         coverage = calibrate(args.calibration_reps, args.resamples)
         print(f"[synthetic] VP interval coverage on {args.calibration_reps} synthetic ladders of this shape "
               f"(0.5 % noise, nominal 95 %): {coverage:.0%}")
-    errors = [corpus("built-in", {"kind": "stdlib"}, args.width, args.steps, args.resamples)]
+    errors = [corpus("built-in", {"kind": "stdlib"}, args.width, args.steps, args.resamples, args.full, args.seeds)]
     if args.text:
         errors.append(corpus(args.text.name, {"kind": "text", "path": str(args.text)}, args.width, args.steps,
-                             args.resamples))
+                             args.resamples, args.full, args.seeds))
     print(f"largest final-loss error (VP): {max(errors):.2%}")
 
 

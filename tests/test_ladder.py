@@ -276,6 +276,28 @@ def test_a_law_through_poor_optima_says_so_and_two_laws_on_one_setting_show_thei
     assert f"fitted optimizer.lr across batch_size and tokens: 0.01 → {0.01 * 2 ** -0.1:.4g}" in shown
 
 
+def test_batch_and_horizon_laws_composed_at_a_batch_the_horizon_was_not_measured_at_say_the_interaction_is_unmeasured(
+        tmp_path):
+    """Found by the transfer benchmark: at 4× batch and 4× tokens the batch law (tokens held) times the horizon law
+    (measured at the proxy's batch 8) set the LR 0.55 octave below the target's optimum, outside the compounded
+    interval: at batch 32 the optimum barely moved with the horizon. The horizon law records its ladder's batch, and
+    transfer says where the product assumes a slope that no ladder measured at the target's batch."""
+    shapes = [{"at": v, "params": 1000, "tokens": v * 32, "batch_size": 32} for v in (20, 40, 80)]
+    write_summary(tmp_path / "v-verify-lr-across-steps", {"axis": "steps", "shapes": shapes, "laws": {
+        "mup": {"slope": -0.4, "low": -0.5, "high": -0.3, "at": [20, 40, 80]}}})
+    (horizon,) = measured_laws(str(tmp_path), "v")
+    assert horizon.batch == 32 and LR_BATCH.batch is None
+    said = "the horizon law was measured at batch 32 and the target trains at batch 64"
+    both = Target(width=64, batch_size=64, steps=40, batch_rule="fitted", horizon="fitted")  # 2× batch, 2× tokens
+    assert any(said in w for w in transfer_run(PROXY, both, 1, laws=(LR_BATCH, horizon)).warnings)
+    at_its_batch = Target(width=64, batch_size=32, steps=80, batch_rule="fitted", horizon="fitted")  # 2× tokens
+    longer = transfer_run(PROXY, at_its_batch, 1, laws=(LR_BATCH, horizon))
+    assert not any("compose as independent" in w for w in longer.warnings)
+    measured_there = Law(**{**horizon.__dict__, "batch": 64})
+    assert not any("compose as independent" in w
+                   for w in transfer_run(PROXY, both, 1, laws=(LR_BATCH, measured_there)).warnings)
+
+
 def test_a_tokens_and_a_steps_ladder_are_one_horizon_law_and_one_set_of_loss_points(tmp_path):
     """Found by an outside tester: with both ladders (the same runs at one batch) the horizon law moved the LR twice
     and each run entered the loss fit twice; and a ladder at one width priced a wider target's width term at 0."""

@@ -34,10 +34,11 @@ class Law:
     measurement: tuple[float, float, float] | None = None  # the ladder's (slope, low, high); NaN ends: no interval
     weight: float = 1.0  # the measurement's share of the posterior
     used: str = "posterior"  # Posterior.used: "held" where the update crossed zero against the published direction
+    batch: int | None = None  # the batch a horizon law's ladder ran at (None: another axis, or not recorded)
 
     @classmethod
     def updated(cls, param: str, axis: str, law: dict, measured: tuple[float, float], source: str,
-                prior: Prior | None, trial: str | None = None) -> Law | None:
+                prior: Prior | None, trial: str | None = None, batch: int | None = None) -> Law | None:
         """The law transfer applies: the posterior of `prior` given a summary's law {slope, low, high, level};
         None when neither a prior nor an interval is there (nothing to carry a setting with)."""
         post = posterior(prior, law["slope"], nan(law.get("low")), nan(law.get("high")), law.get("level", LEVEL))
@@ -45,7 +46,7 @@ class Law:
             return None
         return cls(param, axis, post.centre, post.low, post.high, measured, source, tuple(law.get("poor_at", ())),
                    trial, prior.record() if prior else None,
-                   (law["slope"], nan(law.get("low")), nan(law.get("high"))), post.weight, post.used)
+                   (law["slope"], nan(law.get("low")), nan(law.get("high"))), post.weight, post.used, batch)
 
     def scale(self, value: float, ratio: float) -> tuple[float, float, float]:
         """(θ', and the interval's ends) for θ at the proxy and v'/v = ratio."""

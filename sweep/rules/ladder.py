@@ -46,8 +46,10 @@ def measured_laws(root: str, name: str, prior: str = "published") -> tuple[Law, 
             at = horizon_tokens(summary, axis) if axis in ("tokens", "steps") else law["at"]
             published = prior_for(param, unit, "mup", summary.get("optimizer", "adamw"),
                                   summary.get("depth_rule", True)) if prior == "published" else None
+            batches = {s.get("batch_size") for s in summary.get("shapes", [])}
+            batch = batches.pop() if unit == "tokens" and len(batches) == 1 else None
             found = Law.updated(param, unit, law, (min(at), max(at)), axis_folder(name, param, axis), published,
-                                summary.get("source"))
+                                summary.get("source"), batch)
             if found is not None:
                 laws[param, unit] = found
     return tuple(laws.values())
