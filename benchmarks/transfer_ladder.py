@@ -104,6 +104,14 @@ def ladders(spec_path: Path, args, console: Console) -> int:
         if code not in (0, 1):
             sys.exit(f"sweep verify --across {across} failed ({code})")
         runs += across.count(",") + 1  # axis values, × grid × seeds below
+    at_targets = [f"steps={','.join(str(round(m * s)) for m in args.horizons_at_target)}", args.horizons_at_target]
+    for batch in (m * b for m in args.multiples if args.horizons_at_target and m * b != b):
+        code = run_verify(VerifyRequest(spec_path, across=at_targets[0], span=grid, seeds=args.ladder_seeds,
+                                        refine=args.refine, parametrizations="mup", workers=args.workers,
+                                        ladder_batch=batch), console)
+        if code not in (0, 1):
+            sys.exit(f"sweep verify --across {at_targets[0]} --ladder-batch {batch} failed ({code})")
+        runs += len(at_targets[1])
     return runs * args.grid * args.ladder_seeds
 
 
@@ -150,6 +158,9 @@ def corpus(name: str, data: dict, root: Path, args) -> dict:
     runs = ladders(spec_path, args, console)
     laws = {axis: (read_summary(root, "ladder", axis=axis) or {}).get("laws", {}).get("mup")
             for axis in ("width", "batch_size", "steps")}
+    for m in args.multiples if args.horizons_at_target else []:  # the horizon ladders at the targets' batches
+        summary = read_summary(root, "ladder", axis="steps", batch=m * args.batch) or {}
+        laws[f"steps at batch {m * args.batch}"] = summary.get("laws", {}).get("mup")
     targets = {}
     for m in args.multiples:
         configs = transfers(spec_path, root, m, args, console)
@@ -169,7 +180,7 @@ def report(name: str, found: dict, args) -> list[tuple[str, bool]]:
             print(f"law across {axis}: {chain_text(law)}; {law.get('certificate', '')}")
     width = found["laws"]["width"] or {}
     goals.append((f"{name}: μP width verdict pass", width.get("passed") is True))
-    for axis in ("batch_size", "steps"):
+    for axis in [a for a in found["laws"] if a != "width"]:
         law = found["laws"][axis] or {}
         post = law.get("posterior") or {}
         half = (post.get("high", np.nan) - post.get("low", np.nan)) / 2
@@ -214,6 +225,9 @@ def main() -> None:
     parser.add_argument("--widths", default="1,2", help="the width ladder: multiples of the proxy's width")
     parser.add_argument("--batches", default="1,2", help="the batch ladder (tokens held): multiples of --batch")
     parser.add_argument("--horizons", default="0.5,1,2", help="the steps ladder (batch held): multiples of --steps")
+    parser.add_argument("--horizons-at-target", default="",
+                        help="the steps ladder also at each target's batch (verify --ladder-batch): multiples of "
+                             "--steps, e.g. 0.25,0.5,1,2 (empty: none; the horizon law then comes from --batch)")
     parser.add_argument("--refine", type=int, default=4, help="extra ladder points per value until bracketed")
     parser.add_argument("--seeds", type=int, default=2, help="seeds per target run and direct point")
     parser.add_argument("--direct", type=int, default=7, help="direct LRs at each target, half an octave apart")
@@ -223,6 +237,7 @@ def main() -> None:
     args.multiples = [int(m) for m in args.multiples.split(",")]
     args.widths, args.batches, args.horizons = ([float(m) for m in a.split(",")]
                                                 for a in (args.widths, args.batches, args.horizons))
+    args.horizons_at_target = [float(m) for m in args.horizons_at_target.split(",") if m]
     print(f"sizes: μP gpt depth 2 seq {args.seq}, proxy width {args.proxy_width} batch {args.batch} {args.steps} "
           f"steps, {args.trials} trials; targets width {args.ratio * args.proxy_width} at ×{args.multiples} batch and "
           f"tokens; ladder {args.grid} LRs over {args.span} × {args.ladder_seeds} seeds; target runs and {args.direct} "

@@ -300,6 +300,9 @@ def verify_cmd(
     ladder_width: int | None = typer.Option(None, help="the width a ladder across another axis runs at, its own "
                                             "folder …-across-AXIS-wWIDTH [default: the proxy's]; a steps ladder at a "
                                             "second width lets `sweep transfer` fit the loss's width × tokens term"),
+    ladder_batch: int | None = typer.Option(None, help="the batch a ladder across tokens or steps runs at, its own "
+                                            "folder …-across-AXIS-bBATCH [default: the proxy's]; at the target's "
+                                            "batch, `sweep transfer` applies the horizon law where it was measured"),
     max_drift: float = typer.Option(VerifyRequest.max_drift,
                                     help="μP fails when its optimum moves more than this (octaves) across widths"),
     refine: int = typer.Option(VerifyRequest.refine, help="extra grid points per axis value, run until each optimum is "
@@ -323,7 +326,8 @@ def verify_cmd(
 
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
-                            proxy_width=proxy_width, ladder_width=ladder_width, max_drift=max_drift,
+                            proxy_width=proxy_width, ladder_width=ladder_width, ladder_batch=ladder_batch,
+                            max_drift=max_drift,
                             refine=refine, prior=prior, backend=backend.value, workers=workers, storage=storage,
                             password_env=storage_password_env, backend_flags=backend_flags)
     if plan is not None:

@@ -383,7 +383,7 @@ CASES = {
     "timeout-negative": Case(proxy("--width", "16", "--timeout", "-1"), ("--timeout:", "positive number of minutes")),
     "mem-inf": Case(proxy("--width", "16", "--mem", "inf"), ("--mem:", "finite number")),
     "verify-study-name-past-the-rule": Case(lambda root: ["verify", write_spec(root, name="n" * 100)],
-                                            ("name:", "at most 90 characters")),
+                                            ("name:", "at most 86 characters")),  # the suffix with a refinement round
     "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
     "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("'--lr-max'", "greater than")),
     "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),

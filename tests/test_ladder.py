@@ -358,6 +358,13 @@ def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_read
     ("steps=20,40 --ladder-width 0", "--ladder-width: a width from 1 to 1048576, got 0"),
     ("width=32,64 --ladder-width 64", "--ladder-width: for a ladder across another axis"),
     ("steps=20,40 --ladder-width 1000000000", "--ladder-width: at most 1048576 (a width), got 1000000000"),
+    ("batch_size=16,32 --ladder-batch 64", "--ladder-batch: for a ladder across tokens or steps (the horizon), not "
+                                           "batch_size"),
+    ("width=32,64 --ladder-batch 64", "--ladder-batch: for a ladder across tokens or steps"),
+    ("steps=20,40 --ladder-batch 0", "--ladder-batch: a batch size from 1 to 16777216, got 0"),
+    ("steps=20,40 --ladder-batch 1000000000", "--ladder-batch: at most 16777216 (a batch size), got 1000000000"),
+    ("steps=20,40 --ladder-batch 64 --ladder-width 64", "--ladder-batch: not with --ladder-width"),
+    ("steps=20,40 --ladder-batch 512", "--across steps=20: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
@@ -513,3 +520,29 @@ def test_an_integer_builder_option_can_be_an_axis():
     assert isinstance(parse_axis("model.options.block_size=16,32").apply(run, 16.0, 0)["model"]["options"][
         "block_size"], int)
     assert parse_axis("model.options.output_mult=0.5,2").apply(run, 0.5, 0)["model"]["options"]["output_mult"] == 0.5
+
+
+def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_applies(tmp_path):
+    """Found by the transfer benchmark: a horizon law measured at the proxy's batch 8 and applied at batch 32 set the
+    LR 0.55 octave low. `verify --ladder-batch B` runs the horizon ladder at B in its own folder (AdamW's moments
+    moved by the SDE rule, as across batch), and transfer to batch B takes that law; to any other batch the proxy's."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
+    done = run_sweep(tmp_path, "verify", spec, "--across", "steps=20,40,80", "--ladder-batch", "64", "--range",
+                     "2^-11,2^-3,5", "--seeds", "2", "--workers", "2", "--refine", "0", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = tmp_path / "v-verify-lr-across-steps-b64"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert {s["batch_size"] for s in summary["shapes"]} == {64} and not (tmp_path / "v-verify-lr-across-steps").exists()
+    ran = RunConfig.load(next((tmp_path / "v-verify-lr-across-steps-b64-40").rglob("config.yaml")))
+    assert (ran.batch_size, ran.optimizer.beta1, ran.optimizer.beta2) == (64, pytest.approx(0.8), pytest.approx(0.9))
+    (horizon,) = measured_laws(str(tmp_path), "v", batch=64)
+    assert (horizon.source, horizon.batch) == ("v-verify-lr-across-steps-b64", 64)
+    assert measured_laws(str(tmp_path), "v", batch=128) == ()  # no horizon ladder at the proxy's batch
+    out = tmp_path / "full.yaml"
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "64", "--tokens", str(2 * 40 * 32),
+                     "--batch-rule", "sqrt", "--horizon-rule", "fitted", "--out", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (law,) = RunConfig.load(out).provenance.laws
+    assert law["source"] == "v-verify-lr-across-steps-b64" and law["axis"] == "tokens"

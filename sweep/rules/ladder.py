@@ -28,18 +28,20 @@ from trainer.config import RunConfig
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
 
 
-def measured_laws(root: str, name: str, prior: str = "published") -> tuple[Law, ...]:
+def measured_laws(root: str, name: str, prior: str = "published", batch: int | None = None) -> tuple[Law, ...]:
     """The μP laws `sweep verify --across` measured for this sweep (LR, weight decay, β2 × batch, tokens or steps,
     depth), one per setting and axis; a steps law is measured in tokens (its runs' token counts), the unit a target's
     budget is in, so where both a tokens and a steps ladder exist (the same horizon, the batch held) the tokens one
     is the law, never both: the horizon would move the setting twice. Each names the trial it was measured from, and
     is the posterior over its published prior (`prior` "published") or the measurement alone ("none"): a ladder
-    without an interval leaves the prior, and with neither there is no law."""
+    without an interval leaves the prior, and with neither there is no law. A horizon ladder run at the target's
+    `batch` (`verify --ladder-batch`) is the horizon law where there is one: measured where it is applied."""
     laws = {}
+    horizon = ([("tokens", batch), ("steps", batch)] if batch else []) + [("tokens", None), ("steps", None)]
     for param in FITTED_PARAMS:
-        for axis in ("batch_size", "tokens", "steps", "depth"):
+        for axis, at_batch in [("batch_size", None), *horizon, ("depth", None)]:
             unit = "tokens" if axis == "steps" else axis
-            summary = read_summary(root, name, param, axis)
+            summary = read_summary(root, name, param, axis, batch=at_batch)
             law = (summary or {}).get("laws", {}).get("mup")
             if (param, unit) in laws or law is None:  # measured already, or not measured
                 continue
@@ -47,9 +49,9 @@ def measured_laws(root: str, name: str, prior: str = "published") -> tuple[Law, 
             published = prior_for(param, unit, "mup", summary.get("optimizer", "adamw"),
                                   summary.get("depth_rule", True)) if prior == "published" else None
             batches = {s.get("batch_size") for s in summary.get("shapes", [])}
-            batch = batches.pop() if unit == "tokens" and len(batches) == 1 else None
-            found = Law.updated(param, unit, law, (min(at), max(at)), axis_folder(name, param, axis), published,
-                                summary.get("source"), batch)
+            ladder_batch = batches.pop() if unit == "tokens" and len(batches) == 1 else None
+            found = Law.updated(param, unit, law, (min(at), max(at)), axis_folder(name, param, axis, batch=at_batch),
+                                published, summary.get("source"), ladder_batch)
             if found is not None:
                 laws[param, unit] = found
     return tuple(laws.values())

@@ -41,13 +41,16 @@ def verify_name(spec_name: str, param: str) -> str:
     return f"{spec_name}-verify-{parts[-1]}"
 
 
-def axis_folder(spec_name: str, param: str, axis: str = "width", width: int | None = None) -> str:
-    """NAME-verify-SETTING across width (as before axes existed), NAME-verify-SETTING-across-AXIS otherwise, and
-    NAME-verify-SETTING-across-AXIS-wWIDTH for a ladder run at a width other than the proxy's (`--ladder-width`)."""
+def axis_folder(spec_name: str, param: str, axis: str = "width", width: int | None = None,
+                batch: int | None = None) -> str:
+    """NAME-verify-SETTING across width (as before axes existed), NAME-verify-SETTING-across-AXIS otherwise,
+    NAME-verify-SETTING-across-AXIS-wWIDTH for a ladder run at a width other than the proxy's (`--ladder-width`) and
+    NAME-verify-SETTING-across-AXIS-bBATCH for a horizon ladder at a batch other than the proxy's (`--ladder-batch`)."""
     name = verify_name(spec_name, param)
     if axis == "width":
         return name
-    return f"{name}-across-{axis.rsplit('.', 1)[-1]}" + (f"-w{width}" if width is not None else "")
+    return (f"{name}-across-{axis.rsplit('.', 1)[-1]}" + (f"-w{width}" if width is not None else "")
+            + (f"-b{batch}" if batch is not None else ""))
 
 
 def certificate(axis: str, parametrization: str, law: dict, max_drift: float, textbook: float | None = None) -> dict:
@@ -115,10 +118,11 @@ def finite(tree):
 
 
 def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", axis: str = "width",
-                 width: int | None = None) -> dict | None:
-    """The summary of `param` across `axis` (at `width` for a ladder at another width than the proxy's), None when
-    verify never wrote it; one that says it holds another setting, axis or width than its folder's is bad input."""
-    path = Path(root) / axis_folder(spec_name, param, axis, width) / "summary.json"
+                 width: int | None = None, batch: int | None = None) -> dict | None:
+    """The summary of `param` across `axis` (at `width` or `batch` for a ladder at another width or batch than the
+    proxy's), None when verify never wrote it; one that says it holds another setting, axis, width or batch than its
+    folder's is bad input."""
+    path = Path(root) / axis_folder(spec_name, param, axis, width, batch) / "summary.json"
     if not (path.exists() or path.is_symlink()):
         return None
     summary = load_summary(path, Path(root))
@@ -127,6 +131,10 @@ def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", 
         if summary.get(field, value) != value:
             raise InputError(f"verify summary {path}: field {field}: {summary[field]!r}, where its folder holds "
                              f"{value!r}; rerun the `sweep verify` that wrote it")
+    batches = {s.get("batch_size") for s in summary.get("shapes", [])}
+    if batch is not None and batches != {batch}:
+        raise InputError(f"verify summary {path}: field shapes: batch sizes {sorted(batches, key=str)}, where its "
+                         f"folder holds {batch}; rerun the `sweep verify` that wrote it")
     return summary
 
 

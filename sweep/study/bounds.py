@@ -40,7 +40,8 @@ KINDS = {
     "rows": (1, MAX_SHOWN, "rows shown"),
 }
 # flag (its Python name) → kind; a name several commands share means the same kind in each
-FLAGS = {"width": "width", "proxy_width": "width", "ladder_width": "width", "warm_start": "width",
+FLAGS = {"width": "width", "proxy_width": "width", "ladder_width": "width", "ladder_batch": "batch",
+         "warm_start": "width",
          "depth": "depth", "batch_size": "batch", "tokens": "tokens", "steps": "steps", "trials": "trials",
          "warm_start_top": "trials", "seeds": "seeds", "workers": "processes", "nproc": "processes",
          "max_concurrent": "processes", "array_parallelism": "processes", "cpus_per_task": "processes",

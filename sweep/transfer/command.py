@@ -57,7 +57,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
              "tokens": proxy_steps * proxy.batch_size * tokens_per_example}
     this = f"{study.study_name}#{chosen.number}"
     anchors = measured_anchors(root, name, this, point)
-    laws = measured_laws(root, name, target.prior) + role_laws(root, name, proxy, target.prior)
+    laws = measured_laws(root, name, target.prior, target.batch_size or proxy.batch_size) \
+        + role_laws(root, name, proxy, target.prior)
     result = transfer_run(proxy, target, tokens_per_example, b_noise, laws, anchors)
     result.warnings += [f"the law of {law['param']} across {law['axis']} was measured from the settings of "
                         f"{law['trial'] or 'an unnamed source'}, not this trial's ({this})"

@@ -38,7 +38,7 @@ from sweep.rules.summary import axis_folder, certificate, interval_basis, write_
 from sweep.study.bounds import check_list
 from sweep.study.lookup import locate, pick_trial, read_curve
 from sweep.study.preflight import prepare
-from sweep.study.space import get_path
+from sweep.study.space import get_path, set_path
 from sweep.study.spec import StudySpec, check_builder_named, check_search_path, load_spec, model_name
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, open_study, progress
@@ -49,7 +49,7 @@ from sweep.verify.law import fit_law
 from sweep.verify.plot import NAMES, figure_one
 from sweep.verify.request import WIDTHS, VerifyRequest
 from trainer.atomic import atomic_path
-from trainer.config import MAX_WIDTH, RunConfig, check_name
+from trainer.config import MAX_BATCH, MAX_WIDTH, RunConfig, check_name
 
 MAX_REFINE = 32  # extra points per axis value and parametrization: past it a typo, not a budget
 ROUNDS = 16  # refinement rounds at most (each adds at most two points per curve)
@@ -83,19 +83,22 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     check_prior_choice(r.prior)
     if not 0 <= r.refine <= MAX_REFINE:
         raise InputError(f"--refine: extra grid points per axis value, 0 to {MAX_REFINE}, got {r.refine}")
-    check_ladder_width(r, axis)
+    check_ladder(r, axis)
     check_search_path(r.param, f"--param {r.param}")  # before the folder its name makes is judged
-    check_study_names(spec, r.param, axis, r.ladder_width, f"-r{ROUNDS}" if r.refine else "")  # the longest name
+    longest = axis_folder(spec.name, r.param, axis.name, r.ladder_width, r.ladder_batch)
+    check_study_names(spec, longest, axis, f"-r{ROUNDS}" if r.refine else "")
     chosen, source, width = settings(r, spec, axis)
     ladder = None if r.ladder_width == width else r.ladder_width  # the proxy's own width: the default folder
     width = ladder or width
     run, centre = base_values(spec, chosen, r.param, width)
+    batch = None if r.ladder_batch == get_path(run, "batch_size") else r.ladder_batch  # the proxy's: the default
+    folder = axis_folder(spec.name, r.param, axis.name, ladder, batch)
     if axis.path == r.param:
         raise InputError(f"--across {axis.name}: the axis cannot be the setting on the grid (--param {r.param})")
     check_builder_named(model_name(run), spec, f"the settings from {source}")
     grid = grid_values(centre, r.values, r.span)
-    jobs = plan(spec, r, axis, run, grid, params, width, ladder)  # every value is checked before anything is written
-    out = Path(jobs[0][1].root) / axis_folder(spec.name, r.param, axis.name, ladder)
+    jobs = plan(spec, r, axis, run, grid, params, width, folder, batch)  # each value checked before anything is written
+    out = Path(jobs[0][1].root) / folder
     inside_root(out, Path(jobs[0][1].root), "verify results")  # never written through a link out of the root
     executor = get_backend(r.backend, jobs[0][1].spec, r.workers, r.backend_flags)
     for _, job in jobs:
@@ -190,22 +193,28 @@ def width_axis(widths: str) -> Axis:
     return Axis("width", tuple(float(w) for w in width_list))
 
 
-def check_ladder_width(r: VerifyRequest, axis: Axis) -> None:
+def check_ladder(r: VerifyRequest, axis: Axis) -> None:
     """`--ladder-width` runs a ladder across another axis than width at a width other than the proxy's (a second
-    width's ladder measures how the loss law's width and token terms interact)."""
-    if r.ladder_width is None:
-        return
-    if axis.name == "width":
+    width's ladder measures how the loss law's width and token terms interact); `--ladder-batch` a horizon ladder at
+    another batch than the proxy's (the target's: where the horizon law is applied, sweep/rules/plan.py)."""
+    if r.ladder_width is not None and axis.name == "width":
         raise InputError("--ladder-width: for a ladder across another axis (--across AXIS=…); across width the widths "
                          "are the axis")
-    if not 1 <= r.ladder_width <= MAX_WIDTH:
+    if r.ladder_width is not None and not 1 <= r.ladder_width <= MAX_WIDTH:
         raise InputError(f"--ladder-width: a width from 1 to {MAX_WIDTH}, got {r.ladder_width}")
+    if r.ladder_batch is None:
+        return
+    if axis.name not in ("tokens", "steps"):
+        raise InputError(f"--ladder-batch: for a ladder across tokens or steps (the horizon), not {axis.name}")
+    if r.ladder_width is not None:
+        raise InputError("--ladder-batch: not with --ladder-width (one ladder moves one thing from the proxy's point)")
+    if not 1 <= r.ladder_batch <= MAX_BATCH:
+        raise InputError(f"--ladder-batch: a batch size from 1 to {MAX_BATCH}, got {r.ladder_batch}")
 
 
-def check_study_names(spec: StudySpec, param: str, axis: Axis, ladder: int | None, rounds: str = "") -> None:
-    """A valid spec name can give a study name past the name rule once verify's suffix (and a refinement round's,
-    `rounds`) is added: one line."""
-    folder = axis_folder(spec.name, param, axis.name, ladder)
+def check_study_names(spec: StudySpec, folder: str, axis: Axis, rounds: str = "") -> None:
+    """A valid spec name can give a study name past the name rule once verify's suffix (`folder`, and a refinement
+    round's, `rounds`) is added: one line."""
     longest = max([folder, *(f"{folder}-{label(at)}" for at in axis.values if axis.name != "width")], key=len) + rounds
     try:
         check_name(longest)
@@ -235,12 +244,12 @@ def settings(r: VerifyRequest, spec: StudySpec, axis: Axis) -> tuple[dict, str, 
 
 
 def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[float], params: list[str],
-         width: int, ladder: int | None) -> list[tuple[float, SweepJob]]:
-    """(axis value, job) for every study: one spec over the widths, or one spec per value of another axis."""
+         width: int, folder: str, batch: int | None) -> list[tuple[float, SweepJob]]:
+    """(axis value, job) for every study: one spec over the widths, or one spec per value of another axis (at
+    `batch`, AdamW's moments moved with it as across batch, when a horizon ladder runs at another batch)."""
     def job(vspec: StudySpec, w: int, p: str) -> SweepJob:
         return prepare(vspec, width=w, parametrization=p, trials=None, storage=r.storage, password_env=r.password_env)
 
-    folder = axis_folder(spec.name, r.param, axis.name, ladder)
     if axis.name == "width":
         vspec = verify_spec(spec, folder, run, r.param, grid, r.seeds)
         try:
@@ -259,6 +268,8 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
             at_run = axis.apply(run, at, base_tokens)
             if axis.name == "batch_size":
                 at_run = moved_moments(at_run, cfg, at / cfg.batch_size)
+            elif batch is not None:
+                at_run = moved_moments(set_path(at_run, "batch_size", batch), cfg, batch / cfg.batch_size)
             vspec = verify_spec(spec, f"{folder}-{label(at)}", at_run, r.param, grid, r.seeds)
             jobs += [(at, job(vspec, width, p)) for p in params]
         except InputError as err:

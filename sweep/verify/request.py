@@ -23,6 +23,7 @@ class VerifyRequest:
     trials_from: str = "best"  # the sweep's best trial, or the spec's defaults: best|spec
     proxy_width: int | None = None  # the sweep's width whose best trial is used [default: its only one]
     ladder_width: int | None = None  # the width a ladder across another axis runs at [default: the proxy's]
+    ladder_batch: int | None = None  # the batch a ladder across tokens or steps runs at [default: the proxy's]
     max_drift: float = 1.0  # octaves
     refine: int = REFINE  # extra grid points per axis value until its optimum is bracketed (sweep/rules/bracket.py)
     prior: str = "published"  # each law's published prior (sweep/rules/prior.py), or none: the measurement alone
