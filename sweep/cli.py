@@ -320,8 +320,8 @@ def verify_cmd(
     backend_flags: dict = None,
 ):
     """A grid of the setting × an axis per parametrization (resumable studies): each value's optimum as a fitted
-    vertex with its seed spread and residual, the drift, the law (slope with a bootstrap interval), LR sensitivity;
-    Figure-1 PNG, Parquet, summary.json; exit 1 if μP drifts with width."""
+    vertex with its seed spread and residual, the drift, the law (slope with its interval, one valley fit), LR
+    sensitivity; Figure-1 PNG, Parquet, summary.json; exit 1 if μP drifts with width."""
     from sweep.verify.command import run_verify
 
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,

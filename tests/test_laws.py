@@ -107,6 +107,16 @@ def test_the_verdict_is_an_equivalence_test(low, high, verdict):
         assert "measure more" in said.text("s =") and said.more_runs > 1
 
 
+def test_an_undecided_verdict_whose_centre_sits_about_the_bound_gives_no_absurd_advice():
+    """Found by an outside tester: "measure more: ≈ 1455.4× the runs would decide it" is no advice anyone can take;
+    past 100× the verdict says the slope is about the band's edge."""
+    said = equivalence(-0.42, 0.08, -0.3, 0.15)  # centre −0.17, 0.02 inside the bound −0.15, half-width 0.25: 156×
+    assert said.verdict == "undecided" and said.more_runs > 100
+    assert "unlikely to decide" in said.text("s =") and "would decide it" not in said.text("s =")
+    near = equivalence(-0.5, 0.1, -0.3, 0.15)  # centre −0.2: 0.05 in, half-width 0.3 → 36×
+    assert "≈ 36.0× the runs" in near.text("s =")
+
+
 def test_a_precise_tiny_width_slope_passes_where_the_old_test_failed_it():
     """The issue's case: s = −0.162 [−0.332, −0.060] over widths 32–128 "excluded 0 — FAIL"; inside ±0.5 it passes,
     and a wide interval is undecided (naming how many more runs), never a pass."""

@@ -76,6 +76,20 @@ def test_a_dead_local_worker_is_stale_at_once_and_its_trial_is_retried_once(stud
     assert study.ask().suggest_float("x", 0, 1) == failed.params["x"]  # the retry runs the same point
 
 
+def test_a_grid_trial_lost_before_it_drew_its_point_is_failed_and_the_grid_runs_every_point_once(tmp_path):
+    """Found by an outside tester: a verify killed between a trial's start and its first suggestion left a trial with
+    no parameters; its retry was enqueued empty, and Optuna's GridSampler refused it at every rerun ("All parameters
+    must be specified when using GridSampler with enqueue_trial")."""
+    grid = {"x": [0.1, 0.2, 0.3]}
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'o.db'}", study_name="g",
+                                sampler=optuna.samplers.GridSampler(grid, seed=0))
+    lost = study.ask()  # its worker died before the objective suggested x
+    assert liveness.release(study, study.trials[lost.number], "worker lost: test") and not study.trials[0].params
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    done = [t.params["x"] for t in study.trials if t.state == TrialState.COMPLETE]
+    assert sorted(done) == [0.1, 0.2, 0.3]
+
+
 def test_a_worker_that_exited_but_was_never_reaped_is_gone():
     """A zombie (exited, unreaped: an orphan of a container whose PID 1 never reaps) is not alive."""
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)

@@ -15,6 +15,7 @@ import math
 from dataclasses import asdict, dataclass
 
 ROUNDING = 1e-9  # equal optima fit a slope of ±1e-17: that is 0, not a drift
+AFFORDABLE = 100  # × the runs past which "measure more" is no advice: the centre is about the band's edge
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class Equivalence:
             return f"interval outside {bound} — FAIL"
         if math.isinf(self.more_runs):
             need = "its centre sits on the band's edge: more runs narrow it but may never decide"
+        elif self.more_runs > AFFORDABLE:
+            need = (f"its centre sits so near the band's edge that ≈ {self.more_runs:.0f}× the runs would be needed: "
+                    "the slope is about the band's edge, and more runs are unlikely to decide it")
         else:
             need = f"≈ {self.more_runs:.1f}× the runs (seeds, or grid points in the valley) would decide it"
         return f"interval straddles {bound} — undecided, measure more: {need}"

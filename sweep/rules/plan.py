@@ -191,8 +191,8 @@ def _fitted(edit: _Edit, target: Target, laws: tuple[Law, ...], ratios: dict, wa
         found = [law for law in laws if law.axis == axis]
         if not any(law.param == "optimizer.lr" for law in found):
             raise InputError(f"{flags[axis]} fitted: no law of optimizer.lr with an interval measured across "
-                             f"{axis}; run `sweep verify SPEC --across {axis}=…` first (2+ seeds, or 5+ grid values "
-                             "each, for an interval)")
+                             f"{axis}; run `sweep verify SPEC --across {axis}=…` first (an interval needs points "
+                             "to spare beyond the valleys' fit: 2+ seeds, or 3+ axis values)")
         for law in found:
             ratio, times = after / before, law.beyond(before, after)
             if times > EXTRAPOLATION and not target.extrapolate:

@@ -74,7 +74,7 @@ def certificate(axis: str, parametrization: str, law: dict, max_drift: float, te
 
 
 def has_interval(law: dict) -> bool:
-    """Whether the law has a bootstrap interval (NaN in memory, null in summary.json when it has none)."""
+    """Whether the law has an interval (NaN in memory, null in summary.json when it has none)."""
     return all(law.get(end) is not None and math.isfinite(law[end]) for end in ("low", "high"))
 
 

@@ -62,7 +62,10 @@ def retry_stale(study: optuna.Study) -> list[int]:
 def release(study: optuna.Study, trial: FrozenTrial | optuna.Trial, reason: str) -> bool:
     """Fail a RUNNING trial that did not finish (worker lost, Ctrl-C) and enqueue its parameters again.
 
-    Returns False when another process finished or released it first (it then owns the retry).
+    Returns False when another process finished or released it first (it then owns the retry). A trial lost before
+    its objective drew its parameters has none recorded: under a grid its point is the one the sampler gave it
+    (`grid_point`), since Optuna's GridSampler counts a failed trial's point as visited and refuses an empty enqueue;
+    under any other sampler nothing is enqueued, and the sampler draws afresh.
     """
     storage = study._storage  # Optuna's Study can only fail trials it asked for itself
     try:
@@ -71,9 +74,20 @@ def release(study: optuna.Study, trial: FrozenTrial | optuna.Trial, reason: str)
             return False
     except UpdateFinishedTrialError:
         return False
-    origin = trial.user_attrs.get("retry_of", trial.number)
-    study.enqueue_trial(trial.params, user_attrs={"retry_of": origin})
+    params = trial.params or grid_point(study, trial)
+    if params:
+        study.enqueue_trial(params, user_attrs={"retry_of": trial.user_attrs.get("retry_of", trial.number)})
     return True
+
+
+def grid_point(study: optuna.Study, trial: FrozenTrial | optuna.Trial) -> dict:
+    """The point a GridSampler gave `trial` (its `grid_id` into the sampler's grid, which Optuna keeps in private
+    attributes: `_all_grids`, shuffled by the sampler's seed, and `_param_names`), {} under any other sampler."""
+    sampler, grid_id = study.sampler, trial.system_attrs.get("grid_id")
+    grids, names = getattr(sampler, "_all_grids", None), getattr(sampler, "_param_names", None)
+    if not isinstance(sampler, optuna.samplers.GridSampler) or grid_id is None or grids is None or names is None:
+        return {}
+    return dict(zip(names, grids[grid_id], strict=True))
 
 
 class Heartbeat:

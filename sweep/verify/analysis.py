@@ -47,7 +47,7 @@ def optima(points: pd.DataFrame, axis: str = "width") -> pd.DataFrame:
         rows.append({"parametrization": param, axis: at.item() if hasattr(at, "item") else at,
                      "optimum_x": best.x if best else np.nan, "optimum": 2.0 ** best.x if best else np.nan,
                      "fitted": bool(best and best.fitted),
-                     "seed_spread": float(np.std(seeds)) if len(seeds) > 1 else 0.0,
+                     "seed_spread": float(np.std(seeds)) if len(seeds) > 1 else np.nan,  # one seed: unknown
                      "loss": best.loss if best else np.nan, "best_loss": float(mean.min()) if best else np.nan,
                      "residual": best.residual if best else np.nan, "poor_fit": bool(best is None or best.poor),
                      "sensitivity": sensitivity(mean.to_numpy(), float(group["loss_init"].median())),

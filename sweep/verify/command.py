@@ -149,6 +149,8 @@ def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyReques
             key = (job.parametrization, at)
             if todo and len(added.get(key, [])) + len(todo) <= r.refine:
                 added.setdefault(key, []).extend(todo)
+                console.print(f"refining (round {round_}): {NAMES[job.parametrization]} at {axis} {label(at)}, its "
+                              f"optimum not yet bracketed: log₂ {', '.join(f'{v:.2f}' for v in todo)}")
                 vspec = verify_spec(job.spec, f"{job.spec.name}-r{round_}", job.spec.run, r.param,
                                     [2.0 ** v for v in todo], r.seeds)
                 new.append((at, prepare(vspec, width=job.width, parametrization=job.parametrization, trials=None,
@@ -323,22 +325,27 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
         if law.get("edge_at"):
             console.print(f"[yellow]edge[/]: {NAMES[p]} at {axis.name} {', '.join(label(v) for v in law['edge_at'])}"
                           ": the best point is at the grid's edge, so that valley's vertex is extrapolated; "
-                          + refine_hint(bool(summary["refined"])))
+                          + refine_hint(summary["refined"], p, law["edge_at"]))
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
                       f"the grid does not resolve the optimum (residual {row['residual']:.4f}); "
-                      + refine_hint(bool(summary["refined"])))
+                      + refine_hint(summary["refined"], row["parametrization"], [row[axis.name]]))
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
 
 
-def refine_hint(refined: bool) -> str:
+def refine_hint(refined: list[dict], parametrization: str, values: list[float]) -> str:
     """What brackets an optimum the grid left at its edge or unresolved: `--refine` adds points to the same studies
-    (sweep/rules/bracket.py), where a new --range would start a new ladder."""
-    if refined:
-        return "its --refine budget was spent; the same command with a larger one goes on from here"
-    return (f"the same command with --refine {REFINE} (the default) adds up to {REFINE} points per curve until each "
-            "optimum is bracketed (resumable; every run so far is kept)")
+    (sweep/rules/bracket.py), where a new --range would start a new ladder; where refinement bracketed it already,
+    the valley is as shallow as the seeds' noise, and more seeds resolve it."""
+    rows = [r for r in refined if r["parametrization"] == parametrization and r["at"] in values]
+    if not rows:
+        return (f"the same command with --refine {REFINE} (the default) adds up to {REFINE} points per curve until "
+                "each optimum is bracketed (resumable; every run so far is kept)")
+    if all(r["bracketed"] for r in rows):
+        return (f"refinement bracketed it ({', '.join(str(len(r['added'])) for r in rows)} points added), but the "
+                "valley is as shallow as the seeds' noise there: more --seeds resolve it")
+    return "its --refine budget was spent; the same command with a larger one goes on from here"
 
 
 def fit_laws(points: pd.DataFrame, table: pd.DataFrame, axis: str, summary: dict) -> dict[str, dict]:
@@ -438,9 +445,11 @@ def optima_table(table: pd.DataFrame, param: str, axis: str = "width") -> Table:
     for r in table.to_dict(orient="records"):
         out.add_row(NAMES[r["parametrization"]], label(r[axis]),
                     f"{r['optimum_x']:.2f}" + ("" if r["fitted"] else "*"), f"{r['optimum']:.3g}",
-                    f"{r['seed_spread']:.2f}", f"{r['loss']:.4f}", f"{r['residual']:.4f}" + (" poor" * r["poor_fit"]),
+                    f"{r['seed_spread']:.2f}" if np.isfinite(r["seed_spread"]) else "?", f"{r['loss']:.4f}",
+                    f"{r['residual']:.4f}" + (" poor" * r["poor_fit"]),
                     f"{r['sensitivity']:.3f}" if np.isfinite(r["sensitivity"]) else "-", str(r["diverged"]))
-    out.caption = ("* the best grid point (at the grid's edge or beside a diverged point); residual: RMS of the "
+    out.caption = ("* the best grid point (at the grid's edge or beside a diverged point); ± seeds: the spread of the "
+                   "seeds' vertices (?: one seed, unknown); residual: RMS of the "
                    "points two steps out about the parabola; poor: the curve does not rise away from the best point "
                    "within 3 steps (noise as deep as the valley); sensitivity: Wortsman et al. 2023")
     return out

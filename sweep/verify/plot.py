@@ -39,7 +39,8 @@ def figure_one(points: pd.DataFrame, table: pd.DataFrame, verdicts: list[Verdict
         v = by_param[p]
         law = (laws or {}).get(p)
         slope = f"\nslope {law['slope']:.2f} [{law['low']:.2f}, {law['high']:.2f}] per octave of {axis}" if law else ""
-        ax.set_title(f"{NAMES.get(p, p)}: drift {v.drift:.2f} octaves (seed noise ±{v.noise:.2f}){slope}", fontsize=10)
+        noise = f"seed noise ±{v.noise:.2f}" if np.isfinite(v.noise) else "seed noise unknown: one seed"
+        ax.set_title(f"{NAMES.get(p, p)}: drift {v.drift:.2f} octaves ({noise}){slope}", fontsize=10)
         ax.set_xlabel(f"log₂ {param}")
         lowest = min(float(finite.min()), float(table["loss"].min())) if len(finite) else None
         ax.set_ylim(bottom=lowest - 0.03 if lowest is not None else None, top=top)
