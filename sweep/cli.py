@@ -327,9 +327,8 @@ def verify_cmd(
     request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
                             parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, ladder_width=ladder_width, ladder_batch=ladder_batch,
-                            max_drift=max_drift,
-                            refine=refine, prior=prior, backend=backend.value, workers=workers, storage=storage,
-                            password_env=storage_password_env, backend_flags=backend_flags)
+                            max_drift=max_drift, refine=refine, prior=prior, backend=backend.value, workers=workers,
+                            storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
     if plan is not None:
         from sweep.verify.planned import run_planned
 

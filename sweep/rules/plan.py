@@ -228,6 +228,7 @@ def composed(laws: tuple[Law, ...], ratios: dict, warnings: list[str]) -> None:
                             "horizon's slope changes with the batch is not measured, and the compounded interval "
                             "does not price it; compare the full run's first evaluations with the prediction")
 
+
 def undecided(law: Law, flag: str, warnings: list[str]) -> None:
     """A law whose interval holds the textbook rules it should choose between is applied, and said to decide nothing:
     across batch both the square root (½) and linear (1); across tokens or depth 0 (the setting kept)."""
