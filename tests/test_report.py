@@ -86,3 +86,20 @@ def test_a_ladder_at_a_second_width_has_its_own_section_beside_the_proxys(tmp_pa
     proxy, second = ladder_section(tmp_path, "tiny", "steps", None), ladder_section(tmp_path, "tiny", "steps", 32)
     assert "<h3>across steps</h3>" in proxy and "s = -0.250" in proxy
     assert "<h3>across steps at width 32</h3>" in second and "s = -0.500" in second
+
+
+def test_a_horizon_ladder_at_another_batch_has_its_own_section(tmp_path):
+    """A horizon ladder at the target's batch (`--ladder-batch`) is a law transfer applies: the report shows it,
+    titled by its batch, beside the proxy's."""
+    from sweep.results.report import ladder_section, ladders
+    from sweep.rules.summary import write_summary
+
+    for folder, batch in (("tiny-verify-lr-across-steps", 8), ("tiny-verify-lr-across-steps-b32", 32)):
+        law = {"slope": -0.4 * 8 / batch, "low": -1.0, "high": 0.0, "at": [20, 40], "certificate": "horizon",
+               "level": 0.95}
+        shapes = [{"at": at, "batch_size": batch, "tokens": at * batch} for at in (20, 40)]
+        write_summary(tmp_path / folder, {"axis": "steps", "shapes": shapes, "laws": {"mup": law}})
+        (tmp_path / folder / "figure1.png").write_bytes(b"\x89PNG")
+    assert ("steps", {"batch": 32}) in ladders(tmp_path, "tiny") and ("steps", {}) in ladders(tmp_path, "tiny")
+    other = ladder_section(tmp_path, "tiny", "steps", batch=32)
+    assert "<h3>across steps at batch 32</h3>" in other and "s = -0.100" in other

@@ -103,9 +103,17 @@ def verify_section(root: Path, name: str, spec: str) -> Markup:
                    "</tr>{rows}</table>").format(**shown, rows=rows)
             + law_line(summary.get("laws", {}).get("mup"))
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), "figure 1")
-            + Markup("").join(ladder_section(root, name, axis, width)
-                              for axis in ("batch_size", "tokens", "steps", "depth")
-                              for width in (None, *ladder_widths(root, name, "optimizer.lr", axis))))
+            + Markup("").join(ladder_section(root, name, axis, **at) for axis, at in ladders(root, name)))
+
+
+def ladders(root: Path, name: str) -> list[tuple[str, dict]]:
+    """(axis, {} or {width} or {batch}) of every LR ladder's folder: the proxy's point, a second width's
+    (`--ladder-width`), another batch's (`--ladder-batch`)."""
+    found = []
+    for axis in ("batch_size", "tokens", "steps", "depth"):
+        found += [(axis, {})] + [(axis, {"width": w}) for w in ladder_widths(root, name, "optimizer.lr", axis)]
+        found += [(axis, {"batch": b}) for b in ladder_widths(root, name, "optimizer.lr", axis, "b")]
+    return found
 
 
 def law_line(law: dict | None) -> Markup:
@@ -115,15 +123,15 @@ def law_line(law: dict | None) -> Markup:
     return Markup("<p>μP width law: {}; {}</p>").format(chain_text(law), law.get("certificate", ""))
 
 
-def ladder_section(root: Path, name: str, axis: str, width: int | None) -> Markup:
-    """A `sweep verify --across AXIS` law (at a second width: `--ladder-width`), its certificate and its Figure 1
-    ("" when not measured)."""
-    summary = read_summary(root, name, axis=axis, width=width)
+def ladder_section(root: Path, name: str, axis: str, width: int | None = None, batch: int | None = None) -> Markup:
+    """A `sweep verify --across AXIS` law (at a second width: `--ladder-width`; at another batch: `--ladder-batch`),
+    its certificate and its Figure 1 ("" when not measured)."""
+    summary = read_summary(root, name, axis=axis, width=width, batch=batch)
     law = (summary or {}).get("laws", {}).get("mup")
     if not law:
         return Markup("")
-    folder = root / axis_folder(name, "optimizer.lr", axis, width)
-    at = f" at width {width}" if width else ""
+    folder = root / axis_folder(name, "optimizer.lr", axis, width, batch)
+    at = f" at width {width}" if width else f" at batch {batch}" if batch else ""
     return (Markup("<h3>across {}{}</h3><p>optimal LR ∝ {}^s, s = {:.3f} {}; {}</p><p>slope: {}</p>").format(
                 axis, at, axis, law["slope"], interval_text(law), law["certificate"], chain_text(law))
             + png_tag(inside_root(folder / "figure1.png", root, "verify").read_bytes(), f"figure 1 across {axis}"))

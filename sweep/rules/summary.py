@@ -138,11 +138,13 @@ def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", 
     return summary
 
 
-def ladder_widths(root: str | Path, spec_name: str, param: str, axis: str) -> list[int]:
+def ladder_widths(root: str | Path, spec_name: str, param: str, axis: str, mark: str = "w") -> list[int]:
     """The widths other than the proxy's a ladder of `param` across `axis` was run at (`--ladder-width`), from
-    their folders' names: ROOT/NAME-verify-SETTING-across-AXIS-wWIDTH."""
+    their folders' names: ROOT/NAME-verify-SETTING-across-AXIS-wWIDTH; with `mark` "b", the batches
+    (`--ladder-batch`, …-bBATCH)."""
     folder = axis_folder(spec_name, param, axis)
-    found = (re.fullmatch(r"-w([1-9][0-9]{0,6})", path.name[len(folder):]) for path in Path(root).glob(f"{folder}-w*"))
+    found = (re.fullmatch(rf"-{mark}([1-9][0-9]{{0,7}})", path.name[len(folder):])
+             for path in Path(root).glob(f"{folder}-{mark}*"))
     return sorted(int(match.group(1)) for match in found if match)
 
 
