@@ -616,6 +616,8 @@ VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_
         "--trials-from": ["spec", "best", "worst"],
         "--max-drift": ["1", "nan", "-1"],
         "--ladder-width": ["16", "32", "0", "-8", "x"],
+        "--ladder-batch": ["8", "16", "0", "-4", "1e30", "x"],
+        "--refine": ["0", "2", "-1", "33", "nan"],
         "--workers": ["1", "0"],
     },
     "transfer": {
