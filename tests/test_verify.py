@@ -48,6 +48,24 @@ def synthetic(optimum_of) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_one_seeds_noise_is_unknown_never_zero():
+    """Found by an outside tester: with one seed the optima table printed "± seeds 0.00" and summary.json held 0.0,
+    a precision nobody measured; it is unknown (NaN: "?" in the table, null in summary.json)."""
+    from rich.console import Console
+
+    from sweep.verify.command import optima_table
+
+    one = synthetic(lambda p, w: -7.0)
+    table = optima(one[one["seed"] == 0])
+    assert table["seed_spread"].isna().all()
+    assert all(np.isnan(v.noise) for v in verdicts(table, max_drift=1.0))
+    console = Console(record=True, width=200)
+    console.print(optima_table(table, "optimizer.lr"))
+    rows = [line.split("│") for line in console.export_text().splitlines() if "μP" in line or "SP" in line]
+    assert len(rows) == len(table) and {row[5].strip() for row in rows} == {"?"}  # the "± seeds" column
+    assert not optima(one)["seed_spread"].isna().any()  # two seeds: measured
+
+
 def test_drift_is_measured_per_parametrization_with_its_seed_noise():
     table = optima(synthetic(lambda p, w: -7.0 if p == "mup" else -5.0 - np.log2(w / 32)))
     judged = {v.parametrization: v for v in verdicts(table, max_drift=1.0)}
