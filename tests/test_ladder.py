@@ -364,7 +364,7 @@ def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_read
     ("steps=20,40 --ladder-batch 0", "--ladder-batch: a batch size from 1 to 16777216, got 0"),
     ("steps=20,40 --ladder-batch 1000000000", "--ladder-batch: at most 16777216 (a batch size), got 1000000000"),
     ("steps=20,40 --ladder-batch 64 --ladder-width 64", "--ladder-batch: not with --ladder-width"),
-    ("steps=20,40 --ladder-batch 512", "--across steps=20: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
+    ("steps=20,40 --ladder-batch 512", "--ladder-batch 512: AdamW's moments at this batch: κ = 16 makes beta1 = 1 − κ"),
 ])
 def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monkeypatch, across, message):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
@@ -532,6 +532,7 @@ def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_appli
     done = run_sweep(tmp_path, "verify", spec, "--across", "steps=20,40,80", "--ladder-batch", "64", "--range",
                      "2^-11,2^-3,5", "--seeds", "2", "--workers", "2", "--refine", "0", timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "steps 20, 40, 80 at width 32, batch 64 × μP" in " ".join(done.stdout.split())  # the batch it ran at
     folder = tmp_path / "v-verify-lr-across-steps-b64"
     summary = json.loads((folder / "summary.json").read_text())
     assert {s["batch_size"] for s in summary["shapes"]} == {64} and not (tmp_path / "v-verify-lr-across-steps").exists()

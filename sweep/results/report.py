@@ -170,7 +170,8 @@ def build_report(spec_or_name: str, *, storage: str | None, password_env: str | 
     transfer = transfer_section(root, name, spec_or_name)
     plots = sweep_sections(proxy, root / name / "plots" / proxy.study_name)
     scope = Scope(root, name, (url,))
-    decide = opening(root, name, scope, lambda figure, alt: png_tag(figure_png(figure), alt))
+    decide = Markup(opening(root, name, scope, lambda figure, alt: png_tag(figure_png(figure), alt)))  # it escapes
+    # every value it writes (sweep/results/decide.py); as a plain str, section() escaped its tags into the page
     parts = [
         section("decide", "What to decide from: settings, laws, prediction, verdicts", decide),
         section("coord-check", "Coordinate check", coord_check_section(root, model)),

@@ -107,7 +107,7 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     for at, job in jobs:
         shapes[at] = shapes.get(at) or shape(job)
     check_budgets(axis, shapes)
-    at = f" at width {width}" if axis.name != "width" else ""
+    at = (f" at width {width}" if axis.name != "width" else "") + (f", batch {batch}" if batch else "")
     console.print(f"verify {r.param} over {len(grid)} values × {axis.name} {', '.join(map(label, axis.values))}{at} "
                   f"× {', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -264,6 +264,11 @@ def plan(spec: StudySpec, r: VerifyRequest, axis: Axis, run: dict, grid: list[fl
         raise InputError(f"--across batch_size: the axis holds the base run's token budget, which --param {r.param} "
                          "sets per grid point; verify it across another axis")
     base_tokens = base.total_steps * cfg.batch_size * base.tokens_per_example if base.total_steps else 0
+    if batch is not None:  # the batch's moments are checked under the flag that asked for it
+        try:
+            moved_moments(set_path(run, "batch_size", batch), cfg, batch / cfg.batch_size)
+        except InputError as err:
+            raise InputError(f"--ladder-batch {batch}: {err}") from None
     jobs = []
     for at in axis.values:
         try:
