@@ -22,7 +22,7 @@ from sweep.rules.axis import label
 from sweep.rules.fitted import Law
 from sweep.rules.prior import prior_for
 from sweep.rules.scaling import held_out, predict
-from sweep.rules.summary import axis_folder, ladder_widths, load_summary, read_summary
+from sweep.rules.summary import axis_folder, ladder_widths, load_summary, read_summary, shape_batches
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
@@ -48,7 +48,7 @@ def measured_laws(root: str, name: str, prior: str = "published", batch: int | N
             at = horizon_tokens(summary, axis) if axis in ("tokens", "steps") else law["at"]
             published = prior_for(param, unit, "mup", summary.get("optimizer", "adamw"),
                                   summary.get("depth_rule", True)) if prior == "published" else None
-            batches = {s.get("batch_size") for s in summary.get("shapes", [])}
+            batches = shape_batches(summary)
             ladder_batch = batches.pop() if unit == "tokens" and len(batches) == 1 else None
             found = Law.updated(param, unit, law, (min(at), max(at)), axis_folder(name, param, axis, batch=at_batch),
                                 published, summary.get("source"), ladder_batch)

@@ -131,11 +131,16 @@ def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", 
         if summary.get(field, value) != value:
             raise InputError(f"verify summary {path}: field {field}: {summary[field]!r}, where its folder holds "
                              f"{value!r}; rerun the `sweep verify` that wrote it")
-    batches = {s.get("batch_size") for s in summary.get("shapes", [])}
+    batches = shape_batches(summary)
     if batch is not None and batches != {batch}:
         raise InputError(f"verify summary {path}: field shapes: batch sizes {sorted(batches, key=str)}, where its "
                          f"folder holds {batch}; rerun the `sweep verify` that wrote it")
     return summary
+
+
+def shape_batches(summary: dict) -> set:
+    """The batch sizes a ladder's runs trained at (its shapes'; None where a shape has none)."""
+    return {s.get("batch_size") for s in summary.get("shapes", [])}
 
 
 def ladder_widths(root: str | Path, spec_name: str, param: str, axis: str, mark: str = "w") -> list[int]:
