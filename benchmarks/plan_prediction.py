@@ -34,23 +34,31 @@ from trainer.config import RunConfig  # noqa: E402
 from trainer.curves import read_run  # noqa: E402
 from trainer.loop import train  # noqa: E402
 
-LR, BATCH, SEQ = 0.01, 16, 32
+LR = 0.01
+SHAPE = argparse.Namespace(depth=2, seq=32, batch=16, eval_batches=32, device="cpu")  # main() sets it
 
 
 def run(root: Path, data: dict, width: int, steps: int, lr: float, name: str, prediction: dict | None = None,
-        seed: int = 0):
-    kind = "full" if prediction else "proxy"
-    cfg = RunConfig.parse({"seed": seed,
-        "model": {"name": "gpt", "width": width, "depth": 2, "options": {"block_size": SEQ}},
-        "data": {**data, "seq_len": SEQ}, "optimizer": {"name": "adamw", "lr": lr},
-        "schedule": {"kind": "cosine", "warmup_fraction": 0.05}, "batch_size": BATCH, "steps": steps,
-        "log_every": 20, "eval": {"every": 20, "batches": 8, "noise_scale_batches": 0},
+        seed: int = 0, shape: argparse.Namespace | None = None):
+    """One run; every run, of every seed, is judged on the same held-out batches (eval.seed 0), as `sweep verify`'s
+    are: a seed then moves training alone, not the sample the loss is measured on."""
+    kind, shape = "full" if prediction else "proxy", shape or SHAPE
+    cfg = RunConfig.parse({"seed": seed, "device": shape.device,
+        "model": {"name": "gpt", "width": width, "depth": shape.depth, "options": {"block_size": shape.seq}},
+        "data": {**data, "seq_len": shape.seq}, "optimizer": {"name": "adamw", "lr": lr},
+        "schedule": {"kind": "cosine", "warmup_fraction": 0.05}, "batch_size": shape.batch, "steps": steps,
+        "log_every": max(1, steps // 10), "eval": {"every": max(1, steps // 10), "batches": shape.eval_batches,
+                                                   "seed": 0, "noise_scale_batches": 0},
         "output": {"root": str(root), "study": "bench", "kind": kind, "run": name},
         "provenance": {"prediction": prediction or {}}})
     train(cfg)
     rows = read_run(root / "bench" / "curves" / "study=bench" / f"kind={kind}" / f"run={name}")
+    return rows, params(width, shape), steps * shape.batch * shape.seq
+
+
+def params(width: int, shape: argparse.Namespace) -> int:
     from proxies.registry import count_parameters
-    return rows, count_parameters("gpt", width, 2, "mup", block_size=SEQ, vocab_size=256), steps * BATCH * SEQ
+    return count_parameters("gpt", width, shape.depth, "mup", block_size=shape.seq, vocab_size=256)
 
 
 def bootstrap(n, d, loss, tn, td, resamples: int, seed: int = 0) -> tuple[float, float]:
@@ -64,45 +72,53 @@ def bootstrap(n, d, loss, tn, td, resamples: int, seed: int = 0) -> tuple[float,
     return tuple(float(q) for q in np.quantile(draws, [0.025, 0.975]))
 
 
-def corpus(label: str, data: dict, width: int, steps: int, resamples: int, full: bool = False, seeds: int = 1) -> float:
+def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     root = Path(tempfile.mkdtemp(prefix=f"plan-{label}-"))
+    width, steps, seeds = args.width, args.steps, args.seeds
     start, ladder, n, d, loss = time.time(), [], [], [], []
-    shapes = [(w * width, k * steps) for k in ((1, 2, 4) if full else (1, 2)) for w in (1, 2, 4)]
-    shapes += [] if full else [(width, 4 * steps)]
+    shapes = [(w * width, k * steps) for k in ((1, 2, 4) if args.full else (1, 2)) for w in (1, 2, 4)]
+    shapes += [] if args.full else [(width, 4 * steps)]
     for w, s in shapes:
         finals = []
         for seed in range(seeds):
-            rows, params, tokens = run(root, data, w, s, LR, f"w{w}-s{s}-r{seed}", seed=seed)
+            rows, size, tokens = run(root, data, w, s, LR, f"w{w}-s{s}-r{seed}", seed=seed)
             evals = rows.dropna(subset=["val_loss"])
             ladder.append((evals["step"].to_numpy() / s, evals["val_loss"].to_numpy()))
             finals.append(float(evals["val_loss"].iloc[-1]))
-        n.append(params), d.append(tokens), loss.append(float(np.mean(finals)))
+        n.append(size), d.append(tokens), loss.append(float(np.mean(finals)))
     n, d, loss = (np.array(v, float) for v in (n, d, loss))
     tw, ts = 8 * width, 4 * steps
-    from proxies.registry import count_parameters
-    tn, td = count_parameters("gpt", tw, 2, "mup", block_size=SEQ, vocab_size=256), ts * BATCH * SEQ
+    tn, td = params(tw, SHAPE), ts * SHAPE.batch * SHAPE.seq
     law = fit(n, d, loss)
     vp = float(value(law, tn, td))
-    low, high = bootstrap(n, d, loss, tn, td, resamples)
-    today = predict(n, d, loss, tn, td)
-    final = {"loss": vp, "low": low, "high": high}
-    curve = band(ladder, final, floor=law["E"])
+    low, high = bootstrap(n, d, loss, tn, td, args.resamples)
+    today = predict(n, d, loss, tn, td)  # the law `sweep transfer` writes, and the band it builds on it
+    final = {k: today[k] for k in ("loss", "low", "high")}
+    curve = band(ladder, final, floor=float(today.get("E", 0.0)))
     honest = [run(root, data, tw, ts, LR, f"honest-r{seed}", {**final, "curve": curve}, seed)[0]
               for seed in range(seeds)]
     off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve})
-    measured = float(np.mean([h.dropna(subset=["val_loss"])["val_loss"].iloc[-1] for h in honest]))
+    ends = [float(h.dropna(subset=["val_loss"])["val_loss"].iloc[-1]) for h in honest]
+    measured = float(np.mean(ends))
     flags = [departure(h, ts) for h in honest]
     flag_honest, flag_off = next((f for f in flags if f), None), departure(off, ts)
     err_vp, err_today = vp / measured - 1, today["loss"] / measured - 1
-    print(f"[{label}] ladder widths {width}–{4 * width} × steps {steps}–{4 * steps} ({'full grid' if full else 'cross'}"
-          f", {len(shapes)} points × {seeds} seed(s)); target width {tw}, {ts} steps ({time.time() - start:.0f} s)")
-    print(f"  law (VP): E {law['E']:.3f}, α {law['alpha']:.3f}, β {law['beta']:.3f}; measured {measured:.4f}")
-    print(f"  VP:    {vp:.4f} [{low:.4f}, {high:.4f}] ±{(high - low) / 2 / vp:.2%}, error {err_vp:+.2%}, "
-          f"holds: {low <= measured <= high}")
-    print(f"  today: {today['loss']:.4f} [{today['low']:.4f}, {today['high']:.4f}] "
-          f"±{(today['high'] - today['low']) / 2 / today['loss']:.2%}, error {err_today:+.2%} ({today['form'][:30]})")
-    print(f"  live flag: honest {when(flag_honest)}; LR×4 {when(flag_off)}")
-    return abs(err_vp)
+    design = "full grid" if args.full else "cross"
+    print(f"[{label}] ladder widths {width}–{4 * width} × steps {steps}–{4 * steps} ({design}, {len(shapes)} points × "
+          f"{seeds} seed(s)), depth {SHAPE.depth}, seq {SHAPE.seq}, batch {SHAPE.batch} on "
+          f"{SHAPE.device}; target width {tw}, {ts} steps ({time.time() - start:.0f} s)")
+    print(f"  measured {measured:.4f} (seeds {', '.join(f'{e:.4f}' for e in ends)}); ladder rms about transfer's law "
+          f"{today['rms']:.4f}")
+    print(f"  transfer's law: {today['loss']:.4f} [{today['low']:.4f}, {today['high']:.4f}] "
+          f"±{(today['high'] - today['low']) / 2 / today['loss']:.2%}, error {err_today:+.2%}, "
+          f"holds: {today['low'] <= measured <= today['high']} ({today['form'][:30]})")
+    for form in today["forms"]:
+        print(f"    form {form['form'][:30]:<30} {form['loss']:.4f} [{form['low']:.4f}, {form['high']:.4f}] "
+              f"error {form['loss'] / measured - 1:+.2%}")
+    print(f"  VP (E {law['E']:.3f}, α {law['alpha']:.3f}, β {law['beta']:.3f}): {vp:.4f} [{low:.4f}, {high:.4f}] "
+          f"±{(high - low) / 2 / vp:.2%}, error {err_vp:+.2%}, holds: {low <= measured <= high}")
+    print(f"  live flag (transfer's band): honest {when(flag_honest)}; LR×4 {when(flag_off)}")
+    return abs(err_today)
 
 
 def calibrate(reps: int, resamples: int, noise: float = 0.005) -> float:
@@ -127,10 +143,17 @@ def when(flag: dict | None) -> str:
 
 
 def main() -> None:
+    global SHAPE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--text", type=Path, help="a text file for the second corpus (byte-level)")
+    parser.add_argument("--no-builtin", action="store_true", help="the text corpus only")
     parser.add_argument("--width", type=int, default=16)
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--depth", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--eval-batches", type=int, default=32, help="held-out batches per evaluation")
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--resamples", type=int, default=100)
     parser.add_argument("--seeds", type=int, default=1, help="seeds per ladder point and per honest target run")
     parser.add_argument("--full", action="store_true",
@@ -138,15 +161,15 @@ def main() -> None:
     parser.add_argument("--calibration-reps", type=int, default=0,
                         help="synthetic ladders for the interval's coverage (60: ~14 min on busy cores)")
     args = parser.parse_args()
+    SHAPE = args
     if args.calibration_reps:
         coverage = calibrate(args.calibration_reps, args.resamples)
         print(f"[synthetic] VP interval coverage on {args.calibration_reps} synthetic ladders of this shape "
               f"(0.5 % noise, nominal 95 %): {coverage:.0%}")
-    errors = [corpus("built-in", {"kind": "stdlib"}, args.width, args.steps, args.resamples, args.full, args.seeds)]
+    errors = [] if args.no_builtin else [corpus("built-in", {"kind": "stdlib"}, args)]
     if args.text:
-        errors.append(corpus(args.text.name, {"kind": "text", "path": str(args.text)}, args.width, args.steps,
-                             args.resamples, args.full, args.seeds))
-    print(f"largest final-loss error (VP): {max(errors):.2%}")
+        errors.append(corpus(args.text.name, {"kind": "text", "path": str(args.text)}, args))
+    print(f"largest final-loss error (transfer's law): {max(errors):.2%}")
 
 
 if __name__ == "__main__":
