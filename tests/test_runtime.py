@@ -30,6 +30,20 @@ def test_rank_takes_local_rank_modulo_the_visible_devices(cuda, monkeypatch, vis
     assert chosen == [index] and run.device == torch.device("cuda", index) and run.rank == local_rank
 
 
+def test_nccl_is_told_the_device_of_the_rank_not_left_to_guess_it(cuda, monkeypatch):
+    """Seen on an H200: NCCL warned "Guessing device ID based on global rank. This can cause a hang if rank to GPU
+    mapping is heterogeneous": it guesses rank % device_count, where a rank's device is LOCAL_RANK modulo the
+    visible devices (rank 3 of a node showing 2 GPUs, with LOCAL_RANK 1)."""
+    chosen, joined = cuda(2), []
+    monkeypatch.setattr(runtime.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(runtime.dist, "init_process_group", lambda backend, **kw: joined.append((backend, kw)))
+    for name, value in (("WORLD_SIZE", "4"), ("RANK", "3"), ("LOCAL_RANK", "1"), ("MASTER_ADDR", "127.0.0.1")):
+        monkeypatch.setenv(name, value)
+    run = runtime.start("cuda", "bf16")
+    assert chosen == [1] and joined == [("nccl", {"timeout": joined[0][1]["timeout"], "device_id": run.device})]
+    assert run.device == torch.device("cuda", 1)
+
+
 def test_single_process_takes_the_device_it_names(cuda, monkeypatch):
     chosen = cuda(2)
     monkeypatch.delenv("WORLD_SIZE", raising=False)

@@ -67,11 +67,13 @@ def start(device: str, precision: str, group: bool = False, timeout_s: float = 3
     grouped = (world > 1 or group) and not dist.is_initialized()
     if grouped:
         backend = "nccl" if dev.type == "cuda" else "gloo"
-        timeout = timedelta(seconds=timeout_s)
+        # NCCL is told the rank's device: left to guess, it takes rank % device_count (and warns that a rank
+        # mapped otherwise can hang), where the device is LOCAL_RANK modulo the visible ones
+        options = {"timeout": timedelta(seconds=timeout_s), "device_id": dev if dev.type == "cuda" else None}
         if world > 1 or "MASTER_ADDR" in os.environ:  # torchrun, whatever the number of processes
-            dist.init_process_group(backend, timeout=timeout)
+            dist.init_process_group(backend, **options)
         else:
-            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, **options)
     return Runtime(device=dev, dtype=dtype, rank=rank, world=world, grouped=grouped)
 
 
