@@ -338,6 +338,8 @@ def test_a_sweep_folder_linked_out_of_the_root_is_refused_and_a_copied_root_read
     ("optimizer.nosuch=1,2", "--across: 'optimizer.nosuch' is not an axis (not a RunConfig field (at optimizer: "),
     ("seed=1,2", "--across: 'seed' is not an axis (set by the sweep, not searchable"),  # it is a RunConfig path
     ("batch_size=16", "--across batch_size: at least two distinct values"),
+    # found by an outside tester: a repeated value was dropped in silence, and the ladder ran shorter than typed
+    ("batch_size=16,16,32", "--across batch_size: each value once, got '16,16,32' (16 more than once)"),
     ("tokens=0,1000", "--across tokens: values must be positive and finite"),
     ("steps=75,1e400", "--across steps: values must be positive and finite, got '75,1e400'"),  # 1e400 reads as inf
     ("depth=2,2.5", "--across depth: values must be whole numbers"),

@@ -90,9 +90,13 @@ def parse_axis(text: str) -> Axis:
             why = str(err).removeprefix(f"search.{name}: ")
             raise InputError(f"--across: {name!r} is not an axis ({why}; the named axes: {', '.join(PATHS)})") from None
     try:
-        values = sorted({float(v) for v in listed.split(",") if v.strip()})
+        given = [float(v) for v in listed.split(",") if v.strip()]
     except ValueError:
         raise InputError(f"--across {name}: {listed[:80]!r} is not a comma-separated list of numbers") from None
+    values = sorted(set(given))
+    if len(values) < len(given):  # a typo (16,16,32 for 16,32,64) would be run as a shorter ladder in silence
+        twice = next(v for v in given if given.count(v) > 1)
+        raise InputError(f"--across {name}: each value once, got {listed[:80]!r} ({twice:g} more than once)")
     check_list(f"--across {name}", values)
     if len(values) < 2:
         raise InputError(f"--across {name}: at least two distinct values are needed for a law, got {listed!r}")

@@ -607,7 +607,8 @@ VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_
     },
     "verify": {
         "--widths": ["16,32", "16", "0,16", "8,8", "a"],
-        "--across": ["batch_size=4,8", "steps=2,4", "width=16,32", "batch_size=4", "nope=1,2", "steps=0,4", "depth=x"],
+        "--across": ["batch_size=4,8", "steps=2,4", "width=16,32", "batch_size=4", "nope=1,2", "steps=0,4", "depth=x",
+                     "steps=2,2,4"],
         "--values": ["0.01,0.02", "0.01", "-1,2", "2^-8,2^-7", "nan,1"],
         "--range": ["0.001,0.1,2", "0.1,0.001,3", "1,2,0", "x"],
         "--param": ["optimizer.lr", "optimizer.beta1", "nope"],
