@@ -1,18 +1,21 @@
 """The predicted loss and curve of a full run, measured: a ladder of μP proxies → a target at 8× the proxy's width and
 4× its tokens, on the built-in corpus and on a text file (`--text`, e.g. ../shared/data/tinyshakespeare.txt).
 
-A μP gpt (depth 2, seq 32, batch 16, cosine, one LR for every run: μP carries it across width). Ladder: widths
-W, 2W, 4W at S and 2S steps, and W at 4S (7 points: three N, three D), or with `--full` every width at every horizon
-(9 points); `--seeds` seeds per point, their mean loss. Target: width 8W at 4S steps, trained twice:
-honest, and forced off (LR × 4). The final loss is predicted by variable projection (sweep/forecast/varpro.py, its
-95 % interval a residual bootstrap) and by the law `sweep transfer` uses today (sweep/rules/scaling.py); the curve
-by the ladder's collapsed curves (sweep/forecast/live.py), the live flag at the first evaluation outside its band.
+A μP gpt (default depth 2, seq 32, batch 16; `--depth`, `--seq`, `--batch`, `--device cuda` for a larger one),
+cosine, one LR for every run (μP carries it across width). Ladder: widths W, 2W, 4W at S and 2S steps, and W at 4S
+(7 points: three N, three D), or with `--full` every width at every horizon (9 points); `--seeds` seeds per point,
+their mean loss. Every run, of every seed, is judged on the same `--eval-batches` held-out batches, as `sweep
+verify`'s are. Target: width 8W at 4S steps, trained `--seeds` times honest and once forced off (LR × 4). The final
+loss is predicted by the law `sweep transfer` writes (sweep/rules/scaling.py: its forms, the chosen one, and the
+interval holding every form's) and, beside it, by variable projection (sweep/forecast/varpro.py, a residual
+bootstrap); the live band is the one `sweep transfer` builds on its law (sweep/forecast/live.py), the flag the
+first evaluation outside it. The runs stay in the printed folder, for analysis after the fact.
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/plan_prediction.py \
-        --text ../shared/data/tinyshakespeare.txt
+        --text ../shared/data/tinyshakespeare.txt --full --seeds 2 --steps 200
 
 Goals (issue 38): error ≤ 1 %, a 95 % interval no wider than ±2 % that holds the measured loss; the flag within the
-first 20 % of steps on the forced-off run and never on the honest one. Last line: the largest error of the two.
+first 20 % of steps on the forced-off run and never on the honest one. Last line: the largest error of transfer's law.
 """
 from __future__ import annotations
 
@@ -106,7 +109,7 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     design = "full grid" if args.full else "cross"
     print(f"[{label}] ladder widths {width}–{4 * width} × steps {steps}–{4 * steps} ({design}, {len(shapes)} points × "
           f"{seeds} seed(s)), depth {SHAPE.depth}, seq {SHAPE.seq}, batch {SHAPE.batch} on "
-          f"{SHAPE.device}; target width {tw}, {ts} steps ({time.time() - start:.0f} s)")
+          f"{SHAPE.device}; target width {tw}, {ts} steps ({time.time() - start:.0f} s; runs in {root})")
     print(f"  measured {measured:.4f} (seeds {', '.join(f'{e:.4f}' for e in ends)}); ladder rms about transfer's law "
           f"{today['rms']:.4f}")
     print(f"  transfer's law: {today['loss']:.4f} [{today['low']:.4f}, {today['high']:.4f}] "
