@@ -542,7 +542,8 @@ def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2; a full or read-only disk or an
     unreachable storage met on the way is one line and exit code 1; Ctrl-C is one line and exit code 130,
     whatever the command was doing (sweep/errors.py); SIGTERM or SIGUSR2 during training is one line
-    and 128 + the signal's number, after a checkpoint at that step."""
+    and 128 + the signal's number, after a checkpoint at that step; SIGTERM while following workers is one line
+    and 143, after they released their trials."""
     errors.watch()
     try:
         code = app(standalone_mode=False)
@@ -554,6 +555,8 @@ def main() -> None:
         if not errors.INTERRUPTED.is_set():
             fail(err)
         code = 130
+    if errors.TERMINATED.is_set():
+        exit_with(errors.TERMINATED_LINE, 143)
     if code == 130 or errors.INTERRUPTED.is_set():
         exit_with(errors.INTERRUPTED_LINE, 130)
     sys.exit(code or 0)

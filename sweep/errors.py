@@ -5,7 +5,8 @@ A fault of the machine (EnvironmentFault): a full, over-quota or read-only disk 
 storage that stays unreachable; the line names the folder or the storage (redacted); exit code 1.
 The trial in flight is not failed for good: the next run retries it from its last checkpoint, so
 the same command resumes once the fault is fixed.
-Ctrl-C: one line and exit code 130 (below: `watch`, `held`).
+Ctrl-C: one line and exit code 130 (below: `watch`, `held`). SIGTERM while a command follows its workers: one
+line and exit code 143 (`sigterm_stops`).
 """
 from __future__ import annotations
 
@@ -101,6 +102,32 @@ def watch() -> None:
     """From now on a Ctrl-C sets INTERRUPTED and raises KeyboardInterrupt (unless SIGINT is ignored)."""
     if in_main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupt)
+
+
+# SIGTERM (`kill PID`, a scheduler's time limit on a job running `sweep proxy`) to a command following its workers:
+# by default the command died at once, silently, and its workers with it (SIGKILL by PDEATHSIG, mid-step and without
+# a release). Inside `sigterm_stops()` it stops them as Ctrl-C does: each releases its trial for a retry.
+TERMINATED = threading.Event()
+TERMINATED_LINE = "error: terminated (SIGTERM); running trials were released, and the same command resumes"
+
+
+def _terminate(signum, frame) -> None:
+    TERMINATED.set()
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_stops() -> Iterator[None]:
+    """In the block (main thread; a SIGTERM left at its default), SIGTERM sets TERMINATED and raises
+    KeyboardInterrupt, so the block's Ctrl-C path runs; then the handler is as it was."""
+    if not in_main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextmanager

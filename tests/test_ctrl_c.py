@@ -16,6 +16,7 @@ import optuna
 import pytest
 
 from sweep.errors import INTERRUPTED_LINE as LINE
+from sweep.errors import TERMINATED_LINE
 from tests.sweep_helpers import load, run_sweep, states, sweep_cmd, sweep_env, write_spec
 
 GRID = {"optimizer.lr": {"choices": [0.001, 0.003, 0.01]}}
@@ -131,3 +132,42 @@ def test_a_worker_releasing_its_trial_ignores_a_second_ctrl_c_and_then_gives_the
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         os.kill(os.getpid(), signal.SIGINT)  # ignored: no KeyboardInterrupt here
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_sigterm_to_a_sweep_following_its_workers_releases_their_trials_in_one_line_exit_143_and_resumes(tmp_path):
+    """Found by an outside tester: SIGTERM to `sweep proxy` alone (`kill PID`, a scheduler's time limit on the job
+    running it) ended it at once, exit 143 and not a word, and its workers with it (SIGKILL, as they die with their
+    parent), mid-step and without releasing their trials. Now it stops them as Ctrl-C does, says so, and the same
+    command finishes the study."""
+    spec = write_spec(tmp_path, trials=3, search=GRID, sampler={"name": "grid"},
+                      run={"steps": 30, "checkpoint": {"every": 5, "keep": 1}})
+    proc = subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16"), env=sweep_env(tmp_path), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for(lambda: MOMENTS["first-checkpoint"](tmp_path), proc, "the first checkpoint")
+    workers = [pid for pid in children(proc.pid) if "spawn_main" in cmdline(pid)]  # not the resource tracker
+    assert workers
+    proc.send_signal(signal.SIGTERM)  # the command alone, not its process group
+    out, err = proc.communicate(timeout=120)
+
+    assert proc.returncode == 143, (out, err)
+    assert err == TERMINATED_LINE + "\n", err
+    assert "stopped: running trials were released" in out
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists() and "Z" not in status(pid)]
+    assert states(load(tmp_path)).get("RUNNING") is None  # released, not left to go stale
+    resumed = run_sweep(tmp_path, "proxy", spec, "--width", "16", timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert states(load(tmp_path)).get("COMPLETE") == 3
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def status(pid: int) -> str:
+    try:
+        return next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State"))
+    except (FileNotFoundError, ProcessLookupError):
+        return "Z (gone)"

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from sweep.backends.base import Execution
+from sweep.errors import TERMINATED, sigterm_stops
 from sweep.study.liveness import HEARTBEAT
 from sweep.study.study import SweepJob, counts
 
@@ -103,12 +104,13 @@ def run_workers(study: optuna.Study, job: SweepJob, executor, console: Console, 
         if detach:
             console.print("detached: the same command without --detach follows it again")
             return 0
-        watch(study, job.n_trials, execution, console)
+        with sigterm_stops():
+            watch(study, job.n_trials, execution, console)
     except KeyboardInterrupt:
         if execution is not None:  # else the workers started had the Ctrl-C too, and stop by themselves
             execution.stop()
         console.print("stopped: running trials were released; the same command resumes the study")
-        return 130
+        return 143 if TERMINATED.is_set() else 130
     for line in execution.errors():
         console.print(f"[red]worker failed[/]: {line}")
     return None
