@@ -19,6 +19,7 @@ from sweep.cluster.settings import RUN, WORKERS, options
 from sweep.coords import DEFAULT_BATCH, DEFAULT_STEPS, OTHER_BATCH
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.launch.request import LaunchRequest
+from sweep.out_file import check_replaceable
 from sweep.paths import check_out_file, check_writable
 from sweep.plan.request import SHARE, PlanRequest
 from sweep.proxy.request import WARM_START_TOP, SweepRequest
@@ -497,7 +498,8 @@ def checked_flags(command: Callable, name: str) -> Callable:
     (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a number past its kind's
     bound (sweep/study/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the
     file system's name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder
-    where a file goes, a file in the way of a folder, a read-only place)."""
+    where a file goes, a file in the way of a folder, a read-only place) or must not be (a file the command did not
+    write: sweep/out_file.py)."""
     shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
              for flag, p in inspect.signature(command).parameters.items()}
 
@@ -515,6 +517,8 @@ def checked_flags(command: Callable, name: str) -> Callable:
         out = kwargs.get("out")
         if out is not None and name != "init":
             check_writable(out, "--out") if name in OUT_FOLDER else check_out_file(out)
+            if name not in OUT_FOLDER:
+                check_replaceable(out, name)
         return command(**kwargs)
 
     return checked
@@ -575,5 +579,7 @@ def fail(err: Exception) -> NoReturn:
 
 
 def exit_with(line: str, code: int) -> NoReturn:
-    print(errors.printable(line), file=sys.stderr)
+    """The command's last line, on stderr: printable, and with every word that may hold a password masked (a value
+    a message quotes back, e.g. a URL given as data.path, is what the user typed)."""
+    print(errors.mask_secrets(errors.printable(line)), file=sys.stderr)
     sys.exit(code)

@@ -666,3 +666,18 @@ def test_a_file_given_by_mistake_is_refused_without_its_text_on_the_screen(tmp_p
     code, out, err = run_cli(*args)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "s3cr3t" not in out + err and "TOKEN" not in out + err, err
+
+
+@pytest.mark.parametrize("path", ["https://bob:S3CRETPW@example.com/corpus.txt",
+                                  "https://example.com/corpus.txt?token=S3CRETPW"])
+def test_a_password_in_a_data_path_is_not_echoed_by_the_line_that_refuses_it(tmp_path, run_cli, monkeypatch, path):
+    """Found by an outside tester: `data.path: https://bob:PW@…?token=T` was refused as a missing file, its line
+    quoting the path whole; the path, joined to the spec's folder, reads `https:/bob:PW@…` (its slashes collapsed)."""
+    monkeypatch.chdir(tmp_path)
+    content = spec_dict()
+    content["run"]["data"] = {"kind": "text", "path": path, "seq_len": content["run"]["data"].get("seq_len", 16)}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(content))
+    code, out, err = run_cli("proxy", spec, "--width", "16")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "data.path" in err, err
+    assert "S3CRETPW" not in out + err and "***" in err, err

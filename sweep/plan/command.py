@@ -140,7 +140,7 @@ def judge(ladders: list[Ladder], budget: float, full: float, goal: float, noise:
         unlimited = grow(start, math.inf, goal, noise)
         needed = buying(start, total(unlimited), goal, noise, full) if reaches(unlimited, goal, noise) else math.inf
         goal_text = f"{needed:.3g} FLOPs ({_share(needed, full)})" if math.isfinite(needed) else \
-            "no budget at these rungs"
+            "more than any budget buys at these rungs"
         return {"reached": False, "needed": needed,
                 "line": f"--share/--flops: the budget {budget:.3g} FLOPs ({budget / full:.2%} of the full run) cannot "
                         f"buy the smallest ladder ({total(ladders):.3g} FLOPs, {total(ladders) / full:.2%}: two rungs, "

@@ -32,7 +32,7 @@ from sweep.study.lookup import load_studies, locate, pick_trial, read_curve
 from sweep.study.spec import check_builder_named, load_spec
 from sweep.study.study import package_version
 from trainer.atomic import atomic_path
-from trainer.config import ConfigError, Provenance, RunConfig
+from trainer.config import Provenance, RunConfig
 
 LIMITS = ("Tensor Programs V proves transfer across width only: regularization and depth transfer, and the batch and "
           "horizon rules, are empirical. Compare the full run's first evaluations with the proxy's before trusting it.")
@@ -42,7 +42,6 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
                  password_env: str | None, out: Path | None, console: Console,
                  device_memory_gb: float | None = None) -> Path:
     target.check()
-    check_replaceable(out)
     name, url = locate(str(spec_path), storage=storage, password_env=password_env)
     study, chosen = pick_trial(name, url, width=proxy_width, parametrization="mup", trial=trial)
     proxy = RunConfig.from_yaml(chosen.user_attrs["config"])
@@ -114,19 +113,6 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     explain(full.provenance, verify, result.warnings, spec_path, console, no_prediction)
     console.print(f"wrote {path}; launch it with: sweep launch {path} (recorded for `sweep status`)")
     return path
-
-
-def check_replaceable(out: Path | None) -> None:
-    """An existing `--out` is replaced only when it is a config `sweep transfer` wrote (the same command again);
-    any other file is refused, never overwritten."""
-    if out is None or not (out.exists() or out.is_symlink()):
-        return
-    try:
-        written = RunConfig.load(out).provenance.created_by or ""
-    except ConfigError:
-        written = ""
-    if not written.startswith("sweep transfer"):
-        raise InputError(f"--out: {out} exists and is not a config `sweep transfer` wrote; name a new file")
 
 
 def explain(provenance: Provenance, verify: dict | None, warnings: list[str], spec_path: Path,
