@@ -19,8 +19,7 @@ from sweep.cluster.settings import RUN, WORKERS, options
 from sweep.coords import DEFAULT_BATCH, DEFAULT_STEPS, OTHER_BATCH
 from sweep.errors import InputError, as_fault, is_bad_input
 from sweep.launch.request import LaunchRequest
-from sweep.out_file import check_replaceable
-from sweep.paths import check_out_file, check_writable
+from sweep.paths import check_out_file, check_replaceable, check_writable
 from sweep.plan.request import SHARE, PlanRequest
 from sweep.proxy.request import WARM_START_TOP, SweepRequest
 from sweep.rules.target import Target
@@ -499,7 +498,7 @@ def checked_flags(command: Callable, name: str) -> Callable:
     bound (sweep/study/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the
     file system's name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder
     where a file goes, a file in the way of a folder, a read-only place) or must not be (a file the command did not
-    write: sweep/out_file.py)."""
+    write: sweep/paths.py's `check_replaceable`)."""
     shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
              for flag, p in inspect.signature(command).parameters.items()}
 
