@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-# `key=value` where the key names a secret, or a URL's user info `scheme://user:secret@` (also with its slashes
-# collapsed, `scheme:/user:secret@`, as a URL taken for a path comes back in a message)
-EMBEDDED_SECRET = re.compile(r"(?:pass\w*|pwd|secret\w*|token\w*|api_?key\w*|access_?key\w*)\s*=|:/+[^/?#]*:[^/?#]*@",
-                             re.IGNORECASE)
+# `key=value` where the key names a secret (not `tokens=`, a budget that lines quote back: `--across tokens=1,2`),
+# or a URL's user info `scheme://user:secret@`, also with its slashes collapsed (`scheme:/user:secret@`), as a URL
+# taken for a path comes back in a message
+EMBEDDED_SECRET = re.compile(r"(?:pass\w*|pwd|secret\w*|token(?!s\s*=)\w*|api_?key\w*|access_?key\w*)\s*="
+                             r"|:/+[^/?#]*:[^/?#]*@", re.IGNORECASE)
 
 
 def decoded(text: str) -> str:
