@@ -25,15 +25,14 @@ from rich.text import Text
 from trainer.atomic import os_error_behind
 from trainer.secret_text import holds_secret
 
-REDACTED = re.compile(r":\*\*\*@|=\*\*\*")  # a password already shown as *** (a storage's redacted URL)
-
 
 def mask_secrets(text: str) -> str:
     """`text` with every whitespace-separated word that may hold a password shown as `***`: for messages that
     echo what a user typed (click's usage errors, a value quoted back). A word whose passwords are all redacted
     already stays, so a redacted storage URL still names its host."""
     def masked(word: re.Match) -> str:
-        return "***" if holds_secret(REDACTED.sub(lambda m: "@" if m[0].endswith("@") else "", word[0])) else word[0]
+        unredacted = word[0].replace(":***@", "@").replace("=***", "")  # what is shown as *** already stays
+        return "***" if holds_secret(unredacted) else word[0]
 
     return re.sub(r"\S+", masked, text)  # the spacing kept as it was
 
