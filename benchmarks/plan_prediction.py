@@ -78,7 +78,7 @@ def bootstrap(n, d, loss, tn, td, resamples: int, seed: int = 0) -> tuple[float,
 def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     root = Path(tempfile.mkdtemp(prefix=f"plan-{label}-"))
     width, steps, seeds = args.width, args.steps, args.seeds
-    start, ladder, n, d, loss = time.time(), [], [], [], []
+    start, ladder, n, d, loss, spread = time.time(), [], [], [], [], []
     shapes = [(w * width, k * steps) for k in ((1, 2, 4) if args.full else (1, 2)) for w in (1, 2, 4)]
     shapes += [] if args.full else [(width, 4 * steps)]
     for w, s in shapes:
@@ -89,6 +89,7 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
             ladder.append((evals["step"].to_numpy() / s, evals["val_loss"].to_numpy()))
             finals.append(float(evals["val_loss"].iloc[-1]))
         n.append(size), d.append(tokens), loss.append(float(np.mean(finals)))
+        spread.append(np.var(finals, ddof=1) if seeds > 1 else np.nan)
     n, d, loss = (np.array(v, float) for v in (n, d, loss))
     tw, ts = 8 * width, 4 * steps
     tn, td = params(tw, SHAPE), ts * SHAPE.batch * SHAPE.seq
@@ -121,7 +122,27 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     print(f"  VP (E {law['E']:.3f}, α {law['alpha']:.3f}, β {law['beta']:.3f}): {vp:.4f} [{low:.4f}, {high:.4f}] "
           f"±{(high - low) / 2 / vp:.2%}, error {err_vp:+.2%}, holds: {low <= measured <= high}")
     print(f"  live flag (transfer's band): honest {when(flag_honest)}; LR×4 {when(flag_off)}")
+    if seeds > 1:
+        sd, half = noise_floor(n, d, np.array(spread), tn, td, seeds)
+        needed = int(np.ceil(seeds * (half / (0.02 * measured)) ** 2))  # the half-width goes as 1/√seeds
+        print(f"  noise floor: the rungs' seed-to-seed sd {sd:.4f} ({sd / measured:.2%}); noise alone, on the "
+              f"simplest form (a line in ln N at the target's tokens), allows ±{half / measured:.2%} at {seeds} "
+              f"seeds; ±2 % needs {needed} seeds per rung and target")
     return abs(err_today)
+
+
+def noise_floor(n, d, spread, tn: float, td: float, seeds: int) -> tuple[float, float]:
+    """(sd, half-width): the seed-to-seed sd of the rungs at the target's tokens (pooled), and the 95 % half-width
+    that this noise alone leaves on the form with the fewest unknowns, L = c − a·ln N through those rungs:
+    half = 1.96·sd·√((x₀ᵀ(XᵀX)⁻¹x₀ + 1)/seeds) (each rung's mean and the target's own mean of `seeds` runs). A form
+    that also borrows the other token counts narrows it only by assuming how width's gain moves with tokens, which
+    is where the fitted forms disagree; so it is the floor this ladder sets on the goal's ±2 %."""
+    at = d == td
+    sd = float(np.sqrt(np.mean(spread[at])))
+    x = np.stack([np.ones(at.sum()), np.log(n[at])], 1)
+    x0 = np.array([1.0, np.log(tn)])
+    leverage = float(x0 @ np.linalg.inv(x.T @ x) @ x0) + 1
+    return sd, 1.96 * sd * np.sqrt(leverage / seeds)
 
 
 def calibrate(reps: int, resamples: int, noise: float = 0.005) -> float:
