@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sweep.forecast.live import band, departure  # noqa: E402 (after the path is set)
+from sweep.forecast.live import band, ceiling, departure  # noqa: E402 (after the path is set)
 from sweep.forecast.varpro import fit, value  # noqa: E402
 from sweep.rules.scaling import predict  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402
@@ -78,7 +78,7 @@ def bootstrap(n, d, loss, tn, td, resamples: int, seed: int = 0) -> tuple[float,
 def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     root = Path(tempfile.mkdtemp(prefix=f"plan-{label}-"))
     width, steps, seeds = args.width, args.steps, args.seeds
-    start, ladder, n, d, loss, spread = time.time(), [], [], [], [], []
+    start, ladder, n, d, loss, spread, firsts = time.time(), [], [], [], [], [], []
     shapes = [(w * width, k * steps) for k in ((1, 2, 4) if args.full else (1, 2)) for w in (1, 2, 4)]
     shapes += [] if args.full else [(width, 4 * steps)]
     for w, s in shapes:
@@ -87,6 +87,7 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
             rows, size, tokens = run(root, data, w, s, LR, f"w{w}-s{s}-r{seed}", seed=seed)
             evals = rows.dropna(subset=["val_loss"])
             ladder.append((evals["step"].to_numpy() / s, evals["val_loss"].to_numpy()))
+            firsts += [evals.reset_index(drop=True)] if seed == 0 else []  # transfer's ceiling reads the first seed
             finals.append(float(evals["val_loss"].iloc[-1]))
         n.append(size), d.append(tokens), loss.append(float(np.mean(finals)))
         spread.append(np.var(finals, ddof=1) if seeds > 1 else np.nan)
@@ -98,7 +99,8 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     low, high = bootstrap(n, d, loss, tn, td, args.resamples)
     today = predict(n, d, loss, tn, td)  # the law `sweep transfer` writes, and the band it builds on it
     final = {k: today[k] for k in ("loss", "low", "high")}
-    curve = band(ladder, final, floor=float(today.get("E", 0.0)))
+    end = {"width": tw, "depth": SHAPE.depth, "batch_size": SHAPE.batch, "step": ts, "tokens": td}
+    curve = band(ladder, final, float(today.get("E", 0.0)), ceiling(firsts, end))
     honest = [run(root, data, tw, ts, LR, f"honest-r{seed}", {**final, "curve": curve}, seed)[0]
               for seed in range(seeds)]
     off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve})

@@ -5,9 +5,10 @@ by the reduced law, the full run is width 64."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from sweep.forecast.live import band, departure
+from sweep.forecast.live import CEILING_FROM, TOLERANCE, band, ceiling, departure, shape
 from sweep.forecast.varpro import profile
 from trainer.config import RunConfig
 from trainer.curves import read_run
@@ -34,18 +35,21 @@ def run(root, width: int, lr: float, name: str, prediction: dict | None = None):
 @pytest.fixture(scope="module")
 def prediction(tmp_path_factory):
     root = tmp_path_factory.mktemp("ladder")
-    ladder, params, finals = [], [], []
+    ladder, params, finals, rungs = [], [], [], []
     for width in (16, 32):
-        rows = run(root, width, LR, f"w{width}").dropna(subset=["val_loss"])
-        ladder.append((rows["step"].to_numpy() / STEPS, rows["val_loss"].to_numpy()))
+        rows = run(root, width, LR, f"w{width}").dropna(subset=["val_loss"]).reset_index(drop=True)
+        ladder.append(shape(rows)), rungs.append(rows)
         params.append(12 * 2 * width ** 2)  # the blocks' parameters: only the ratio between widths matters here
         finals.append(rows["val_loss"].iloc[-1])
+    end = {"width": 64, "depth": 2, "batch_size": 16, "step": STEPS, "tokens": STEPS * 16 * 32}
+    cap = ceiling(rungs, end)
+    assert cap is not None  # the width-32 rung runs the full run's schedule
     n = np.array(params, float)
     (e, a, _), _ = profile((0.34, 0.28), n, np.ones(2), np.array(finals))  # E + A·N^−0.34 through both points
     final = e + a * (12 * 2 * 64 ** 2) ** -0.34
     return {"loss": final, "low": final * (1 - FINAL_INTERVAL), "high": final * (1 + FINAL_INTERVAL),
             "curve": band(ladder, {"loss": final, "low": final * (1 - FINAL_INTERVAL),
-                                   "high": final * (1 + FINAL_INTERVAL)})}, root
+                                   "high": final * (1 + FINAL_INTERVAL)}, cap=cap)}, root
 
 
 def test_an_honest_run_stays_in_its_band_and_logs_the_prediction_beside_its_loss(prediction):
@@ -98,3 +102,48 @@ def test_status_flags_a_launched_run_at_the_first_evaluation_outside_its_curve(t
     assert rows["forced"]["outside"] and rows["forced"]["left_curve"]["step"] == 10  # its first evaluation
     assert "left its predicted curve at step 10 (above" in rows["forced"]["detail"] and "LR" in rows["forced"]["detail"]
     assert not rows["held"]["outside"] and rows["held"]["left_curve"] is None
+
+
+def evaluations(width: int, steps: int, loss, depth: int = 2, batch: int = 16) -> pd.DataFrame:
+    step = np.linspace(steps / 20, steps, 20)
+    return pd.DataFrame({"step": step, "tokens": step * batch * 32, "val_loss": loss(step / steps), "width": width,
+                         "depth": depth, "batch_size": batch})
+
+
+def test_the_ceiling_is_the_widest_narrower_run_on_the_full_runs_schedule():
+    """μP's wider-is-no-worse bounds the full run by a narrower run only on its very schedule: a run of other
+    steps, batch or depth, or as wide as the full run, bounds nothing."""
+    def curve(level):
+        return lambda f: level + np.exp(-5 * f)
+    end = {"width": 256, "depth": 2, "batch_size": 16, "step": 400, "tokens": 400 * 16 * 32}
+    runs = [evaluations(64, 400, curve(3.0)), evaluations(128, 400, curve(2.5)), evaluations(256, 400, curve(1.0)),
+            evaluations(128, 200, curve(1.5)), evaluations(128, 400, curve(1.6), batch=32),
+            evaluations(128, 400, curve(1.7), depth=4)]
+    fraction, loss = ceiling(runs, end)
+    assert fraction[0] >= CEILING_FROM and fraction[-1] == 1.0
+    np.testing.assert_allclose(loss, (2.5 + np.exp(-5 * fraction)) * (1 + TOLERANCE))  # width 128, the widest
+    assert ceiling(runs[2:], end) is None
+
+
+def test_a_run_above_the_ceiling_is_flagged_where_the_laws_band_alone_is_too_wide_to():
+    """Measured on an H200 ladder: the law's band was kept only from 34 % of the run (wider than ±25 % before), so a
+    run at LR × 4, 7 % above the width-256 rung from its first evaluation, was flagged at 40 %. Capped by that rung,
+    the band holds it from 10 %: flagged at its first evaluation there, while an honest run 2 % under it is not."""
+    from trainer.predicted import predicted_columns
+
+    f = np.linspace(0.05, 1.0, 20)
+    ladder = [(f, 2.0 + 40 * np.exp(-10 * f)), (f, 2.1 + 4 * np.exp(-10 * f))]  # far apart early: a wide band
+    final = {"loss": 2.0, "low": 1.9, "high": 2.1}
+    rung = evaluations(32, 100, lambda x: 2.1 + 4 * np.exp(-10 * x))
+    cap = ceiling([rung], {"width": 64, "depth": 2, "batch_size": 16, "step": 100, "tokens": 100 * 16 * 32})
+
+    def flag(curve, level):
+        rows = [{"step": s, "val_loss": level * (2.1 + 4 * np.exp(-10 * s / 100)),
+                 **predicted_columns({"curve": curve}, s / 100)} for s in range(10, 101, 10)]
+        return departure(pd.DataFrame(rows), 100)
+    plain, capped = band(ladder, final), band(ladder, final, cap=cap)
+    assert plain["fraction"][0] > 0.2 and capped["fraction"][0] <= CEILING_FROM + 0.02
+    assert flag(plain, 1.07)["fraction"] > 0.2  # the law's band alone: late
+    off = flag(capped, 1.07)
+    assert off["fraction"] <= 0.2 and off["side"] == "above"
+    assert flag(capped, 0.98) is None

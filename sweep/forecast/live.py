@@ -7,9 +7,21 @@ than its ladder did (too high or too low an LR carried over, a data or config ch
 law allows at its size (a leak between train and validation, or the prediction is wrong). Found at the first such
 evaluation, with what to do, while the budget is still unspent.
 
+The ceiling: under μP, wider is no worse at the same settings and schedule (Yang et al. 2022, "Tensor Programs V",
+Figure 1: "wider is always better", at every learning rate), and measured here along the curve past its first tenth
+(below). So a ladder run narrower than the full run, of its depth, on its very schedule (the same batch and tokens,
+hence the same steps, warmup and decay), bounds its curve from above, whatever the law predicts: the band's upper
+end is capped at that run's curve (the widest such run's) × (1 + TOLERANCE), from CEILING_FROM of the run on.
+Measured on the benchmark's ladders (benchmarks/plan_prediction.py, widths 16–256, 2 seeds): past the first tenth an
+honest run 2× wider than the rung rose at most 0.05 % above it (0.3–8 % below it at most evaluations), while a seed
+of a rung moved its curve by up to 2.1 %; in the first tenth (warmup, the steepest descent) an honest run rose up to
+4.4 % above it. A run forced off (LR × 4) rose 3–7 % above it at its first evaluation (10 %) and 6–14 % at its
+second.
+
 A band is kept only where it can flag something: from the first fraction after which its half-width stays within
 INFORMATIVE of the predicted loss and its low end above 0 (early in a small ladder the curves' spread, scaled to
-the final interval, can reach [0, 19]: a run could not leave it). None when not even the final interval is.
+the final interval, can reach [0, 19]: a run could not leave it), or where the ceiling caps it (a measured curve
+can always be left). None when not even the final interval is.
 """
 from __future__ import annotations
 
@@ -20,17 +32,49 @@ from sweep.forecast.varpro import collapse
 
 FRACTIONS = np.linspace(0.02, 1.0, 50)
 INFORMATIVE = 0.25  # the widest band kept, as a half-width relative to the predicted loss
+TOLERANCE = 0.02  # above the ceiling run's curve: a seed moved a rung's curve by up to 2.1 % (module docstring)
+CEILING_FROM = 0.1  # the ceiling holds past the warmup and the steepest descent (module docstring)
 
 
-def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0) -> dict | None:
+def shape(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(fraction of the run, val loss) of a run's evaluations, ending at its last."""
+    steps = rows["step"].to_numpy(float)
+    return steps / steps[-1], rows["val_loss"].to_numpy(float)
+
+
+def ceiling(runs: list[pd.DataFrame], target: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """(fractions, losses) bounding the full run's curve from above (module docstring): the widest of the ladder's
+    μP runs (each its evaluation rows) narrower than the full run and on its schedule (`target`: its width, depth,
+    batch_size, step and tokens at its end; the tokens within 1 %), × (1 + TOLERANCE), from CEILING_FROM on; None
+    when no run is."""
+    def same_schedule(rows: pd.DataFrame) -> bool:
+        last = rows.iloc[-1]
+        return (int(last["width"]) < target["width"] and abs(float(last["tokens"]) / target["tokens"] - 1) <= 0.01
+                and all(int(last[key]) == int(target[key]) for key in ("depth", "batch_size", "step")))
+    same = [rows for rows in runs if len(rows) >= 2 and same_schedule(rows)]
+    if not same:
+        return None
+    fraction, loss = shape(max(same, key=lambda rows: int(rows["width"].iloc[-1])))
+    kept = fraction >= CEILING_FROM
+    return fraction[kept], loss[kept] * (1 + TOLERANCE)
+
+
+def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0,
+         cap: tuple[np.ndarray, np.ndarray] | None = None) -> dict | None:
     """provenance.prediction.curve: {fraction, loss, low, high} lists from the ladder's curves (each (fractions,
-    val losses), ending at its run's end), the final prediction {loss, low, high}, and the law's floor E (0, the
-    plain ratio to the final loss, where E is within 10 % of a ladder run's final loss); only its informative
-    tail (module docstring), None when nothing of it is."""
+    val losses), ending at its run's end), the final prediction {loss, low, high}, the law's floor E (0, the
+    plain ratio to the final loss, where E is within 10 % of a ladder run's final loss) and `cap`, the `ceiling`
+    if there is one, capping its upper end; only its informative tail (module docstring), None when nothing of it is."""
     if floor >= 0.9 * min(float(y[-1]) for _, y in ladder):  # a floor at the losses: no reducible loss to scale
         floor = 0.0
     out = collapse(ladder, floor, final["loss"], (final["low"], final["high"]), FRACTIONS)
-    wide = (out["low"] <= 0) | (out["high"] - out["low"] > 2 * INFORMATIVE * out["loss"])
+    capped = np.zeros(len(out["fraction"]), bool)
+    if cap is not None:
+        bound = np.interp(out["fraction"], *cap, left=np.inf)
+        capped = bound < out["high"]
+        out["high"] = np.minimum(out["high"], bound)
+        out["low"], out["loss"] = np.minimum(out["low"], out["high"]), np.minimum(out["loss"], out["high"])
+    wide = ((out["low"] <= 0) | (out["high"] - out["low"] > 2 * INFORMATIVE * out["loss"])) & ~capped
     start = int(np.flatnonzero(wide)[-1]) + 1 if wide.any() else 0
     if start == len(wide):
         return None

@@ -164,9 +164,10 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
             "share": (proxy + verify) / full_flops}
 
 
-def ladder_curves(root: str, name: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fraction of its run, val loss) of the best μP run (its first seed) at every value of the LR ladders across
-    width, tokens and steps: the shapes the full run's predicted curve is collapsed from (sweep/forecast/live.py)."""
+def ladder_runs(root: str, name: str) -> list[pd.DataFrame]:
+    """The evaluations (step, tokens, val_loss, width, depth, batch_size, …) of the best μP run (its first seed) at
+    every value of the LR ladders across width, tokens and steps: the shapes the full run's predicted curve is
+    collapsed from, and its ceiling (sweep/forecast/live.py)."""
     from trainer.curves import read_run
 
     curves = []
@@ -187,6 +188,5 @@ def ladder_curves(root: str, name: str) -> list[tuple[np.ndarray, np.ndarray]]:
                             / f"run=w{width}-mup-t{int(best):05d}-s0")
             evals = rows.dropna(subset=["val_loss"]) if rows is not None else None
             if evals is not None and len(evals) >= 2:
-                steps = evals["step"].to_numpy(float)
-                curves.append((steps / steps[-1], evals["val_loss"].to_numpy(float)))
+                curves.append(evals.reset_index(drop=True))
     return curves

@@ -18,11 +18,11 @@ from rich.table import Table
 
 from proxies.registry import count_parameters
 from sweep.errors import InputError
-from sweep.forecast.live import INFORMATIVE, band
+from sweep.forecast.live import INFORMATIVE, band, ceiling, shape
 from sweep.paths import results_root
 from sweep.rules import Change, Target
 from sweep.rules.fitted import EXTRAPOLATION
-from sweep.rules.ladder import ladder_curves, measured_anchors, measured_laws, predicted_loss, tuning_compute
+from sweep.rules.ladder import ladder_runs, measured_anchors, measured_laws, predicted_loss, tuning_compute
 from sweep.rules.memory import device_memory, sharding_change, with_sharding
 from sweep.rules.plan import transfer_run
 from sweep.rules.prior import slope_chain
@@ -83,14 +83,8 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     params = [count_parameters(c.model.name, c.model.width, c.model.depth, "mup",
                                **{**source.model_options(), **c.model.options}) for c in (proxy, result.config)]
     prediction, no_prediction = predicted_loss(root, name, params[1], full_tokens)
-    curves = ladder_curves(root, name) if prediction else []
-    curve = band(curves, prediction, floor=float(prediction.get("E", 0.0))) if curves else None
-    if curve:  # the whole curve, collapsed from the ladder's (sweep/forecast/live.py): the trainer logs it
-        prediction["curve"] = curve
-    elif curves:
-        result.warnings.append(f"no live band: the ladder's curves scaled to the prediction's interval are wider "
-                               f"than ±{INFORMATIVE:.0%} of the loss at every fraction, too wide to hold the run to "
-                               "(more ladder points or seeds narrow the interval)")
+    if prediction:
+        result.warnings += live_band(root, name, prediction, result.config, tokens_per_example)
     tuning = tuning_compute(root, load_studies(name, url), cached_params(source.model_options()), tokens_per_example,
                             6 * params[1] * full_tokens, name)
     provenance = Provenance(
@@ -163,6 +157,24 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     for warning in warnings:
         console.print(f"[yellow]warning[/]: {warning}")
     console.print(f"[yellow]note[/]: {LIMITS}")
+
+
+def live_band(root: str, name: str, prediction: dict, config: RunConfig, tokens_per_example: int) -> list[str]:
+    """The whole predicted curve into `prediction` (sweep/forecast/live.py: collapsed from the ladder's runs, capped
+    by the narrower run on the full run's schedule), which the trainer logs; the warning when there is none."""
+    runs = ladder_runs(root, name)
+    if not runs:
+        return []
+    steps = config.total_steps(tokens_per_example)
+    end = {"width": config.model.width, "depth": config.model.depth, "batch_size": config.batch_size, "step": steps,
+           "tokens": steps * config.batch_size * tokens_per_example}
+    curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)), ceiling(runs, end))
+    if curve:
+        prediction["curve"] = curve
+        return []
+    return [f"no live band: the ladder's curves scaled to the prediction's interval are wider than ±{INFORMATIVE:.0%} "
+            "of the loss at every fraction, too wide to hold the run to (more ladder points or seeds narrow the "
+            "interval)"]
 
 
 def held_out_line(h: dict) -> str:
