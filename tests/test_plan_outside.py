@@ -25,14 +25,14 @@ QUIET = Console(width=200, file=open(os.devnull, "w"))
 
 def test_the_budget_the_line_names_buys_the_goal_when_typed_back_as_printed(tmp_path, monkeypatch, capsys):
     """A 125M llama at 5 %: the line used to name 4.92e+17 FLOPs (24.15 %), which bought ±0.51, not ±0.5 (the greedy
-    growth is path-dependent and the figure was rounded down)."""
+    growth is path-dependent and the figure was rounded down). Under the full run it is named as a --share."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     request = PlanRequest(EXAMPLES / "llama.yaml", 25 * 10 ** 8, params=125e6, depth=12, batch_size=256)
     assert run_plan(request, QUIET) == 1
     line = capsys.readouterr().out.strip()
-    flops, percent = re.search(r"; ([0-9.e+]+) FLOPs \(([0-9.]+)% of the full run\) would$", line).groups()
-    for budget in ({"flops": float(flops)}, {"share": float(percent) / 100}):
-        assert make_plan(replace(request, **budget), "llama")["verdict"]["reached"], budget
+    assert line.startswith("--share: the budget")
+    share = re.search(r"; --share ([0-9.]+) would$", line).group(1)
+    assert make_plan(replace(request, share=float(share)), "llama")["verdict"]["reached"]
 
 
 @pytest.mark.parametrize("changes,line", [
@@ -55,13 +55,26 @@ def test_a_law_with_room_for_one_rung_is_not_written_as_a_ladder_the_reader_refu
     one-rung ladder that `sweep verify --plan` then refused; now it is said (the prior stands) and left out."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     console = Console(record=True, width=300, file=open(os.devnull, "w"))
-    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1), console)
+    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e16), console)
     plan = planfile.read(tmp_path / "demo" / "plan.yaml", tmp_path)
     assert all(len(ld["rungs"]) >= 2 for ld in plan["ladders"])
     assert [law["name"] for law in plan["verdict"]["no_room"]] == ["lr × tokens"]
     text = console.export_text()
     assert "lr × tokens: no ladder; no second rung fits" in text
     assert f"sweep verify {EXAMPLES / 'demo.yaml'} --plan {tmp_path / 'demo' / 'plan.yaml'}" in text.replace("\n", "")
+
+
+def test_a_law_with_room_for_one_rung_is_not_charged_to_the_budget(tmp_path, monkeypatch):
+    """Its rung is left out of plan.yaml, so the smallest useful ladder the refusal prices is the width ladder alone,
+    and that figure typed back plans it (the one-rung ladder was charged, and the budget named too high)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e10)
+    with pytest.raises(InputError, match="^--flops: the budget 1e\\+10 FLOPs") as refused:
+        make_plan(request, "demo")
+    named = float(re.search(r"; --flops ([0-9.e+]+) would buy it", str(refused.value)).group(1))
+    plan = make_plan(replace(request, flops=named), "demo")
+    assert [ld["across"] for ld in plan["ladders"]] == ["width"] and plan["verdict"]["no_room"]
+    assert plan["total"]["flops"] <= named <= 1.01 * plan["total"]["flops"]
 
 
 def _plan(tmp_path: Path, monkeypatch) -> Path:
