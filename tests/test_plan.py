@@ -245,3 +245,27 @@ def test_a_ladder_stops_once_its_measurement_combined_with_the_prior_reaches_the
     assert alone[0]["stopped"] == "rungs spent" and alone[0]["at_target"] == pytest.approx(4 * 0.25)
     assert calls == [[16, 32]] and done[0]["stopped"] == "goal" and done[0]["at_target"] == pytest.approx(
         4 * 1.96 * (0.05 ** -2 + (0.25 / 1.96) ** -2) ** -0.5, rel=1e-3)
+
+
+def test_an_interval_beside_its_goal_prints_the_digits_that_set_them_apart():
+    """±0.5049 was printed `±0.5, not the goal ±0.5` (plan) and `±0.5 … (rungs spent)` (verify --plan)."""
+    assert [planfile.octaves(v, 0.5) for v in (0.5049, 0.50004, 0.58, 0.4951)] == ["0.505", "0.50004", "0.58",
+                                                                                 "0.495"]
+    ladder = {"name": "a", "rungs": [16, 32], "proxy_value": 16, "target_value": 32}
+    said = []
+    half = 0.5049  # one octave out: the slope's 95 % half-width is the LR's there
+    planfile.execute({"goal": 0.5, "ladders": [ladder]}, lambda ld, rungs: {"slope": 0, "low": -half, "high": half},
+                     said.append)
+    assert said == ["a: ±0.505 octave at the target after rungs [16, 32] (rungs spent)"]
+
+
+def test_a_plan_without_a_ladder_says_why_in_one_line_instead_of_an_empty_table(tmp_path, monkeypatch):
+    """Width 128 (two octaves from the 32-wide proxy) on twice the proxy's tokens: every law's prior is within the
+    goal, so nothing is planned; the table was printed with its header only."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    console = Console(record=True, width=300, file=open("/dev/null", "w"))
+    assert run_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=128), console) == 0
+    text = console.export_text()
+    assert planfile.read(tmp_path / "demo" / "plan.yaml")["ladders"] == []
+    assert "no ladder is needed: every law's published prior already holds the LR to ±0.5 octave" in text
+    assert "┃" not in text and "expected ±oct" not in text and "total 0 runs" not in text
