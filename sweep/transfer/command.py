@@ -87,10 +87,12 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
     curve = band(curves, prediction, floor=float(prediction.get("E", 0.0))) if curves else None
     if curve:  # the whole curve, collapsed from the ladder's (sweep/forecast/live.py): the trainer logs it
         prediction["curve"] = curve
-    elif curves:
-        result.warnings.append(f"no live band: the ladder's curves scaled to the prediction's interval are wider "
-                               f"than ±{INFORMATIVE:.0%} of the loss at every fraction, too wide to hold the run to "
-                               "(more ladder points or seeds narrow the interval)")
+    elif prediction:  # recorded, so that the report says why the run has no band
+        prediction["no_band"] = (f"the ladder's curves scaled to the prediction's interval are wider than "
+                                 f"±{INFORMATIVE:.0%} of the loss at every fraction, too wide to hold the run to (more "
+                                 "ladder points or seeds narrow the interval)" if curves else
+                                 "no ladder run's validation curve was found to draw its shape from")
+        result.warnings.append(f"no live band: {prediction['no_band']}")
     tuning = tuning_compute(root, load_studies(name, url), cached_params(source.model_options()), tokens_per_example,
                             6 * params[1] * full_tokens, name)
     provenance = Provenance(
