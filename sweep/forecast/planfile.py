@@ -15,7 +15,8 @@ Running it (`execute`): each ladder is a `sweep verify --across AXIS=rungs` at t
 centre × 2^k for k = −K … K (K = (grid − 1)/2), μP only, the plan's seeds; rung by rung (the proxy's own rung and
 the next first, then one more per call: verify's studies are per rung and resume, so a call reruns nothing), and a
 ladder stops once the posterior verify records for the law (its measurement's conjugate update of the published
-prior, sweep/rules/prior.py), carried to the target, reaches the goal, or its rungs are spent.
+prior, sweep/rules/prior.py), carried to the target, reaches the goal, or its rungs are spent. A rung that does not
+finish (Ctrl-C, trials left) stops the plan there, said as not finished rather than as an interval.
 """
 from __future__ import annotations
 
