@@ -354,7 +354,8 @@ def plan_cmd(
 ):
     """Chooses the proxy width, rungs along width, batch, tokens and depth, seeds and grids so that each law's
     interval at the target is as narrow as the budget allows; prints the plan and writes plan.yaml for
-    `sweep verify --plan`. Exit 1 (one line) when the budget cannot buy the goal."""
+    `sweep verify --plan`. Exit 1 (one line) when the budget cannot buy the goal; exit 2 (one line, nothing
+    written) when it cannot buy even the smallest useful ladder."""
     from sweep.plan.command import run_plan
 
     request = PlanRequest(spec, tokens, width=width, depth=depth, params=params, batch_size=batch_size, share=share,

@@ -2,11 +2,13 @@
 update's numbers, the transferred settings beside the textbook's, and the full run's verdict on its band."""
 from __future__ import annotations
 
+import html
 import math
 
 import pandas as pd
 
-from sweep.results.decide import band_figure, laws_table, settings_table, verdict
+from sweep.results.decide import band_figure, band_line, laws_table, opening, settings_table, verdict
+from sweep.results.scope import Scope
 from sweep.rules.prior import prior_for
 from trainer.config import RunConfig
 
@@ -63,3 +65,21 @@ def test_the_verdict_names_the_step_a_run_left_its_band_and_what_to_do():
     assert "inside its predicted band" in verdict(rows.iloc[:2], 100)
     assert "no predicted curve" in verdict(rows[["step", "val_loss"]], 100)
     assert band_figure("full", rows, 100).axes[0].get_xlabel() == "fraction of the run"
+
+
+def test_a_full_run_without_a_band_says_why_in_one_line(tmp_path):
+    """A transfer whose prediction has no band (its ladder's curves too wide to hold a run to): the opening said
+    nothing of it beside the config, and `no predicted curve was logged` for the run; now `no live band: why` in
+    both, from the reason the transfer records."""
+    why = "the ladder's curves scaled to the prediction's interval are wider than ±25% of the loss at every fraction"
+    cfg = RunConfig.parse({"model": {"name": "gpt", "width": 64, "depth": 2}, "steps": 10,
+                           "output": {"root": str(tmp_path), "study": "s", "kind": "full", "run": "full-1"},
+                           "provenance": {"prediction": {"loss": 2.0, "low": 1.5, "high": 2.5, "no_band": why}}})
+    for path in (tmp_path / "s" / "transfer" / "w64.yaml", tmp_path / "s" / "runs" / "full-1" / "config.yaml"):
+        path.parent.mkdir(parents=True)
+        path.write_text(cfg.to_yaml())
+    text = opening(tmp_path, "s", Scope(tmp_path, "s", ()), lambda figure, alt: "")
+    assert text.count(f"no live band: {html.escape(why)}") == 2 and "no predicted curve" not in text
+    assert band_line({}).startswith("no live band: no predicted loss")
+    assert band_line({"loss": 2.0}) == "no live band: the transfer that wrote this config recorded none"
+    assert band_line({"curve": {"fraction": [0.3, 1.0]}}).startswith("live band from 30% of the run")

@@ -4,6 +4,8 @@ the plan file `sweep verify --plan` runs rung by rung, and bad targets and budge
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ from proxies.registry import build_model
 from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.forecast.interval import Noise, expected_half_width, grid_points, slope_se
-from sweep.plan.command import PlanRequest, make_plan, run_plan
+from sweep.plan.command import PlanRequest, make_plan, percent, run_plan, suggest, typed
 from sweep.plan.shapes import Sizer
 from sweep.rules.bracket import REFINE
 from sweep.rules.prior import Prior, posterior
@@ -101,16 +103,69 @@ def test_a_1p3b_llama_on_26b_tokens_is_planned_on_paper(tmp_path, monkeypatch):
     assert f"up to {REFINE} points until its optimum is bracketed (--refine): at most {refinement} runs" in text
 
 
-def test_a_budget_that_cannot_buy_the_goal_is_said_in_one_line_with_the_budget_that_would(tmp_path, monkeypatch,
-                                                                                           capsys):
+def test_a_budget_below_the_smallest_ladder_is_one_line_exit_2_and_nothing_written(tmp_path):
+    """Width 256 on 614400 tokens: 5 % cannot buy two rungs and two seeds of one law. It was a table, a plan file
+    and, after them on stdout, the line; now the line alone, on stderr, naming the flag that set the budget (the
+    default --share), what the smallest useful ladder costs and the budget that buys it, exit 2, nothing written."""
+    result = run_sweep(tmp_path, "plan", EXAMPLES / "demo.yaml", "--tokens", "614400", "--width", "256")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and result.stdout == "" and len(lines) == 1, result
+    assert lines[0].startswith("error: --share: the budget 3.15e+11 FLOPs (5.00 % of the full run) cannot buy the "
+                               "smallest useful ladder (two rungs, two seeds per law"), lines[0]
+    assert list(tmp_path.iterdir()) == []
+    ladder, goal = re.search(r"; --share ([0-9.e-]+) would buy it, and --flops ([0-9.e+]+) the goal", lines[0]).groups()
+    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256)
+    with pytest.raises(InputError, match="cannot buy the smallest"):  # the figure is rounded up, not down
+        make_plan(replace(request, share=float(ladder) - 0.01), "demo")
+    assert not make_plan(replace(request, share=float(ladder)), "demo")["verdict"]["reached"]  # planned, exit 1
+    assert make_plan(replace(request, flops=float(goal)), "demo")["verdict"]["reached"]  # typed back as printed
+
+
+def test_the_refusal_names_the_flag_the_budget_came_from_and_a_tiny_share_in_significant_digits(tmp_path,
+                                                                                                 monkeypatch):
+    """A share printed to two decimals of a percent read 0.00 % for any budget under 5e-5 of the full run."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
-    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, share=0.05)
+    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e8)
+    with pytest.raises(InputError, match=r"^--flops: the budget 1e\+08 FLOPs \(0\.00159 % of the full run\)"):
+        run_plan(request, Console(file=open("/dev/null", "w")))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("share,text", [(3.1e-5, "0.00310 %"), (0.000672, "0.0672 %"), (0.05, "5.00 %"),
+                                        (0.6246, "62.5 %"), (14.712, "1471 %")])
+def test_a_share_prints_in_significant_digits(share, text):
+    assert percent(share) == text
+
+
+def test_a_budget_that_buys_less_than_the_goal_names_one_the_user_can_type_back(tmp_path, monkeypatch, capsys):
+    """--flops 4e12 buys the smallest ladder but not ±½ octave, which needs 15× the full run: the line named it as
+    a share, 1471.20 %, which --share refuses (at most 1); past the full run it is named as --flops."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=4e12)
     assert run_plan(request, Console(width=200, file=open("/dev/null", "w"))) == 1
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("--share/--flops:") and "needs" in lines[0]
-    needed = planfile.read(tmp_path / "demo" / "plan.yaml")["verdict"]["needed"]
-    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=needed * 1.001), "demo")
-    assert plan["verdict"]["reached"]  # the budget the line names buys the goal
+    assert len(lines) == 1 and lines[0].startswith("--flops: the budget 4e+12 FLOPs (63.4 % of the full run) buys")
+    named = re.search(r"; --flops ([0-9.e+]+) would$", lines[0]).group(1)
+    plan = planfile.read(tmp_path / "demo" / "plan.yaml")
+    assert float(named) > plan["target"]["flops"] and plan["verdict"]["needed"] == float(named)
+    assert make_plan(replace(request, flops=float(named)), "demo")["verdict"]["reached"]
+
+
+def test_a_suggested_budget_is_what_its_text_types_back_as_and_buys_what_it_must():
+    """`typed`: --share S up to the full run, --flops past it (--share refuses more than 1), each rounded up;
+    `suggest`: the first such value that buys, typed back exactly as printed."""
+    full = 6.31e12
+    assert typed(0.2415 * full, full) == ("--share 0.25", 0.25 * full)
+    assert typed(0.996 * full, full) == ("--share 1", full)
+    assert typed(14.712 * full, full) == ("--flops 9.29e+13", 9.29e13)
+    for flops in (1e-7 * full, 0.05 * full, 0.99 * full, 1.0001 * full, 3e4 * full):
+        text, value = typed(flops, full)
+        flag, number = text.split()
+        assert value >= flops and value == (float(number) * full if flag == "--share" else float(number))
+        assert flag == "--flops" or float(number) <= 1
+    need = 0.31 * full
+    text, value = suggest(0.2 * full, full, lambda b: b >= need)
+    assert text == "--share 0.31" and value >= need
 
 
 def test_the_plan_runs_rung_by_rung_and_stops_each_ladder_at_its_goal():
@@ -190,3 +245,27 @@ def test_a_ladder_stops_once_its_measurement_combined_with_the_prior_reaches_the
     assert alone[0]["stopped"] == "rungs spent" and alone[0]["at_target"] == pytest.approx(4 * 0.25)
     assert calls == [[16, 32]] and done[0]["stopped"] == "goal" and done[0]["at_target"] == pytest.approx(
         4 * 1.96 * (0.05 ** -2 + (0.25 / 1.96) ** -2) ** -0.5, rel=1e-3)
+
+
+def test_an_interval_beside_its_goal_prints_the_digits_that_set_them_apart():
+    """±0.5049 was printed `±0.5, not the goal ±0.5` (plan) and `±0.5 … (rungs spent)` (verify --plan)."""
+    assert [planfile.octaves(v, 0.5) for v in (0.5049, 0.50004, 0.58, 0.4951)] == ["0.505", "0.50004", "0.58",
+                                                                                 "0.495"]
+    ladder = {"name": "a", "rungs": [16, 32], "proxy_value": 16, "target_value": 32}
+    said = []
+    half = 0.5049  # one octave out: the slope's 95 % half-width is the LR's there
+    planfile.execute({"goal": 0.5, "ladders": [ladder]}, lambda ld, rungs: {"slope": 0, "low": -half, "high": half},
+                     said.append)
+    assert said == ["a: ±0.505 octave at the target after rungs [16, 32] (rungs spent)"]
+
+
+def test_a_plan_without_a_ladder_says_why_in_one_line_instead_of_an_empty_table(tmp_path, monkeypatch):
+    """Width 128 (two octaves from the 32-wide proxy) on twice the proxy's tokens: every law's prior is within the
+    goal, so nothing is planned; the table was printed with its header only."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    console = Console(record=True, width=300, file=open("/dev/null", "w"))
+    assert run_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=128), console) == 0
+    text = console.export_text()
+    assert planfile.read(tmp_path / "demo" / "plan.yaml")["ladders"] == []
+    assert "no ladder is needed: every law's published prior already holds the LR to ±0.5 octave" in text
+    assert "┃" not in text and "expected ±oct" not in text and "total 0 runs" not in text

@@ -25,14 +25,14 @@ QUIET = Console(width=200, file=open(os.devnull, "w"))
 
 def test_the_budget_the_line_names_buys_the_goal_when_typed_back_as_printed(tmp_path, monkeypatch, capsys):
     """A 125M llama at 5 %: the line used to name 4.92e+17 FLOPs (24.15 %), which bought ±0.51, not ±0.5 (the greedy
-    growth is path-dependent and the figure was rounded down)."""
+    growth is path-dependent and the figure was rounded down). Under the full run it is named as a --share."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     request = PlanRequest(EXAMPLES / "llama.yaml", 25 * 10 ** 8, params=125e6, depth=12, batch_size=256)
     assert run_plan(request, QUIET) == 1
     line = capsys.readouterr().out.strip()
-    flops, percent = re.search(r"; ([0-9.e+]+) FLOPs \(([0-9.]+)% of the full run\) would$", line).groups()
-    for budget in ({"flops": float(flops)}, {"share": float(percent) / 100}):
-        assert make_plan(replace(request, **budget), "llama")["verdict"]["reached"], budget
+    assert line.startswith("--share: the budget")
+    share = re.search(r"; --share ([0-9.]+) would$", line).group(1)
+    assert make_plan(replace(request, share=float(share)), "llama")["verdict"]["reached"]
 
 
 @pytest.mark.parametrize("changes,line", [
@@ -55,13 +55,26 @@ def test_a_law_with_room_for_one_rung_is_not_written_as_a_ladder_the_reader_refu
     one-rung ladder that `sweep verify --plan` then refused; now it is said (the prior stands) and left out."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     console = Console(record=True, width=300, file=open(os.devnull, "w"))
-    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1), console)
+    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e16), console)
     plan = planfile.read(tmp_path / "demo" / "plan.yaml", tmp_path)
     assert all(len(ld["rungs"]) >= 2 for ld in plan["ladders"])
     assert [law["name"] for law in plan["verdict"]["no_room"]] == ["lr × tokens"]
     text = console.export_text()
     assert "lr × tokens: no ladder; no second rung fits" in text
     assert f"sweep verify {EXAMPLES / 'demo.yaml'} --plan {tmp_path / 'demo' / 'plan.yaml'}" in text.replace("\n", "")
+
+
+def test_a_law_with_room_for_one_rung_is_not_charged_to_the_budget(tmp_path, monkeypatch):
+    """Its rung is left out of plan.yaml, so the smallest useful ladder the refusal prices is the width ladder alone,
+    and that figure typed back plans it (the one-rung ladder was charged, and the budget named too high)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e10)
+    with pytest.raises(InputError, match="^--flops: the budget 1e\\+10 FLOPs") as refused:
+        make_plan(request, "demo")
+    named = float(re.search(r"; --flops ([0-9.e+]+) would buy it", str(refused.value)).group(1))
+    plan = make_plan(replace(request, flops=named), "demo")
+    assert [ld["across"] for ld in plan["ladders"]] == ["width"] and plan["verdict"]["no_room"]
+    assert plan["total"]["flops"] <= named <= 1.01 * plan["total"]["flops"]
 
 
 def _plan(tmp_path: Path, monkeypatch) -> Path:
@@ -124,3 +137,53 @@ def test_a_planted_plan_is_refused_before_it_is_read(tmp_path, monkeypatch):
                        (".", "not a regular file"), ("big.yaml", "larger than")):
         with pytest.raises(InputError, match=says):
             planfile.read(root / name, root)
+
+
+def _verify_faked(monkeypatch, verify) -> list:
+    """`sweep verify --plan` with verify itself replaced by `verify(request)` (its studies are what cost): the calls."""
+    import sweep.verify.planned as planned
+
+    calls = []
+    monkeypatch.setattr(planned, "settings", lambda request, spec, axis: ({}, "a trial", 32))
+    monkeypatch.setattr(planned, "base_values", lambda spec, chosen, param, width: ({}, 0.01))
+    monkeypatch.setattr(planned, "run_verify", lambda request, console: calls.append(request.across) or verify(request))
+    return calls
+
+
+def test_an_interrupted_plan_stops_and_says_its_ladder_is_not_finished(tmp_path, monkeypatch):
+    """Ctrl-C in a rung's verify (exit 130): the plan printed `±inf octave … (rungs spent)` for that ladder and went
+    on to the next one; now it says the ladder is not finished, runs nothing more and ends with verify's code."""
+    path = _plan(tmp_path, monkeypatch)
+    calls = _verify_faked(monkeypatch, lambda request: 130)
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 130
+    text = console.export_text()
+    first = planfile.read(path, tmp_path)["ladders"][0]
+    assert len(calls) == 1 and "inf" not in text and "rungs spent" not in text
+    assert (f"{first['name']}: not finished at rungs {planfile.steps(first)[0]}: its interval at the target is not "
+            "measured yet; the same command resumes it") in text
+
+
+def test_trials_left_on_a_rung_are_not_read_as_its_law(tmp_path, monkeypatch):
+    """Exit 1 without a summary of these rungs (verify's `N/M trials; the same command resumes it`): the rung did not
+    finish, and the plan stops there rather than run the next rung over it."""
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"][0].update(
+        rungs=sorted(p["ladders"][0]["rungs"] + [min(p["ladders"][0]["rungs"]) // 2])))
+    calls = _verify_faked(monkeypatch, lambda request: 1)
+    assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET) == 1 and len(calls) == 1
+
+
+def test_a_rung_verify_refuses_names_the_plans_ladder_not_a_flag_the_user_never_typed(tmp_path, monkeypatch):
+    """A rung of the plan that verify refuses was reported as `--across tokens=…`; the user typed `--plan`."""
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"].reverse())
+
+    def refuse(request):
+        raise InputError(f"--across {request.across.split(',')[0]}: one step is 1024 tokens (batch 16), so the run "
+                         "would train 100352 tokens, not 100000; use whole numbers of steps")
+
+    _verify_faked(monkeypatch, refuse)
+    plan = planfile.read(path, tmp_path)
+    name, across = plan["ladders"][0]["name"], plan["ladders"][0]["across"]
+    with pytest.raises(InputError, match=f"^--plan: ladders\\[0\\] \\({name}\\), {across}=[0-9]+: one step is") as err:
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+    assert "--across" not in str(err.value)

@@ -135,6 +135,7 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     prediction = RunConfig.load(out).provenance.prediction  # six tiny ladder points: an interval from 0 to 8×
     assert prediction["low"] == 0.0 and prediction["high"] > 2 * prediction["loss"]  # the loss, cut at 0
     assert "curve" not in prediction and "no live band" in done.stdout  # a band no run could leave is refused
+    assert prediction["no_band"].startswith("the ladder's curves scaled")  # and why, for the report
     held = prediction["held_out"]  # six points: the law fitted on five predicts the largest rung
     assert held["params"] == max(n) and "held out: the largest rung" in done.stdout
 

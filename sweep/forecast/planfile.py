@@ -15,7 +15,8 @@ Running it (`execute`): each ladder is a `sweep verify --across AXIS=rungs` at t
 centre × 2^k for k = −K … K (K = (grid − 1)/2), μP only, the plan's seeds; rung by rung (the proxy's own rung and
 the next first, then one more per call: verify's studies are per rung and resume, so a call reruns nothing), and a
 ladder stops once the posterior verify records for the law (its measurement's conjugate update of the published
-prior, sweep/rules/prior.py), carried to the target, reaches the goal, or its rungs are spent.
+prior, sweep/rules/prior.py), carried to the target, reaches the goal, or its rungs are spent. A rung that does not
+finish (Ctrl-C, trials left) stops the plan there, said as not finished rather than as an interval.
 """
 from __future__ import annotations
 
@@ -162,21 +163,44 @@ def posterior_sd(law: dict) -> float:
     return max((ends["high"] - ends["low"]) / (2 * Z95), 1e-12)
 
 
+class Unfinished(Exception):
+    """`run_one`'s rungs did not finish (interrupted, or trials left to run): the plan stops there. `code`: the
+    exit code to end with."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
 def execute(plan: dict, run_one: Callable[[dict, list], dict | None], say: Callable[[str], None]) -> list[dict]:
     """Run every ladder rung by rung; `run_one(ladder, rungs)` runs `sweep verify` over those rungs and returns the
-    μP law it measured ({slope, low, high, prior, posterior}, or None). Each ladder stops at the goal or when its
-    rungs are spent; returns per ladder {name, rungs, law, at_target, stopped}."""
+    μP law it measured ({slope, low, high, prior, posterior}, or None), or raises Unfinished. Each ladder stops at
+    the goal or when its rungs are spent; the plan stops at an unfinished one (said, and re-raised once said).
+    Returns per ladder {name, rungs, law, at_target, stopped}."""
     done = []
     for ladder in plan["ladders"]:
         law, rungs, reached = None, [], math.inf
         for rungs in steps(ladder):
-            law = run_one(ladder, rungs)
+            try:
+                law = run_one(ladder, rungs)
+            except Unfinished:
+                say(f"{ladder['name']}: not finished at rungs {rungs}: its interval at the target is not measured "
+                    "yet; the same command resumes it")
+                raise
             if law and all(math.isfinite(law.get(k, math.nan)) for k in ("low", "high")):
                 reached = at_target(Z95 * posterior_sd(law), ladder["proxy_value"],
                                     ladder["target_value"])
                 if reached <= plan["goal"]:
                     break
         stopped = "goal" if reached <= plan["goal"] else "rungs spent"
-        say(f"{ladder['name']}: ±{reached:.2g} octave at the target after rungs {rungs} ({stopped})")
+        measured = f"±{octaves(reached, plan['goal'])} octave at the target" if math.isfinite(reached) else \
+            "no interval measured (the fit found no law)"
+        say(f"{ladder['name']}: {measured} after rungs {rungs} ({stopped})")
         done.append({"name": ladder["name"], "rungs": rungs, "law": law, "at_target": reached, "stopped": stopped})
     return done
+
+
+def octaves(value: float, goal: float) -> str:
+    """`value` to 2 significant digits, or as many more as set it apart from the goal it is judged against (0.505,
+    not 0.5, beside a goal of 0.5)."""
+    return next((f"{value:.{d}g}" for d in range(2, 17) if float(f"{value:.{d}g}") != goal), f"{value!r}")

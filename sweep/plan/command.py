@@ -6,7 +6,11 @@ its tokens (trainer/flops.py), also shown as Kaplan's 6·N·D. The budget is `--
 (μP's promise, checked), across batch (when the batch changes), across tokens (when the horizon does), across depth
 (when the depth does). The proxy width is the widest power of two, up to a quarter of the target's, whose grown
 ladders reach the goal (`--goal`, octaves of LR at the target) within the budget; if none does, the one that comes
-nearest, and one line says what the budget buys and what budget would buy the goal.
+nearest, and one line says what the budget buys and what budget would buy the goal (exit 1). A budget below the
+smallest useful ladder (two rungs, two seeds per law) is refused like any bad input: one line naming the budget's
+flag, what that ladder costs and the budget that buys it, exit 2, nothing written. A budget is named as the user
+types it back: `--share` up to the full run, `--flops` past it (`--share` stops at 1), rounded up so that it buys
+what the line says it buys.
 
 The plan is printed (rung values × runs × FLOPs × the interval each ladder is expected to buy at the target) and
 written atomically to ROOT/NAME/plan.yaml (or `--out` inside the results root): `sweep verify --plan` runs it,
@@ -15,6 +19,7 @@ ladder by ladder, rung by rung, resumable, on any backend.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from rich.console import Console
@@ -24,9 +29,10 @@ from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.forecast.design import Ladder, grow, objective, total
 from sweep.forecast.interval import Noise
+from sweep.forecast.planfile import octaves
 from sweep.paths import inside_root, results_root
 from sweep.plan.request import SHARE, PlanRequest
-from sweep.plan.shapes import Sizer
+from sweep.plan.shapes import Shape, Sizer
 from sweep.rules.bracket import REFINE
 from sweep.rules.prior import prior_for
 from sweep.study.spec import load_spec
@@ -38,7 +44,8 @@ WIDTH_QUANTUM = 64  # --params: the width searched in steps of this
 
 
 def run_plan(request: PlanRequest, console: Console) -> int:
-    """Plan, print, write; exit 0 when the plan reaches the goal, 1 when the budget cannot (said in one line)."""
+    """Plan, print, write; exit 0 when the plan reaches the goal, 1 when the budget cannot (said in one line). A
+    budget that cannot buy even the smallest useful ladder is bad input: one line, exit 2, nothing written."""
     request.check()
     request = replace(request, tokens=int(request.tokens))
     spec = load_spec(request.spec)
@@ -55,9 +62,45 @@ def run_plan(request: PlanRequest, console: Console) -> int:
 
 
 def make_plan(request: PlanRequest, name: str) -> dict:
-    """The plan as the dict plan.yaml holds (sweep/forecast/planfile.py)."""
+    """The plan as the dict plan.yaml holds (sweep/forecast/planfile.py); an InputError naming the budget's flag
+    when the budget cannot buy the smallest useful ladder at any proxy width."""
     spec = load_spec(request.spec)
     sizer = Sizer(spec, MIN_WIDTH)
+    target, batch = full_run(request, sizer)
+    full = target.flops_per_token * request.tokens
+    budget = request.flops if request.flops is not None else (request.share or SHARE) * full
+    noise, goal = Noise(), request.goal
+    widths = [request.proxy_width] if request.proxy_width else \
+        [w for w in (2 ** k for k in range(5, 21)) if w <= target.width / 4] or [MIN_WIDTH]
+
+    def starting(width: int, at_least: float = goal) -> list[Ladder]:
+        return ladders_at(sizer, width, target, batch, request.tokens, at_least)
+
+    options = [(w, grow(useful(starting(w)), budget, goal, noise)) for w in widths]
+    if all(total(ls) > budget for _, ls in options):
+        raise InputError(unaffordable(request, min(options, key=lambda o: total(o[1])), budget, full, noise))
+    options = [(w, ls) for w, ls in options if total(ls) <= budget]
+    reached = [(w, ls) for w, ls in options if reaches(ls, goal, noise)]
+    proxy, ladders = max(reached) if reached else min(options, key=lambda o: (objective(o[1], goal, noise), -o[0]))
+    stuck = [ld for ld in starting(proxy) if len(ld.rungs) < 2]
+    verdict = judge(request, ladders, useful(starting(proxy)), stuck, budget, full, noise)
+    verdict["no_room"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs}
+                          for ld in stuck]
+    verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
+                             for ld in starting(proxy, 0.0) if ld.prior_at_target() <= goal]
+    kaplan = 6 * target.params * request.tokens
+    return planfile.plan_dict(name, request, target, batch, full, kaplan, budget, sizer, proxy, ladders, noise,
+                              verdict)
+
+
+def useful(ladders: list[Ladder]) -> list[Ladder]:
+    """The ladders verify can run: one rung measures no slope (its law's prior stands, said apart), and is neither
+    planned nor charged to the budget."""
+    return [ld for ld in ladders if len(ld.rungs) >= 2]
+
+
+def full_run(request: PlanRequest, sizer: Sizer) -> tuple[Shape, int]:
+    """The full run's shape and batch, checked (`check_target`)."""
     depth = request.depth or sizer.run.model.depth
     width = request.width or sizer.width_for(request.params, depth, WIDTH_QUANTUM)
     if width <= MIN_WIDTH:
@@ -66,27 +109,7 @@ def make_plan(request: PlanRequest, name: str) -> dict:
     target = sizer.shape(width, depth)
     batch = request.batch_size or sizer.run.batch_size
     check_target(request, sizer, target, batch)
-    full = target.flops_per_token * request.tokens
-    kaplan = 6 * target.params * request.tokens
-    budget = request.flops if request.flops is not None else (request.share or SHARE) * full
-    noise = Noise()
-    widths = [request.proxy_width] if request.proxy_width else \
-        [w for w in (2 ** k for k in range(5, 21)) if w <= width / 4] or [MIN_WIDTH]
-    options = [(w, grow(ladders_at(sizer, w, target, batch, request.tokens, request.goal), budget, request.goal, noise))
-               for w in widths]
-    options = [(w, ls) for w, ls in options if total(ls) <= budget] or options[:1]
-    reached = [(w, ls) for w, ls in options if all(ld.at_target(noise) <= request.goal for ld in ls)]
-    proxy, ladders = max(reached) if reached else min(options, key=lambda o: (objective(o[1], request.goal, noise),
-                                                                              -o[0]))
-    verdict = judge(ladders, budget, full, request.goal, noise, sizer, proxy, target, batch, request.tokens)
-    verdict["no_room"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs}
-                          for ld in ladders if len(ld.rungs) < 2]
-    ladders = [ld for ld in ladders if len(ld.rungs) >= 2]  # one rung measures no slope: verify could not run it
-    verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
-                             for ld in ladders_at(sizer, proxy, target, batch, request.tokens)
-                             if ld.prior_at_target() <= request.goal]
-    return planfile.plan_dict(name, request, target, batch, full, kaplan, budget, sizer, proxy, ladders, noise,
-                              verdict)
+    return target, batch
 
 
 def check_target(request: PlanRequest, sizer: Sizer, target, batch: int) -> None:
@@ -131,31 +154,47 @@ def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, 
     return [ld for ld in out if ld.prior_at_target() > goal]
 
 
-def judge(ladders: list[Ladder], budget: float, full: float, goal: float, noise: Noise, sizer: Sizer, proxy: int,
-          target, batch: int, tokens: int) -> dict:
-    """{reached, line, needed}: whether every ladder reaches the goal; if not, one line with what would."""
-    short = [ld for ld in ladders if ld.at_target(noise) > goal]
-    start = ladders_at(sizer, proxy, target, batch, tokens, goal)
-    if total(ladders) > budget:
-        unlimited = grow(start, math.inf, goal, noise)
-        needed = buying(start, total(unlimited), goal, noise, full) if reaches(unlimited, goal, noise) else math.inf
-        goal_text = f"{needed:.3g} FLOPs ({_share(needed, full)})" if math.isfinite(needed) else \
-            "more than any budget buys at these rungs"
-        return {"reached": False, "needed": needed,
-                "line": f"--share/--flops: the budget {budget:.3g} FLOPs ({budget / full:.2%} of the full run) cannot "
-                        f"buy the smallest ladder ({total(ladders):.3g} FLOPs, {total(ladders) / full:.2%}: two rungs, "
-                        f"two seeds per law); the goal ±{goal:g} octave needs {goal_text}"}
+def budget_flag(request: PlanRequest) -> str:
+    return "--flops" if request.flops is not None else "--share"
+
+
+def unaffordable(request: PlanRequest, cheapest: tuple[int, list[Ladder]], budget: float, full: float,
+                 noise: Noise) -> str:
+    """The line refusing a budget below the smallest useful ladder (the cheapest proxy width's: two rungs, two
+    seeds per law): what that ladder costs, the budget that buys it, and the one that buys the goal."""
+    start, goal = cheapest[1], request.goal
+    cost = total(start)
+    buys_it, _ = suggest(cost, full, lambda b: cost <= b)
+    unlimited = grow(start, math.inf, goal, noise)
+    if reaches(unlimited, goal, noise):
+        named, _ = suggest(total(unlimited), full, lambda b: reaches(grow(start, b, goal, noise), goal, noise))
+        then = f"and {named} the goal ±{goal:g} octave" if named else \
+            f"though no budget buys the goal ±{goal:g} octave from there"
+    else:
+        then = f"though no budget buys the goal ±{goal:g} octave from proxies this short"
+    return (f"{budget_flag(request)}: the budget {budget:.3g} FLOPs ({percent(budget / full)} of the full run) "
+            f"cannot buy the smallest useful ladder (two rungs, two seeds per law at proxy width {cheapest[0]}: "
+            f"{cost:.3g} FLOPs, {percent(cost / full)}); {buys_it} would buy it, {then}")
+
+
+def judge(request: PlanRequest, ladders: list[Ladder], start: list[Ladder], stuck: list[Ladder], budget: float,
+          full: float, noise: Noise) -> dict:
+    """{reached, line, needed}: whether every law reaches the goal; if not, one line with the budget that would
+    (`stuck`: laws with room for one rung, whose prior stands at any budget)."""
+    goal = request.goal
+    short = [ld for ld in ladders if ld.at_target(noise) > goal] + [ld for ld in stuck if ld.at_target(noise) > goal]
     if not short:
         return {"reached": True, "line": f"every law reaches ±{goal:g} octave at the target", "needed": total(ladders)}
-    unlimited = grow(start, math.inf, goal, noise)
-    bought = "; ".join(f"{ld.name} ±{ld.at_target(noise):.2g}" for ld in short)
-    if reaches(unlimited, goal, noise):
-        needed = buying(start, total(unlimited), goal, noise, full)
-        line = (f"--share/--flops: the budget {budget:.3g} FLOPs ({budget / full:.2%}) buys {bought} octaves at the "
-                f"target, not the goal ±{goal:g}; {needed:.3g} FLOPs ({_share(needed, full)} of the full run) would")
+    bought = "; ".join(f"{ld.name} ±{octaves(ld.at_target(noise), goal)}" for ld in short)
+    unlimited = grow(start, math.inf, goal, noise) + stuck
+    named, needed = ("", math.inf) if not reaches(unlimited, goal, noise) else \
+        suggest(total(unlimited), full, lambda b: reaches(grow(start, b, goal, noise), goal, noise))
+    if named:
+        line = (f"{budget_flag(request)}: the budget {budget:.3g} FLOPs ({percent(budget / full)} of the full run) "
+                f"buys {bought} octaves at the target, not the goal ±{goal:g}; {named} would")
     else:
-        needed = math.inf
-        worst = "; ".join(f"{ld.name} ±{ld.at_target(noise):.2g}" for ld in unlimited if ld.at_target(noise) > goal)
+        worst = "; ".join(f"{ld.name} ±{octaves(ld.at_target(noise), goal)}" for ld in unlimited
+                          if ld.at_target(noise) > goal)
         line = (f"--goal: no budget buys ±{goal:g} octave at the target from proxies this short ({worst} at most, "
                 f"the rungs bounded by the target); the budget {budget:.3g} FLOPs buys {bought}")
     return {"reached": False, "line": line, "needed": needed}
@@ -165,43 +204,54 @@ def reaches(ladders: list[Ladder], goal: float, noise: Noise) -> bool:
     return all(ld.at_target(noise) <= goal for ld in ladders)
 
 
-def buying(start: list[Ladder], spent: float, goal: float, noise: Noise, full: float) -> float:
-    """The budget to name: the greedy growth is path-dependent (a cheaper move taken under a tighter budget leads
-    elsewhere), so what the unlimited growth spent may not buy the goal when given as the budget. The smallest of
-    spent × 1.02^k, rounded up to the 3 digits printed, that buys it given as --flops and as the printed --share."""
+def suggest(flops: float, full: float, buys: Callable[[float], bool]) -> tuple[str, float]:
+    """The budget to name, as the user types it back (`typed`), and the FLOPs that buys: the smallest of
+    flops × 1.02^k whose typed value `buys` (the greedy growth is path-dependent: a cheaper move taken under a
+    tighter budget leads elsewhere, so what an unlimited growth spent may not buy the goal given as the budget);
+    ("", inf) when none within 400 steps."""
     for k in range(400):
-        named = float(f"{_up(spent * 1.02 ** k, 3):.3g}")  # as printed, and as a user types it back
-        share = float(f"{_up(named / full, 2, percent=True) * 100:.2f}") / 100
-        if all(reaches(grow(start, b, goal, noise), goal, noise) for b in (named, share * full)):
-            return named
-    return math.inf
+        text, value = typed(flops * 1.02 ** k, full)
+        if buys(value):
+            return text, value
+    return "", math.inf
 
 
-def _up(x: float, digits: int, percent: bool = False) -> float:
-    """`x` rounded up to `digits` significant digits (percent: to `digits` decimals of a percent)."""
-    if percent:
-        return math.ceil(x * 100 * 10 ** digits) / 10 ** digits / 100
+def typed(flops: float, full: float) -> tuple[str, float]:
+    """`--share S` (S rounded up to 2 significant digits) while S ≤ 1, else `--flops X` (3 digits, rounded up;
+    `--share` refuses more than the full run); with the FLOPs that flag, typed as printed, gives make_plan."""
+    share = float(f"{_up(flops / full, 2):.2g}")
+    if share <= 1:
+        return f"--share {share:g}", share * full
+    named = float(f"{_up(flops, 3):.3g}")
+    return f"--flops {named:.3g}", named
+
+
+def _up(x: float, digits: int) -> float:
+    """`x` rounded up to `digits` significant digits."""
     scale = 10 ** (math.floor(math.log10(x)) - digits + 1)
     return math.ceil(x / scale) * scale
 
 
-def _share(flops: float, full: float) -> str:
-    return f"{_up(flops / full, 2, percent=True) * 100:.2f}%"
+def percent(share: float) -> str:
+    """A share as a percent to 3 significant digits, without an exponent: 0.00312 %, 4.98 %, 62.5 %, 1471 %."""
+    value = share * 100
+    decimals = max(0, 2 - math.floor(math.log10(value))) if value > 0 else 0
+    return f"{value:.{decimals}f} %"
 
 
 def show(plan: dict, console: Console) -> None:
+    """The plan's table, the laws it plans no ladder for, its total against the budget and verify's refinement;
+    without a ladder, one line saying why instead of an empty table."""
     target, budget = plan["target"], plan["budget"]
-    table = Table(title=f"plan for {plan['study']}: width {target['width']}, depth {target['depth']}, "
-                        f"{target['params']:.3g} params, {target['tokens']:.3g} tokens, batch {target['batch_size']}; "
-                        f"proxy width {plan['proxy']['width']}")
-    for column in ("law", "across", "rungs", "seeds", "grid", "runs", "FLOPs", "share", "prior ±oct",
-                   "expected ±oct"):
-        table.add_column(column, justify="right" if column not in ("law", "across", "rungs") else "left")
-    for ld in plan["ladders"]:
-        table.add_row(ld["name"], ld["across"], ", ".join(f"{r:.4g}" for r in ld["rungs"]), str(ld["seeds"]),
-                      str(ld["grid"]), str(ld["runs"]), f"{ld['flops']:.3g}", f"{ld['flops'] / target['flops']:.3%}",
-                      f"{ld['prior_at_target']:.2f}", f"{ld['expected_at_target']:.2f}")
-    console.print(table)
+    title = (f"plan for {plan['study']}: width {target['width']}, depth {target['depth']}, {target['params']:.3g} "
+             f"params, {target['tokens']:.3g} tokens, batch {target['batch_size']}")
+    if plan["ladders"]:
+        console.print(ladder_table(plan, f"{title}; proxy width {plan['proxy']['width']}"))
+    else:
+        console.print(f"{title}: no ladder is needed (no law both needs one and has room for two rungs)"
+                      if plan["verdict"].get("no_room") else
+                      f"{title}: no ladder is needed: every law's published prior already holds the LR to "
+                      f"±{plan['goal']:g} octave at the target")
     for law in plan["verdict"].get("no_room", []):
         console.print(f"{law['name']}: no ladder; no second rung fits between the bounds (rungs "
                       f"{', '.join(f'{r:.4g}' for r in law['rungs'])}): the prior's ±{law['prior_at_target']:.2f} "
@@ -209,12 +259,26 @@ def show(plan: dict, console: Console) -> None:
     for law in plan["verdict"]["prior_only"]:
         console.print(f"{law['name']}: no ladder; the prior alone holds the LR to ±{law['prior_at_target']:.2f} "
                       f"octave at the target ({law['source']})")
+    if not plan["ladders"]:
+        return
     console.print(f"total {plan['total']['runs']} runs, {plan['total']['flops']:.3g} FLOPs = "
-                  f"{plan['total']['share']:.3%} of the full run ({target['flops']:.3g} FLOPs; 6·N·D "
-                  f"{target['kaplan_flops']:.3g}); budget {budget['flops']:.3g} ({budget['share']:.2%}). "
+                  f"{percent(plan['total']['share'])} of the full run ({target['flops']:.3g} FLOPs; 6·N·D "
+                  f"{target['kaplan_flops']:.3g}); budget {budget['flops']:.3g} ({percent(budget['share'])}). "
                   f"±oct: the LR's 95 % interval at the target, octaves (goal ±{plan['goal']:g})")
     extra = sum(ld["flops"] * REFINE / ld["grid"] for ld in plan["ladders"])
-    if extra:
-        console.print(f"verify refines each curve by up to {REFINE} points until its optimum is bracketed (--refine): "
-                      f"at most {sum(ld['seeds'] * len(ld['rungs']) * REFINE for ld in plan['ladders'])} runs, "
-                      f"{extra:.3g} FLOPs ({_share(extra, target['flops'])}) more")
+    console.print(f"verify refines each curve by up to {REFINE} points until its optimum is bracketed (--refine): "
+                  f"at most {sum(ld['seeds'] * len(ld['rungs']) * REFINE for ld in plan['ladders'])} runs, "
+                  f"{extra:.3g} FLOPs ({percent(extra / target['flops'])}) more")
+
+
+def ladder_table(plan: dict, title: str) -> Table:
+    table = Table(title=title)
+    for column in ("law", "across", "rungs", "seeds", "grid", "runs", "FLOPs", "share", "prior ±oct",
+                   "expected ±oct"):
+        table.add_column(column, justify="right" if column not in ("law", "across", "rungs") else "left")
+    for ld in plan["ladders"]:
+        table.add_row(ld["name"], ld["across"], ", ".join(f"{r:.4g}" for r in ld["rungs"]), str(ld["seeds"]),
+                      str(ld["grid"]), str(ld["runs"]), f"{ld['flops']:.3g}",
+                      percent(ld["flops"] / plan["target"]["flops"]), f"{ld['prior_at_target']:.2f}",
+                      f"{ld['expected_at_target']:.2f}")
+    return table

@@ -84,10 +84,25 @@ def band_figure(name: str, rows: pd.DataFrame, total_steps: int) -> plt.Figure:
     return figure
 
 
-def verdict(rows: pd.DataFrame | None, total_steps: int) -> str:
+def band_line(prediction: dict) -> str:
+    """Whether the transfer gave the full run a live band to be held to, and why not (one line, plain text)."""
+    curve = (prediction or {}).get("curve")
+    if curve:
+        return (f"live band from {curve['fraction'][0]:.0%} of the run to its end: the trainer logs it beside "
+                "val_loss, and the run is flagged at its first evaluation outside it")
+    if not prediction:
+        return "no live band: no predicted loss to draw it from (`sweep verify` across width and tokens makes one)"
+    return f"no live band: {prediction.get('no_band') or 'the transfer that wrote this config recorded none'}"
+
+
+def verdict(rows: pd.DataFrame | None, total_steps: int, prediction: dict | None = None) -> str:
+    """The full run against its band: where it left it, or that it stayed inside; without a band logged, why
+    (`prediction`: the run's provenance.prediction)."""
     off = departure(rows, total_steps)
     if rows is None or "predicted_low" not in rows:
-        return "no predicted curve was logged beside this run"
+        if prediction is not None and not prediction.get("curve"):
+            return html.escape(band_line(prediction))
+        return "no predicted curve was logged beside this run yet"
     if off is None:
         return "inside its predicted band at every evaluation"
     return (f"<b>left its predicted band at step {off['step']} ({off['fraction']:.0%} of the run), {off['side']}: "
@@ -105,8 +120,8 @@ def opening(root: Path, name: str, where: Scope, png: Callable[[plt.Figure, str]
     for path in sorted((root / name / "transfer").glob("*.yaml")):
         config = RunConfig.load(inside_root(path, root, "transfer"))
         p = config.provenance.prediction
-        predicted = (f"predicted final validation loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}]"
-                     if p else "no predicted loss (`sweep verify` across width and tokens makes one)")
+        predicted = (f"predicted final validation loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}]; "
+                     f"{band_line(p)}" if p else "no predicted loss (`sweep verify` across width and tokens makes one)")
         parts.append(f"<h3>{html.escape(path.name)}</h3><h4>settings</h4>{settings_table(config)}"
                      f"<h4>laws</h4>{laws_table(config)}<p>{html.escape(predicted)}</p>")
     runs = run_rows(where)
@@ -115,7 +130,8 @@ def opening(root: Path, name: str, where: Scope, png: Callable[[plt.Figure, str]
         steps = int(total_steps(run, rows)) if rows is not None else 0
         figure = png(band_figure(run.run, rows, steps), f"{run.run} on its predicted band") \
             if rows is not None and "predicted_low" in rows else ""
-        parts.append(f"<h3>full run {html.escape(run.run)}</h3><p>{verdict(rows, steps)}</p>{figure}")
+        prediction = RunConfig.load(inside_root(Path(run.path) / "config.yaml", root, "runs")).provenance.prediction
+        parts.append(f"<h3>full run {html.escape(run.run)}</h3><p>{verdict(rows, steps, prediction)}</p>{figure}")
     return "".join(parts) or '<p class="missing">not run yet: <code>sweep transfer</code>, then the full run</p>'
 
 

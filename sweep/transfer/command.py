@@ -161,20 +161,22 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
 
 def live_band(root: str, name: str, prediction: dict, config: RunConfig, tokens_per_example: int) -> list[str]:
     """The whole predicted curve into `prediction` (sweep/forecast/live.py: collapsed from the ladder's runs, capped
-    by the narrower run on the full run's schedule), which the trainer logs; the warning when there is none."""
+    by the narrower run on the full run's schedule), which the trainer logs; or, where there is none, why, recorded
+    (`no_band`: the report says it) and returned as the warning."""
     runs = ladder_runs(root, name)
-    if not runs:
-        return []
     steps = config.total_steps(tokens_per_example)
     end = {"width": config.model.width, "depth": config.model.depth, "batch_size": config.batch_size, "step": steps,
            "tokens": steps * config.batch_size * tokens_per_example}
-    curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)), ceiling(runs, end))
+    curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)),
+                 ceiling(runs, end)) if runs else None
     if curve:
         prediction["curve"] = curve
         return []
-    return [f"no live band: the ladder's curves scaled to the prediction's interval are wider than ±{INFORMATIVE:.0%} "
-            "of the loss at every fraction, too wide to hold the run to (more ladder points or seeds narrow the "
-            "interval)"]
+    prediction["no_band"] = (f"the ladder's curves scaled to the prediction's interval are wider than "
+                             f"±{INFORMATIVE:.0%} of the loss at every fraction, too wide to hold the run to (more "
+                             "ladder points or seeds narrow the interval)" if runs else
+                             "no ladder run's validation curve was found to draw its shape from")
+    return [f"no live band: {prediction['no_band']}"]
 
 
 def held_out_line(h: dict) -> str:

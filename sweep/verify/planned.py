@@ -20,8 +20,12 @@ from sweep.verify.command import run_verify, settings
 from sweep.verify.grid import base_values
 from sweep.verify.request import VerifyRequest
 
+PLANNED = ("--across", "--param", "--span", "--seeds", "--parametrizations")  # set from the plan, never typed
+
 
 def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
+    """Run the plan's ladders; exit 1 when μP drifted across width on a rung (its verdict printed), verify's own
+    code (130 on Ctrl-C, 1 for trials left) when a rung did not finish: the plan stops there and says so."""
     spec = load_spec(template.spec)
     plan = planfile.read(path, results_root())
     if plan["study"] != spec.name:
@@ -35,13 +39,34 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
         across = f"{ladder['across']}={','.join(label(r) for r in rungs)}"
         request = replace(template, across=across, param=ladder["param"], parametrizations="mup",
                           seeds=ladder["seeds"], proxy_width=template.proxy_width or width, values=None)
-        chosen, _, at_width = settings(request, spec, parse_axis(across))
-        _, centre = base_values(spec, chosen, ladder["param"], at_width)
-        k = (ladder["grid"] - 1) // 2
-        request = replace(request, span=f"{centre * 2.0 ** -k},{centre * 2.0 ** k},{ladder['grid']}")
-        failed = run_verify(request, console) or failed  # 1: μP drifted across width (its verdict printed)
-        summary = read_summary(results_root(), spec.name, ladder["param"], ladder["across"])
-        return ((summary or {}).get("laws") or {}).get("mup")
+        try:
+            axis = parse_axis(across)
+            chosen, _, at_width = settings(request, spec, axis)
+            _, centre = base_values(spec, chosen, ladder["param"], at_width)
+            k = (ladder["grid"] - 1) // 2
+            request = replace(request, span=f"{centre * 2.0 ** -k},{centre * 2.0 ** k},{ladder['grid']}")
+            code = run_verify(request, console)
+        except InputError as err:
+            raise planned_error(err, plan["ladders"].index(ladder), ladder) from None
+        summary = read_summary(results_root(), spec.name, ladder["param"], ladder["across"]) or {}
+        if code not in (0, 1) or (code == 1 and [float(v) for v in summary.get("values", [])] != list(axis.values)):
+            raise planfile.Unfinished(code)  # interrupted, or trials left: the summary is an earlier call's
+        failed = code or failed  # 1 with the rungs' summary written: μP drifted across width (its verdict printed)
+        return (summary.get("laws") or {}).get("mup")
 
-    planfile.execute(plan, run_one, console.print)
+    try:
+        planfile.execute(plan, run_one, console.print)
+    except planfile.Unfinished as stop:
+        return stop.code
     return 1 if failed else 0
+
+
+def planned_error(err: InputError, index: int, ladder: dict) -> InputError:
+    """A refusal of a flag `run_one` set from the plan names the plan's ladder instead (the user typed --plan)."""
+    text = str(err)
+    flag = next((f for f in PLANNED if text == f or text.startswith((f + " ", f + ":"))), None)
+    if flag is None:
+        return err
+    rest = text[len(flag):].lstrip()
+    return InputError(f"--plan: ladders[{index}] ({ladder['name']}){'' if rest.startswith(':') else ', '}{rest}")
+
