@@ -6,6 +6,7 @@ import inspect
 import math
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from sweep import errors
 from sweep.cluster.settings import RUN, WORKERS, options
@@ -523,8 +525,25 @@ def checked_flags(command: Callable, name: str) -> Callable:
     return checked
 
 
+class OnceEach(TyperCommand):
+    """A command refusing a single-valued option given more than once (`--across width=… --across tokens=…`): click
+    keeps the last silently, so the first the user typed would be dropped. Options declared as lists (`--set`,
+    `--opt`, `--enqueue`) repeat by design; `--help` is left to click."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:  # (shell completion parses half-typed lines)
+            order = self.make_parser(ctx).parse_args(args=list(args))[2]  # each option once per time it was given
+            for param, times in Counter(order).items():
+                if times > 1 and param.param_type_name == "option" and not param.multiple and not param.is_eager:
+                    names = "/".join(param.opts + param.secondary_opts)
+                    raise InputError(f"{names}: given {times} times; it takes one value, so give it once (only "
+                                     "the last would count)")
+        return super().parse_args(ctx, args)
+
+
 for registered in app.registered_commands:  # every command, so a flag added later is covered too
     registered.callback = checked_flags(registered.callback, registered.name)
+    registered.cls = OnceEach
 
 
 REFUSED_CHOICE = re.compile(r"(?:Value error, )?('.*' is not one of )(.*?)\.?")
