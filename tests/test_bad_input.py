@@ -432,6 +432,9 @@ CASES = {
                                                                             str(file(root, "r.txt", "x"))),
                                                      ["proxy", write_spec(root), "--width", "16"])[1],
                                        ("results root ($SWEEP_ROOT):", "is not a folder")),
+    "launch-sweep-root-with-a-newline": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT", str(root / "r\nx")),
+                                                           ["launch", file(root, "run.yaml", yaml.safe_dump(RUN))])[1],
+                                             ("results root ($SWEEP_ROOT):", "without control characters")),
     # ---- resources: parameters + optimizer state, and data, against the machine's memory
     "resource-width": Case(proxy("--width", "65536"), ("model.width:", "needs", "GiB of memory", "available",
                                                         "SWEEP_ALLOW_BIG=1")),
