@@ -309,7 +309,7 @@ def verify_cmd(
                                     help="μP fails when its optimum moves more than this (octaves) across widths"),
     refine: int = typer.Option(VerifyRequest.refine, help="extra grid points per axis value, run until each optimum is "
                                "bracketed (the loss rises past the noise on both sides, ½-octave spacing there); "
-                               "0: the grid as given"),
+                               "0: no more points (those an earlier run added are kept)"),
     prior: str = typer.Option(VerifyRequest.prior, help="each law's prior: published (its slope from the literature, "
                               "updated by the measurement) or none (the measurement alone)"),
     backend: Backend = typer.Option(Backend(VerifyRequest.backend), help="where the runs go"),
