@@ -239,3 +239,4 @@ def test_an_optimum_left_at_the_grid_edge_names_the_refinement_that_brackets_it(
                      timeout=600)  # far too low, and refinement off
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert "grid's edge" in done.stdout and "the same command with --refine 4" in " ".join(done.stdout.split())
+    assert not list(tmp_path.glob("*-r1"))  # looking for an earlier run's refinement made no storage
