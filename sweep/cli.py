@@ -528,17 +528,22 @@ def checked_flags(command: Callable, name: str) -> Callable:
 class OnceEach(TyperCommand):
     """A command refusing a single-valued option given more than once (`--across width=… --across tokens=…`): click
     keeps the last silently, so the first the user typed would be dropped. Options declared as lists (`--set`,
-    `--opt`, `--enqueue`) repeat by design; `--help` is left to click."""
+    `--opt`, `--enqueue`) repeat by design."""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        if not ctx.resilient_parsing:  # (shell completion parses half-typed lines)
-            order = self.make_parser(ctx).parse_args(args=list(args))[2]  # each option once per time it was given
-            for param, times in Counter(order).items():
-                if times > 1 and param.param_type_name == "option" and not param.multiple and not param.is_eager:
-                    names = "/".join(param.opts + param.secondary_opts)
-                    raise InputError(f"{names}: given {times} times; it takes one value, so give it once (only "
-                                     "the last would count)")
+        if not ctx.resilient_parsing:  # shell completion parses half-typed lines
+            refuse_repeats(self.make_parser(ctx).parse_args(args=list(args))[2])
         return super().parse_args(ctx, args)
+
+
+def refuse_repeats(order: list) -> None:
+    """`order`: the parameters as click's parser met them, once per time each was given. With --help, the help."""
+    if any(param.is_eager for param in order):
+        return
+    for param, times in Counter(order).items():
+        if times > 1 and param.param_type_name == "option" and not param.multiple:
+            raise InputError(f"{'/'.join(param.opts + param.secondary_opts)}: given {times} times; it takes one "
+                             "value, so give it once (only the last would count)")
 
 
 for registered in app.registered_commands:  # every command, so a flag added later is covered too

@@ -518,3 +518,8 @@ def test_an_option_declared_as_a_list_takes_each_value_given(run_cli):
     cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
     role_lr = {row[0]: row[9] for row in cells}  # the column `role LR ×`
     assert role_lr["wte.weight"] == "4" and role_lr["lm_head.weight"] == "2"
+
+
+def test_help_is_shown_whatever_else_the_line_repeats(run_cli):
+    code, out, err = run_cli("verify", "spec.yaml", "--across", "width=16,32", "--across", "tokens=1", "--help")
+    assert code in (0, None) and "--across" in out and not err, err
