@@ -6,6 +6,7 @@ import inspect
 import math
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from sweep import errors
 from sweep.cluster.settings import RUN, WORKERS, options
@@ -307,7 +309,7 @@ def verify_cmd(
                                     help="μP fails when its optimum moves more than this (octaves) across widths"),
     refine: int = typer.Option(VerifyRequest.refine, help="extra grid points per axis value, run until each optimum is "
                                "bracketed (the loss rises past the noise on both sides, ½-octave spacing there); "
-                               "0: the grid as given"),
+                               "0: no more points (those an earlier run added are kept)"),
     prior: str = typer.Option(VerifyRequest.prior, help="each law's prior: published (its slope from the literature, "
                               "updated by the measurement) or none (the measurement alone)"),
     backend: Backend = typer.Option(Backend(VerifyRequest.backend), help="where the runs go"),
@@ -524,8 +526,30 @@ def checked_flags(command: Callable, name: str) -> Callable:
     return checked
 
 
+class OnceEach(TyperCommand):
+    """A command refusing a single-valued option given more than once (`--across width=… --across tokens=…`): click
+    keeps the last silently, so the first the user typed would be dropped. Options declared as lists (`--set`,
+    `--opt`, `--enqueue`) repeat by design."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:  # shell completion parses half-typed lines
+            refuse_repeats(self.make_parser(ctx).parse_args(args=list(args))[2])
+        return super().parse_args(ctx, args)
+
+
+def refuse_repeats(order: list) -> None:
+    """`order`: the parameters as click's parser met them, once per time each was given. With --help, the help."""
+    if any(param.is_eager for param in order):
+        return
+    for param, times in Counter(order).items():
+        if times > 1 and param.param_type_name == "option" and not param.multiple:
+            raise InputError(f"{'/'.join(param.opts + param.secondary_opts)}: given {times} times; it takes one "
+                             "value, so give it once (only the last would count)")
+
+
 for registered in app.registered_commands:  # every command, so a flag added later is covered too
     registered.callback = checked_flags(registered.callback, registered.name)
+    registered.cls = OnceEach
 
 
 REFUSED_CHOICE = re.compile(r"(?:Value error, )?('.*' is not one of )(.*?)\.?")

@@ -1,6 +1,8 @@
 """Where results go, and what may be read or written there: the path rules every command shares.
 
-- The results root is the given root, else $SWEEP_ROOT, else ./studies; a root that names a file is refused.
+- The results root is the given root, else $SWEEP_ROOT, else ./studies; a root that names a file is refused. A
+  RunConfig a user hands a command (`train`, `launch`, `doctor`) writes under its `output.root`, else under that same
+  root (`load_run_config`): `sweep launch RUN.yaml` with no output.root wrote to ./studies whatever $SWEEP_ROOT said.
 - A sweep's name (the folder ROOT/NAME) is a NAME (trainer.config): never `.`, `..`, hidden or overlong. A name read
   back from a file or a storage (an Optuna study's name, launch.json's run and study) is input too: `stored_name`.
 - Nothing read or written under the root may leave it once symlinks are resolved (`inside_root`): a run's
@@ -23,21 +25,17 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
+from pydantic import ValidationError
 
 from sweep.errors import InputError
 from trainer import folders
-from trainer.config import ConfigError, check_name
+from trainer.config import ConfigError, OutputConfig, RunConfig, check_name, one_line
 from trainer.folders import check_path_length, check_writable
 
 STORED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")  # a name read back: one folder's worth
 STORED_MODEL = re.compile(rf"{STORED_NAME.pattern}(:[A-Za-z_][A-Za-z0-9_]{{0,254}})?")  # zoo name or module:function
-
-if TYPE_CHECKING:
-    from trainer.config import RunConfig
-
 
 ROOM = 1024  # bytes below the root: a sweep's name, a run's name and the files in its folder
 
@@ -50,6 +48,18 @@ def results_root(root: str | None = None) -> Path:
     if path.exists() and not path.is_dir():
         raise InputError(f"results root ($SWEEP_ROOT): {path} is not a folder")
     return path
+
+
+def load_run_config(path: Path) -> RunConfig:
+    """The RunConfig in `path`, writing under its `output.root` if it names one, else under `results_root()`."""
+    cfg = RunConfig.load(path)
+    if "root" in cfg.output.model_fields_set:
+        return cfg
+    try:  # the root reaches folders and a SLURM script's lines: the config's own rule for it
+        output = OutputConfig.model_validate({**cfg.output.model_dump(), "root": str(results_root())})
+    except ValidationError as err:
+        raise InputError(f"results root ($SWEEP_ROOT): {one_line(err, OutputConfig)}") from None
+    return cfg.model_copy(update={"output": output})
 
 
 def sweep_name(name: str, field: str) -> str:

@@ -244,6 +244,22 @@ CASES = {
     "unknown-backend": Case(proxy("--width", "16", "--backend", "k8s"),
                             ("--backend:", "'k8s' is not one of local, ray, slurm")),
     "workers-zero": Case(proxy("--width", "16", "--workers", "0"), ("--workers:", "at least 1")),
+    # a single-valued option given twice: click kept the last silently, so verify ran only the tokens ladder
+    "verify-across-given-twice": Case(lambda root: ["verify", write_spec(root), "--across", "width=16,32",
+                                                    "--across", "tokens=1000,2000"],
+                                      ("--across:", "given 2 times", "takes one value")),
+    "proxy-width-given-twice-once-with-equals": Case(proxy("--width", "16", "--width=32"),
+                                                     ("--width:", "given 2 times")),
+    "verify-values-given-as-itself-and-its-alias": Case(lambda root: ["verify", write_spec(root), "--values", "1,2",
+                                                                      "--lrs", "3,4"], ("--values/--lrs:", "given 2")),
+    "launch-backend-flag-given-as-itself-and-its-alias": Case(lambda root: ["launch", run_config(root),
+                                                                            "--gpus-per-node", "0",
+                                                                            "--gpus-per-task", "0"],
+                                                              ("--gpus-per-node/--gpus-per-task:", "given 2")),
+    "results-switch-and-its-negation": Case(lambda root: ["results", "x", "--plots", "--no-plots"],
+                                            ("--plots/--no-plots:", "given 2 times")),
+    "transfer-out-given-twice": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--out", "a.yaml",
+                                                   "--out", "b.yaml"], ("--out:", "given 2 times")),
     "device-memory-past-any-device": Case(lambda root: ["transfer", write_spec(root), "--width", "64",
                                                         "--device-memory", "1e308"],  # a traceback (tester)
                                           ("--device-memory", "1048576")),
@@ -416,6 +432,9 @@ CASES = {
                                                                             str(file(root, "r.txt", "x"))),
                                                      ["proxy", write_spec(root), "--width", "16"])[1],
                                        ("results root ($SWEEP_ROOT):", "is not a folder")),
+    "launch-sweep-root-with-a-newline": Case(lambda root: (os.environ.__setitem__("SWEEP_ROOT", str(root / "r\nx")),
+                                                           ["launch", file(root, "run.yaml", yaml.safe_dump(RUN))])[1],
+                                             ("results root ($SWEEP_ROOT):", "without control characters")),
     # ---- resources: parameters + optimizer state, and data, against the machine's memory
     "resource-width": Case(proxy("--width", "65536"), ("model.width:", "needs", "GiB of memory", "available",
                                                         "SWEEP_ALLOW_BIG=1")),
@@ -489,3 +508,18 @@ def test_bad_input_is_one_line_naming_the_field_exit_2_and_nothing_written(tmp_p
         assert expected in err, f"{expected!r} not in {err!r}"
     assert tree(results) == before_results and tree(tmp_path) == before  # no file, folder or study written
     assert studies(tmp_path) == before_studies
+
+
+def test_an_option_declared_as_a_list_takes_each_value_given(run_cli):
+    """The refusal of a repeated option (sweep/cli.py's OnceEach) leaves list options alone: both --set apply."""
+    code, out, err = run_cli("inspect", "gpt", "--width", "64", "--depth", "1", "--set",
+                             "optimizer.roles.embedding.lr_mult=4", "--set", "optimizer.roles.readout.lr_mult=2")
+    assert code in (0, None), err
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    role_lr = {row[0]: row[9] for row in cells}  # the column `role LR ×`
+    assert role_lr["wte.weight"] == "4" and role_lr["lm_head.weight"] == "2"
+
+
+def test_help_is_shown_whatever_else_the_line_repeats(run_cli):
+    code, out, err = run_cli("verify", "spec.yaml", "--across", "width=16,32", "--across", "tokens=1", "--help")
+    assert code in (0, None) and "--across" in out and not err, err

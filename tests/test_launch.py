@@ -89,6 +89,29 @@ def test_a_local_launch_trains_checkpoints_and_launching_again_does_nothing(tmp_
     assert curve(cfg)["step"].tolist() == [1, 5, 10, 15, 20, 25, 30]  # not doubled
 
 
+@pytest.mark.parametrize("command", [("launch",), ("train", "--quiet")])
+def test_a_config_without_output_root_trains_under_sweep_root_as_every_command_reads_it(tmp_path, run_cli,
+                                                                                        monkeypatch, command):
+    """`output.root` unset: the run lands under $SWEEP_ROOT (it went to ./studies, where `sweep status` never looked),
+    and nothing is written outside it."""
+    root, cwd = tmp_path / "root", tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    run = {**RUN, "steps": 2, "log_every": 1, "eval": {**RUN["eval"], "every": 2, "batches": 1},
+           "checkpoint": {"every": 2, "keep": 1}, "output": {**RUN["output"], "run": "noroot"}}
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(run, sort_keys=False))
+    code, out, err = run_cli(command[0], path, *command[1:])
+    assert code == 0, err
+    assert json.loads((root / "full" / "runs" / "noroot" / "result.json").read_text())["status"] == "completed"
+    assert not list(cwd.iterdir()) and sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "root", "run.yaml"]
+    if command[0] == "train":
+        return
+    code, out, err = run_cli("status", "--format", "json")
+    assert code == 0 and [row["state"] for row in json.loads(out) if row["run"] == "noroot"] == ["done"], (out, err)
+
+
 def test_a_killed_local_run_is_resumed_from_its_checkpoint_by_launching_it_again(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     path = write_run(tmp_path)

@@ -205,7 +205,8 @@ def test_refinement_stops_at_its_budget_and_says_it_is_not_bracketed():
 
 def test_verify_refines_each_grid_by_default_until_its_optimum_is_bracketed_and_resumes_without_rerunning(tmp_path):
     """A coarse grid two octaves apart, no --refine given: refinement adds points around each width's best (its own
-    studies, …-rK), within the default budget; the same command again runs nothing and writes the same summary."""
+    studies, …-rK), within the default budget; the same command again runs nothing and writes the same summary, and
+    so does it with --refine 0 (no more points): the points already run are kept, not refitted away."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     flags = ["--trials-from", "spec", "--widths", "32,64", "--parametrizations", "mup", "--range", "2^-12,2^-2,6",
@@ -221,6 +222,11 @@ def test_verify_refines_each_grid_by_default_until_its_optimum_is_bracketed_and_
     again = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
     assert again.returncode == done.returncode and "COMPLETE" not in again.stdout
     assert json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text()) == summary
+    kept = run_sweep(tmp_path, "verify", spec, *flags, "--refine", "0", timeout=900)
+    assert kept.returncode == done.returncode and "COMPLETE" not in kept.stdout, kept.stdout + kept.stderr
+    assert "kept from an earlier run (round 1)" in " ".join(kept.stdout.split())
+    assert json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text()) == summary
+    assert pd.read_parquet(tmp_path / "v-verify-lr" / "points.parquet").equals(points)
 
 
 def test_an_optimum_left_at_the_grid_edge_names_the_refinement_that_brackets_it(tmp_path):
@@ -233,3 +239,4 @@ def test_an_optimum_left_at_the_grid_edge_names_the_refinement_that_brackets_it(
                      timeout=600)  # far too low, and refinement off
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert "grid's edge" in done.stdout and "the same command with --refine 4" in " ".join(done.stdout.split())
+    assert not list(tmp_path.glob("*-r1"))  # looking for an earlier run's refinement made no storage

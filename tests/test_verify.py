@@ -131,7 +131,9 @@ def test_bad_verify_flags_are_one_line_and_write_nothing(tmp_path):
                            (["--param", "optimizer.roles.embedding.lr_mult/x"],  # was a name-length message (tester)
                             "--param optimizer.roles.embedding.lr_mult/x: not a RunConfig field"),
                            (["--trials-from", "best"], "study: no sweep named 'v'")):
-        done = run_sweep(tmp_path, "verify", spec, *["--trials-from", "spec", "--widths", "32,64", *flags])
+        base = [a for flag, value in (("--trials-from", "spec"), ("--widths", "32,64")) if flag not in flags
+                for a in (flag, value)]  # a flag given twice is refused as such
+        done = run_sweep(tmp_path, "verify", spec, *base, *flags)
         assert done.returncode == 2, (flags, done.stdout, done.stderr)
         assert done.stderr.count("\n") == 1 and message in done.stderr, (flags, done.stderr)
     assert sorted(tmp_path.rglob("*")) == before

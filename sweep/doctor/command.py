@@ -10,7 +10,7 @@ from rich.table import Table
 
 from sweep.doctor.checks import run_doctor
 from sweep.errors import InputError
-from sweep.paths import results_root
+from sweep.paths import load_run_config, results_root
 from sweep.study.preflight import check_points
 from sweep.study.spec import load_spec
 from sweep.study.trial import base_run
@@ -49,7 +49,7 @@ def run_doctor_cmd(config: Path, width: int | None, lr_max: float | None, out: P
     if is_study(config):
         cfg, lr_max, width, default_out = study_target(config, width, lr_max)
     else:
-        cfg = RunConfig.load(config)
+        cfg = load_run_config(config)
         default_out = cfg.run_dir() / "doctor.parquet"
     with console.status(f"doctor: {cfg.run_id()}"):
         table, passed = run_doctor(cfg, lr_max=lr_max, width=width)

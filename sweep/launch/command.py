@@ -18,6 +18,7 @@ from rich.console import Console
 from proxies.registry import check_model
 from sweep.cluster.processes import process_alive
 from sweep.launch.request import LaunchRequest
+from sweep.paths import load_run_config
 from sweep.runs.record import finished_state, last_logged, locations, read_record, read_result
 from sweep.study.trial import check_run_folder
 from trainer.config import RunConfig
@@ -27,7 +28,7 @@ from trainer.tracking import check_trackers
 
 def run_launch(config: Path, request: LaunchRequest, console: Console) -> int:
     request.check()
-    cfg = resolve(RunConfig.load(config))
+    cfg = resolve(load_run_config(config))
     check_trackers(cfg)
     source = cfg.data.open(cfg.seed)
     model = cfg.model

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from sweep.cluster.processes import die_with_parent
-from sweep.paths import check_writable
+from sweep.paths import check_writable, load_run_config
 from trainer.config import RunConfig
 from trainer.loop import RunResult, train
 
@@ -16,7 +16,7 @@ from trainer.loop import RunResult, train
 def run_train(config: Path, steps: int | None, resume: bool, quiet: bool, console: Console) -> RunResult:
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a worker of torchrun: trains only while torchrun lives
         die_with_parent()
-    cfg = RunConfig.load(config)
+    cfg = load_run_config(config)
     if steps is not None:
         cfg = RunConfig.parse({**cfg.model_dump(), "steps": steps, "tokens": None})
     check_writable(Path(cfg.output.root) / cfg.output.study, "output.root")

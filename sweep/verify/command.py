@@ -29,7 +29,7 @@ from rich.table import Table
 from proxies.registry import count_parameters
 from sweep.backends import get_backend
 from sweep.backends.live import run_workers
-from sweep.errors import InputError
+from sweep.errors import InputError, is_bad_input
 from sweep.paths import inside_root
 from sweep.rules.axis import INTEGER, Axis, label, moved_moments, parse_axis
 from sweep.rules.bracket import REFINE, next_values
@@ -41,7 +41,7 @@ from sweep.study.preflight import prepare
 from sweep.study.space import get_path, set_path
 from sweep.study.spec import StudySpec, check_builder_named, check_search_path, load_spec, model_name
 from sweep.study.storage import open_storage
-from sweep.study.study import SweepJob, open_study, progress
+from sweep.study.study import SweepJob, check_same_spec, open_study, progress
 from sweep.study.trial import base_run
 from sweep.verify.analysis import optima, seed_mean, verdicts
 from sweep.verify.grid import base_values, grid_values, verify_spec
@@ -118,17 +118,16 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
         if code:
             return code
     points = collect(jobs, stores, r.param, axis.name)
-    if r.refine:
-        code, points, refined = refine_grids(jobs, stores, points, r, axis.name, executor, console)
-        if code:
-            return code
+    code, points, refined = refine_grids(jobs, stores, points, r, axis.name, executor, console)
+    if code:
+        return code
     values = [int(v) if axis.name in INTEGER else v for v in axis.values]
     cfg = RunConfig.parse(base_run(jobs[0][1].spec, jobs[0][1].width, jobs[0][1].parametrization))
     summary = {"param": r.param, "axis": axis.name, "values": values,
                "widths": values if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
                "source": source, "max_drift": r.max_drift, "prior": r.prior, "optimizer": cfg.optimizer.name,
                "depth_rule": cfg.model.options.get("depth_alpha") is not None,
-               "refined": refined if r.refine else [],
+               "refined": refined,
                "shapes": [{"at": at, **s} for at, s in shapes.items()]}
     return report(out, points, axis, summary, console)
 
@@ -137,7 +136,11 @@ def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyReques
                  console: Console) -> tuple[int, pd.DataFrame, list[dict]]:
     """Rounds of `next_values` (sweep/rules/bracket.py) per axis value and parametrization, each round's points a
     study of their own (NAME-rK: the same command finds them run and resumes), until every optimum is bracketed or
-    its `--refine` budget is spent; (exit code, every point, what was added and whether each ended bracketed)."""
+    its `--refine` budget is spent; (exit code, every point, what was added and whether each ended bracketed).
+
+    A round an earlier run finished is taken in whatever the budget (`paid_round`): `--refine` bounds what more is
+    run, as Optuna's `n_trials` does, and never hides points already paid for (a smaller budget, or 0, refitted the
+    bare grid, overwrote the bracketed fit in summary.json that transfer reads, and advised the refinement just run)."""
     base, added = list(jobs), {}
     for round_ in range(1, ROUNDS + 1):
         new = []
@@ -147,14 +150,14 @@ def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyReques
             todo = [v for v in next_values(mean.index.to_numpy(float), mean.to_numpy(float), point_noise(group))
                     if v not in set(mean.index)]
             key = (job.parametrization, at)
-            if todo and len(added.get(key, [])) + len(todo) <= r.refine:
+            within = bool(todo) and len(added.get(key, [])) + len(todo) <= r.refine
+            paid = bool(todo) and not within and paid_round(job, round_, todo, r)
+            if within or paid:
                 added.setdefault(key, []).extend(todo)
-                console.print(f"refining (round {round_}): {NAMES[job.parametrization]} at {axis} {label(at)}, its "
+                doing = "kept from an earlier run" if paid else "refining"
+                console.print(f"{doing} (round {round_}): {NAMES[job.parametrization]} at {axis} {label(at)}, its "
                               f"optimum not yet bracketed: log₂ {', '.join(f'{v:.2f}' for v in todo)}")
-                vspec = verify_spec(job.spec, f"{job.spec.name}-r{round_}", job.spec.run, r.param,
-                                    [2.0 ** v for v in todo], r.seeds)
-                new.append((at, prepare(vspec, width=job.width, parametrization=job.parametrization, trials=None,
-                                        storage=r.storage, password_env=r.password_env)))
+                new.append((at, round_job(job, round_, todo, r)))
         if not new:
             break
         for _, job in new:
@@ -163,6 +166,8 @@ def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyReques
                 return code, points, []
         jobs = jobs + new
         points = collect(jobs, stores, r.param, axis)
+    if not r.refine and not added:
+        return 0, points, []  # refinement off and none run before: the grid as given
     refined = []
     for at, job in base:
         group = points[(points["parametrization"] == job.parametrization) & (points[axis] == at)]
@@ -175,6 +180,28 @@ def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyReques
                           f"{len(added.get((job.parametrization, at), []))} extra points (--refine {r.refine}); "
                           f"next: log₂ {', '.join(f'{v:.2f}' for v in left)}")
     return 0, points, refined
+
+
+def round_job(job: SweepJob, round_: int, todo: list[float], r: VerifyRequest) -> SweepJob:
+    """Refinement round `round_` of `job`'s curve: the log₂ values `todo`, a study of its own (NAME-rK)."""
+    vspec = verify_spec(job.spec, f"{job.spec.name}-r{round_}", job.spec.run, r.param, [2.0 ** v for v in todo],
+                        r.seeds)
+    return prepare(vspec, width=job.width, parametrization=job.parametrization, trials=None, storage=r.storage,
+                   password_env=r.password_env)
+
+
+def paid_round(job: SweepJob, round_: int, todo: list[float], r: VerifyRequest) -> bool:
+    """Whether an earlier run of this command finished this round (its study holds every trial, run for the same
+    values): read only, so nothing is created where it was not."""
+    try:
+        rjob = round_job(job, round_, todo, r)
+        study = optuna.load_study(study_name=rjob.study_name, storage=open_storage(rjob.storage, read_only=True))
+        check_same_spec(study.user_attrs, rjob)
+    except Exception as err:  # no such storage or study, one made for other values, or values no run takes
+        if isinstance(err, KeyError) or is_bad_input(err):
+            return False
+        raise
+    return progress(study)[0] >= rjob.n_trials
 
 
 def point_noise(group: pd.DataFrame) -> float:

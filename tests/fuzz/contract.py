@@ -1,6 +1,7 @@
 """The contract every verb keeps, whatever its command line: exit 0 (or 1, a verdict, where the verb has one),
-or exit 2 with exactly one line on stderr; never a traceback or a hang; nothing created or changed outside what a
-success writes (the results root, the `--out` it was given); the planted password in no output and no file.
+or exit 2 with exactly one line on stderr (always, naming it, for a single-valued option given twice); never a
+traceback or a hang; nothing created or changed outside what a success writes (the results root, the `--out` it
+was given); the planted password in no output and no file.
 
 Verbs run in this process (`sweep.cli.main` with its argv), in the example's own folder with SWEEP_ROOT=results.
 """
@@ -129,6 +130,11 @@ def violations(case: Case, folder: Path, outcome: Outcome) -> list[str]:
         outside = [p for p in o.changed if not allowed(case, p)]
         if outside:
             broken.append(f"wrote outside the results root and --out: {outside[:5]}")
+    twice = [c.removeprefix("flag:twice:") for c in case.classes if c.startswith("flag:twice:")]
+    if twice and o.code != 2:
+        broken.append(f"{twice[0]} given twice, not refused: exit {o.code!r}")
+    elif twice and not {"flag:unknown", "flag:drop"} & set(case.classes) and f"{twice[0]}" not in o.err:
+        broken.append(f"{twice[0]} given twice, refused without naming it: {o.err.strip()[-300:]!r}")
     leaks = secret_in(folder, o)
     if leaks:
         broken.append(f"the password is in: {leaks[:5]}")

@@ -713,8 +713,9 @@ def case_for(draw, verb: str) -> Case:
     if verb in ("proxy", "verify", "transfer", "results", "sql", "export", "report") and draw(st.integers(0, 3)) == 0:
         flags, url_classes = draw(storage_flags())
         argv, flag_classes = argv + flags, flag_classes + url_classes
+    argv, flag_classes = draw(given_twice(verb, argv, flag_classes))
     outs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--out" and isinstance(argv[i + 1], str)]
-    out = outs[-1] if outs else None  # the last one given is the one taken
+    out = outs[-1] if outs else None  # two --out are refused; one is where a success may write
     damage = draw(st.sampled_from(sorted(DAMAGES))) if verb in READERS and draw(st.integers(0, 4)) == 0 else None
     return Case(verb, argv, classes + flag_classes + ([f"damaged:{damage}"] if damage else []), out, damage)
 
@@ -733,6 +734,30 @@ def hostile_inputs(draw, verb: str, argv: list, classes: list[str]) -> tuple[lis
     if verb in ("results", "report", "export", "transfer") and len(argv) > 1:
         return [argv[0], RenamedStudy(draw(stored_name())), *argv[2:]], [*classes, "stored:study-name"]
     return argv, classes
+
+
+def single_valued(verb: str) -> list[tuple[str, bool]]:
+    """Every option of `verb` that takes one value, as (its first name, whether it is a switch), read from the
+    command itself, so an option added later is drawn too."""
+    import typer
+
+    from sweep.cli import app
+
+    command = typer.main.get_command(app).commands[verb]
+    return sorted((p.opts[0], p.is_flag) for p in command.params if p.param_type_name == "option" and not p.multiple)
+
+
+@st.composite
+def given_twice(draw, verb: str, argv: list, classes: list[str]) -> tuple[list, list[str]]:
+    """Now and then (1 in 6) one of the verb's single-valued options given twice, right after the verb (so no
+    `--` drawn later turns it into a positional): refused, naming it, however plausible each value (`flag:twice:`,
+    tests/fuzz/contract.py)."""
+    if draw(st.integers(0, 5)):
+        return argv, classes
+    flag, switch = draw(st.sampled_from(single_valued(verb)))
+    values = [v for v in VERB_OPTIONS[verb].get(flag, []) if v is not None] or ["1"]
+    pair = [flag, flag] if switch else [flag, draw(st.sampled_from(values)), flag, draw(st.sampled_from(values))]
+    return [argv[0], *pair, *argv[1:]], [*classes, f"flag:twice:{flag}"]
 
 
 SQL_STATEMENTS = [
