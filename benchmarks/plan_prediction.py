@@ -129,7 +129,7 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
         needed = int(np.ceil(seeds * (half / (0.02 * measured)) ** 2))  # the half-width goes as 1/√seeds
         print(f"  noise floor: the rungs' seed-to-seed sd {sd:.4f} ({sd / measured:.2%}); noise alone, on the "
               f"simplest form (a line in ln N at the target's tokens), allows ±{half / measured:.2%} at {seeds} "
-              f"seeds; ±2 % needs {needed} seeds per rung and target")
+              f"seeds; ±2 % needs {needed} seed(s) per rung and target")
     return abs(err_today)
 
 
