@@ -49,6 +49,8 @@ def ceiling(runs: list[pd.DataFrame], target: dict) -> tuple[np.ndarray, np.ndar
     when no run is."""
     def same_schedule(rows: pd.DataFrame) -> bool:
         last = rows.iloc[-1]
+        if last[["width", "depth", "batch_size", "step", "tokens"]].isna().any():
+            return False
         return (int(last["width"]) < target["width"] and abs(float(last["tokens"]) / target["tokens"] - 1) <= 0.01
                 and all(int(last[key]) == int(target[key]) for key in ("depth", "batch_size", "step")))
     same = [rows for rows in runs if len(rows) >= 2 and same_schedule(rows)]
