@@ -34,6 +34,7 @@ FRACTIONS = np.linspace(0.02, 1.0, 50)
 INFORMATIVE = 0.25  # the widest band kept, as a half-width relative to the predicted loss
 TOLERANCE = 0.02  # above the ceiling run's curve: a seed moved a rung's curve by up to 2.1 % (module docstring)
 CEILING_FROM = 0.1  # the ceiling holds past the warmup and the steepest descent (module docstring)
+SCHEDULE = {"width", "depth", "batch_size", "step", "tokens"}  # what a run's last evaluation must name to bound
 
 
 def shape(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +50,7 @@ def ceiling(runs: list[pd.DataFrame], target: dict) -> tuple[np.ndarray, np.ndar
     when no run is."""
     def same_schedule(rows: pd.DataFrame) -> bool:
         last = rows.iloc[-1]
-        if last[["width", "depth", "batch_size", "step", "tokens"]].isna().any():
+        if not SCHEDULE <= set(rows.columns) or last[list(SCHEDULE)].isna().any():
             return False
         return (int(last["width"]) < target["width"] and abs(float(last["tokens"]) / target["tokens"] - 1) <= 0.01
                 and all(int(last[key]) == int(target[key]) for key in ("depth", "batch_size", "step")))
