@@ -187,3 +187,14 @@ def test_a_rung_verify_refuses_names_the_plans_ladder_not_a_flag_the_user_never_
     with pytest.raises(InputError, match=f"^--plan: ladders\\[0\\] \\({name}\\), {across}=[0-9]+: one step is") as err:
         run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
     assert "--across" not in str(err.value)
+
+
+def test_a_ladder_name_is_said_as_written_not_read_as_console_markup(tmp_path, monkeypatch):
+    """A hand-edited name `[/]` (printable, so the reader takes it) ended the plan, after its runs, in rich's
+    MarkupError when the ladder's line was said (found beside the fuzzer's name edits, tests/fuzz/strategies.py,
+    which stop before any run and so cannot reach that line)."""
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"][0].update(name="[/]"))
+    _verify_faked(monkeypatch, lambda request: 0)
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 0
+    assert "[/]: no interval measured" in console.export_text()

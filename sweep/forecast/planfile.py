@@ -31,6 +31,7 @@ from sweep.errors import InputError
 from sweep.forecast.design import Ladder, total
 from sweep.forecast.interval import Z95, Noise, at_target
 from sweep.paths import inside_root
+from trainer import yaml_io
 from trainer.atomic import atomic_path
 
 VERSION = 1
@@ -77,7 +78,8 @@ MAX_BYTES = 1 << 20  # a plan is a few kB
 def read(path: Path, root: Path | None = None) -> dict:
     """The plan in `path`; anything but a plan this tool wrote is an InputError naming the field. A plan under the
     results `root` must stay inside it once links are resolved; a FIFO, device or folder is refused before it is
-    opened (reading one would hang or never end), and so is a file too large to be a plan."""
+    opened (reading one would hang or never end), and so is a file too large to be a plan; its YAML is read as every
+    command reads a spec (trainer/yaml_io.py: nested past 100 levels was a RecursionError)."""
     path = Path(path)
     if root is not None and Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root))):
         inside_root(path, root, "--plan")
@@ -88,11 +90,13 @@ def read(path: Path, root: Path | None = None) -> dict:
             raise InputError(f"--plan: {path} is not a regular file")
         if path.stat().st_size > MAX_BYTES:
             raise InputError(f"--plan: {path} is larger than {MAX_BYTES} bytes, not a plan `sweep plan` writes")
-        plan = yaml.safe_load(path.read_text())
+        plan = yaml_io.load(path.read_bytes())  # bounded: depth, aliases, a key given twice (trainer/yaml_io.py)
     except FileNotFoundError:
         raise InputError(f"--plan: {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+    except OSError as err:
         raise InputError(f"--plan: {path} is unreadable ({type(err).__name__})") from None
+    except yaml.YAMLError as err:
+        raise InputError(f"--plan: {path} is not valid YAML ({yaml_io.reason(err)})") from None
     if not isinstance(plan, dict) or plan.get("plan") != VERSION:
         raise InputError(f"--plan: {path} is not a plan `sweep plan` writes (plan: {VERSION})")
     if not isinstance(plan.get("ladders"), list):
@@ -108,6 +112,7 @@ def read(path: Path, root: Path | None = None) -> dict:
     return plan
 
 
+MAX_NAME = 80  # sweep plan's names are `lr × width` and the like
 AXES = ("width", "batch_size", "tokens", "depth")  # sweep plan's ladders (sweep/plan/command.py)
 PARAMS = ("optimizer.lr",)
 
@@ -126,6 +131,10 @@ def _ladder(ld, field: str) -> None:
     proxy's and the target's axis values and its prior."""
     if not isinstance(ld, dict):
         raise InputError(f"--plan: {field}: a ladder mapping, got {type(ld).__name__}")
+    name = ld.get("name")  # said in every line about the ladder
+    if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
+        raise InputError(f"--plan: {field}.name: the law's name, 1 to {MAX_NAME} printable characters, got "
+                         f"{name!r:.{MAX_NAME}}")
     rungs = ld.get("rungs")
     if not (isinstance(rungs, list) and 2 <= len(rungs) <= 64):
         raise InputError(f"--plan: {field}.rungs: two to 64 positive numbers, got {rungs!r}")

@@ -55,7 +55,7 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
         return (summary.get("laws") or {}).get("mup")
 
     try:
-        planfile.execute(plan, run_one, console.print)
+        planfile.execute(plan, run_one, lambda line: console.print(line, markup=False))  # names are the file's
     except planfile.Unfinished as stop:
         return stop.code
     return 1 if failed else 0
