@@ -430,6 +430,11 @@ CASES = {
                                             ("--plan:", "not valid YAML", "nests deeper than 100 levels")),
     "plan-ladder-without-a-name": Case(verify_plan(far_rung_without_a_name),
                                        ("--plan: ladders[0].name:", "printable characters", "got None")),
+    # and `sweep plan --goal 1e9` wrote a plan that verify's reader refused (goal at most 100 octaves)
+    "plan-goal-past-what-verify-reads": Case(lambda root: ["plan", write_spec(root), "--tokens", "6400", "--width",
+                                                           "256", "--goal", "1e9"], ("--goal:", "to 100 octaves")),
+    "plan-goal-below-what-verify-reads": Case(lambda root: ["plan", write_spec(root), "--tokens", "6400", "--width",
+                                                            "256", "--goal", "1e-9"], ("--goal:", "1e-06 to")),
     "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
     "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("'--lr-max'", "greater than")),
     "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),

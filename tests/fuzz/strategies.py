@@ -570,7 +570,8 @@ class Link:
         return f"link:{self.text}"
 
     def __call__(self, folder: Path) -> str:
-        (folder / self.name).symlink_to(folder / self.target)
+        if not (folder / self.name).is_symlink():  # the same flag drawn twice names one link
+            (folder / self.name).symlink_to(folder / self.target)
         return self.name
 
 
