@@ -97,7 +97,7 @@ def read(path: Path, root: Path | None = None) -> dict:
         raise InputError(f"--plan: {path} is unreadable ({type(err).__name__})") from None
     except yaml.YAMLError as err:
         raise InputError(f"--plan: {path} is not valid YAML ({yaml_io.reason(err)})") from None
-    if not isinstance(plan, dict) or plan.get("plan") != VERSION:
+    if not isinstance(plan, dict) or type(plan.get("plan")) is not int or plan["plan"] != VERSION:  # true == 1
         raise InputError(f"--plan: {path} is not a plan `sweep plan` writes (plan: {VERSION})")
     if not isinstance(plan.get("ladders"), list):
         raise InputError(f"--plan: ladders: a list of ladders, got {type(plan.get('ladders')).__name__}")
@@ -112,6 +112,7 @@ def read(path: Path, root: Path | None = None) -> dict:
     return plan
 
 
+MAX_GRID = 63  # odd, within the 64 points `sweep verify` scans (sweep/verify/grid.py); sweep plan stays under it
 MAX_NAME = 80  # sweep plan's names are `lr × width` and the like
 AXES = ("width", "batch_size", "tokens", "depth")  # sweep plan's ladders (sweep/plan/command.py)
 PARAMS = ("optimizer.lr",)
@@ -141,7 +142,7 @@ def _ladder(ld, field: str) -> None:
     for j, rung in enumerate(rungs):
         _number_in(rung, f"{field}.rungs[{j}]", 1e-300, 1e15)
     _number_in(ld.get("seeds"), f"{field}.seeds", 1, 64, whole=True)
-    grid = _number_in(ld.get("grid"), f"{field}.grid", 3, 99, whole=True)
+    grid = _number_in(ld.get("grid"), f"{field}.grid", 3, MAX_GRID, whole=True)
     if grid % 2 == 0:
         raise InputError(f"--plan: {field}.grid: an odd number of points (centre × 2^k, k = −K … K), got {grid}")
     if ld.get("param") not in PARAMS or ld.get("across") not in AXES:

@@ -20,7 +20,7 @@ from sweep.verify.command import run_verify, settings
 from sweep.verify.grid import base_values
 from sweep.verify.request import VerifyRequest
 
-PLANNED = ("--across", "--param", "--span", "--seeds", "--parametrizations")  # set from the plan, never typed
+PLANNED = ("--across", "--param", "--range", "--seeds", "--parametrizations")  # set from the plan, never typed
 
 
 def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:

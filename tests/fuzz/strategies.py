@@ -596,7 +596,7 @@ PLAN_OUT_OF_BOUNDS = {
     L + ("rungs",): [[], [32], [0, 64], [-32, 64], [math.nan, 64], ["32", 64], [True, 64], [32] * 65, "32,64",
                      None, {}, [1e16, 32], DROP],
     L + ("seeds",): [0, -1, 65, 10**6, 2.5, True, "6", None, math.nan, math.inf, DROP],
-    L + ("grid",): [0, 1, 2, 8, 101, 10**6 + 1, 9.5, "9", True, None, DROP],
+    L + ("grid",): [0, 1, 2, 8, 65, 99, 10**6 + 1, 9.5, "9", True, None, DROP],
     L + ("param",): ["run.dir", "optimizer.beta1", "", None, 1, DROP],
     L + ("across",): ["steps", "../../etc", "", None, "width\n", DROP],
     L + ("proxy_value",): [0, -1, math.nan, math.inf, 1e16, "32", None, DROP],
@@ -609,7 +609,7 @@ PLAN_OUT_OF_BOUNDS = {
 # verify does not read: refused in one line or run, never a traceback (`plan-edit:`)
 PLAN_EDITS = {
     L + ("rungs",): [[32, 33.5], [32, 1e15], [32, 32], [128, 32], [1e-300, 32], [1, 2**20], [3, 5]],
-    L + ("seeds",): [64, 1], L + ("grid",): [99, 3], L + ("proxy_value",): [1e15, 1e-300, 48],
+    L + ("seeds",): [64, 1], L + ("grid",): [63, 3], L + ("proxy_value",): [1e15, 1e-300, 48],
     L + ("target_value",): [1e15, 1e-300, 32], L + ("prior",): [None, DROP], L + ("name",): ["[/]", "lr × width"],
     L + ("across",): ["width", "depth", "tokens", "batch_size"],
     ("proxy", "width"): [2**20, 1, 7, 16], ("goal",): [100, 1e-6],

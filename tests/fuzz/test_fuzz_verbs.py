@@ -78,7 +78,7 @@ def check(case: Case, seed: Path, parent: Path) -> None:
     if os.environ.get("SWEEP_FUZZ_LOG"):
         with open(os.environ["SWEEP_FUZZ_LOG"], "a") as log:
             log.write(json.dumps({"verb": case.verb, "classes": case.classes, "code": outcome.code,
-                                  "broken": broken, "seconds": round(seconds, 1),
+                                  "broken": broken, "seconds": round(seconds, 1), "stderr": outcome.err[-300:],
                                   "case": repr(case)}) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     if os.environ.get("SWEEP_FUZZ_SURVEY") != "1":
