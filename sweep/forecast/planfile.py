@@ -129,13 +129,9 @@ def _number_in(x, field: str, low: float, high: float, whole: bool = False) -> f
 
 def _ladder(ld, field: str) -> None:
     """One ladder as `sweep plan` writes it: its setting and axis, 2–64 positive rungs, seeds, an odd grid, the
-    proxy's and the target's axis values and its prior."""
+    proxy's and the target's axis values, its prior and its name (said in every line about the ladder)."""
     if not isinstance(ld, dict):
         raise InputError(f"--plan: {field}: a ladder mapping, got {type(ld).__name__}")
-    name = ld.get("name")  # said in every line about the ladder
-    if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
-        raise InputError(f"--plan: {field}.name: the law's name, 1 to {MAX_NAME} printable characters, got "
-                         f"{name!r:.{MAX_NAME}}")
     rungs = ld.get("rungs")
     if not (isinstance(rungs, list) and 2 <= len(rungs) <= 64):
         raise InputError(f"--plan: {field}.rungs: two to 64 positive numbers, got {rungs!r}")
@@ -156,6 +152,10 @@ def _ladder(ld, field: str) -> None:
             raise InputError(f"--plan: {field}.prior: a mapping {{centre, spread, source}}, got {prior!r}")
         _number_in(prior.get("centre"), f"{field}.prior.centre", -10, 10)
         _number_in(prior.get("spread"), f"{field}.prior.spread", 1e-6, 10)
+    name = ld.get("name")
+    if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
+        raise InputError(f"--plan: {field}.name: the law's name, 1 to {MAX_NAME} printable characters, got "
+                         f"{name!r:.{MAX_NAME}}")
 
 
 def steps(ladder: dict) -> list[list]:
