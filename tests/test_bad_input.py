@@ -181,6 +181,30 @@ def reading(link: str, *args: str) -> Callable[[Path], list]:
     return lambda root: (run_folder_linked_out(link)(root), list(args))[1]
 
 
+def verify_plan(edit: Callable[[dict], object] = lambda plan: None, tail: str = "") -> Callable[[Path], list]:
+    """`sweep verify SPEC --plan edited.yaml` of the tiny spec: the plan `sweep plan` wrote for it (under the results
+    root, before the case's snapshot), `edit`ed, `tail` added to its text. Every case is refused before a run."""
+    def make(root: Path) -> list:
+        from rich.console import Console
+
+        from sweep.plan.command import PlanRequest, run_plan
+
+        spec = write_spec(root)
+        run_plan(PlanRequest(spec, 6400, width=256, depth=4, goal=0.45, share=0.5), Console(file=open(os.devnull, "w")))
+        plan = yaml.safe_load((root / "results" / "tiny" / "plan.yaml").read_text())
+        edit(plan)
+        return ["verify", spec, "--plan", file(root, "edited.yaml", yaml.safe_dump(plan) + tail), "--trials-from",
+                "spec"]
+    return make
+
+
+def far_rung_without_a_name(plan: dict) -> None:
+    """The first ladder across width to a rung past the machine (verify refuses it, naming the plan's ladder), with
+    no name to name it by."""
+    plan["ladders"][0].update(across="width", rungs=[32, 1e15], proxy_value=32)
+    del plan["ladders"][0]["name"]
+
+
 BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=False))
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + BOMB + "name: bomb\nsearch: {optimizer.lr: 0.01}\n"
 
@@ -400,6 +424,17 @@ CASES = {
     "mem-inf": Case(proxy("--width", "16", "--mem", "inf"), ("--mem:", "finite number")),
     "verify-study-name-past-the-rule": Case(lambda root: ["verify", write_spec(root, name="n" * 100)],
                                             ("name:", "at most 86 characters")),  # the suffix with a refinement round
+    # the fuzzer's (tests/fuzz): a plan nested past the YAML bound was a RecursionError; a ladder without a name
+    # whose rung verify refuses, a KeyError while naming it
+    "plan-nested-past-the-yaml-bound": Case(verify_plan(tail="deep: " + "[" * 50_000 + "]" * 50_000 + "\n"),
+                                            ("--plan:", "not valid YAML", "nests deeper than 100 levels")),
+    "plan-ladder-without-a-name": Case(verify_plan(far_rung_without_a_name),
+                                       ("--plan: ladders[0].name:", "printable characters", "got None")),
+    # and `sweep plan --goal 1e9` wrote a plan that verify's reader refused (goal at most 100 octaves)
+    "plan-goal-past-what-verify-reads": Case(lambda root: ["plan", write_spec(root), "--tokens", "6400", "--width",
+                                                           "256", "--goal", "1e9"], ("--goal:", "to 100 octaves")),
+    "plan-goal-below-what-verify-reads": Case(lambda root: ["plan", write_spec(root), "--tokens", "6400", "--width",
+                                                            "256", "--goal", "1e-9"], ("--goal:", "1e-06 to")),
     "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
     "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("'--lr-max'", "greater than")),
     "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),

@@ -98,6 +98,9 @@ def _edited(path: Path, edit) -> Path:
     (lambda p: p["ladders"][0].update(seeds=10 ** 6), "ladders[0].seeds"),  # was a million seeds per point
     (lambda p: p["ladders"][0].update(grid=10 ** 6 + 1), "ladders[0].grid"),
     (lambda p: p["ladders"][0].update(grid=8), "ladders[0].grid"),
+    (lambda p: p["ladders"][0].update(grid=65), "ladders[0].grid"),  # verify refused it as --range, never typed
+    (lambda p: p["ladders"][0].pop("name"), "ladders[0].name"),  # a KeyError when a refused rung was named
+    (lambda p: p["ladders"][0].update(name="a\nb"), "ladders[0].name"),
     (lambda p: p["ladders"][0].update(rungs=[32, float("inf")]), "ladders[0].rungs[1]"),
     (lambda p: p["ladders"][0].update(rungs=[True, 64]), "ladders[0].rungs[0]"),
     (lambda p: p["ladders"][0].update(param="run.dir"), "ladders[0]: param"),
@@ -187,3 +190,35 @@ def test_a_rung_verify_refuses_names_the_plans_ladder_not_a_flag_the_user_never_
     with pytest.raises(InputError, match=f"^--plan: ladders\\[0\\] \\({name}\\), {across}=[0-9]+: one step is") as err:
         run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
     assert "--across" not in str(err.value)
+
+
+def test_a_ladder_name_is_said_as_written_not_read_as_console_markup(tmp_path, monkeypatch):
+    """A hand-edited name `[/]` (printable, so the reader takes it) ended the plan, after its runs, in rich's
+    MarkupError when the ladder's line was said (found beside the fuzzer's name edits, tests/fuzz/strategies.py,
+    which stop before any run and so cannot reach that line)."""
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"][0].update(name="[/]"))
+    _verify_faked(monkeypatch, lambda request: 0)
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 0
+    assert "[/]: no interval measured" in console.export_text()
+
+
+def test_a_plan_whose_version_is_a_boolean_is_refused(tmp_path, monkeypatch):
+    """`plan: true` passed the version check (True == 1); the fuzzer's `plan:plan` class found it."""
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p.update(plan=True))
+    with pytest.raises(InputError, match="is not a plan `sweep plan` writes"):
+        planfile.read(path, tmp_path)
+
+
+def test_a_grid_verify_refuses_names_the_plans_ladder_not_the_range_flag(tmp_path, monkeypatch):
+    """The plan's grid reaches verify as --range; its refusal was said as `--range: …`, a flag the user never typed
+    (the list of flags the plan sets named `--span`, which no line says)."""
+    path = _plan(tmp_path, monkeypatch)
+
+    def refuse(request):
+        raise InputError("--range: verify scans positive values on a log₂ grid, got [0.0, 1.0, 2.0]")
+
+    _verify_faked(monkeypatch, refuse)
+    name = planfile.read(path, tmp_path)["ladders"][0]["name"]
+    with pytest.raises(InputError, match=f"^--plan: ladders\\[0\\] \\({name}\\): verify scans positive values"):
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)

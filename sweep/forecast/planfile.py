@@ -31,6 +31,7 @@ from sweep.errors import InputError
 from sweep.forecast.design import Ladder, total
 from sweep.forecast.interval import Z95, Noise, at_target
 from sweep.paths import inside_root
+from trainer import yaml_io
 from trainer.atomic import atomic_path
 
 VERSION = 1
@@ -77,7 +78,8 @@ MAX_BYTES = 1 << 20  # a plan is a few kB
 def read(path: Path, root: Path | None = None) -> dict:
     """The plan in `path`; anything but a plan this tool wrote is an InputError naming the field. A plan under the
     results `root` must stay inside it once links are resolved; a FIFO, device or folder is refused before it is
-    opened (reading one would hang or never end), and so is a file too large to be a plan."""
+    opened (reading one would hang or never end), and so is a file too large to be a plan; its YAML is read as every
+    command reads a spec (trainer/yaml_io.py: nested past 100 levels was a RecursionError)."""
     path = Path(path)
     if root is not None and Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root))):
         inside_root(path, root, "--plan")
@@ -88,12 +90,14 @@ def read(path: Path, root: Path | None = None) -> dict:
             raise InputError(f"--plan: {path} is not a regular file")
         if path.stat().st_size > MAX_BYTES:
             raise InputError(f"--plan: {path} is larger than {MAX_BYTES} bytes, not a plan `sweep plan` writes")
-        plan = yaml.safe_load(path.read_text())
+        plan = yaml_io.load(path.read_bytes())  # bounded: depth, aliases, a key given twice (trainer/yaml_io.py)
     except FileNotFoundError:
         raise InputError(f"--plan: {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+    except OSError as err:
         raise InputError(f"--plan: {path} is unreadable ({type(err).__name__})") from None
-    if not isinstance(plan, dict) or plan.get("plan") != VERSION:
+    except yaml.YAMLError as err:
+        raise InputError(f"--plan: {path} is not valid YAML ({yaml_io.reason(err)})") from None
+    if not isinstance(plan, dict) or type(plan.get("plan")) is not int or plan["plan"] != VERSION:  # true == 1
         raise InputError(f"--plan: {path} is not a plan `sweep plan` writes (plan: {VERSION})")
     if not isinstance(plan.get("ladders"), list):
         raise InputError(f"--plan: ladders: a list of ladders, got {type(plan.get('ladders')).__name__}")
@@ -108,6 +112,8 @@ def read(path: Path, root: Path | None = None) -> dict:
     return plan
 
 
+MAX_GRID = 63  # odd, within the 64 points `sweep verify` scans (sweep/verify/grid.py); sweep plan stays under it
+MAX_NAME = 80  # sweep plan's names are `lr × width` and the like
 AXES = ("width", "batch_size", "tokens", "depth")  # sweep plan's ladders (sweep/plan/command.py)
 PARAMS = ("optimizer.lr",)
 
@@ -123,7 +129,7 @@ def _number_in(x, field: str, low: float, high: float, whole: bool = False) -> f
 
 def _ladder(ld, field: str) -> None:
     """One ladder as `sweep plan` writes it: its setting and axis, 2–64 positive rungs, seeds, an odd grid, the
-    proxy's and the target's axis values and its prior."""
+    proxy's and the target's axis values, its prior and its name (said in every line about the ladder)."""
     if not isinstance(ld, dict):
         raise InputError(f"--plan: {field}: a ladder mapping, got {type(ld).__name__}")
     rungs = ld.get("rungs")
@@ -132,7 +138,7 @@ def _ladder(ld, field: str) -> None:
     for j, rung in enumerate(rungs):
         _number_in(rung, f"{field}.rungs[{j}]", 1e-300, 1e15)
     _number_in(ld.get("seeds"), f"{field}.seeds", 1, 64, whole=True)
-    grid = _number_in(ld.get("grid"), f"{field}.grid", 3, 99, whole=True)
+    grid = _number_in(ld.get("grid"), f"{field}.grid", 3, MAX_GRID, whole=True)
     if grid % 2 == 0:
         raise InputError(f"--plan: {field}.grid: an odd number of points (centre × 2^k, k = −K … K), got {grid}")
     if ld.get("param") not in PARAMS or ld.get("across") not in AXES:
@@ -146,6 +152,10 @@ def _ladder(ld, field: str) -> None:
             raise InputError(f"--plan: {field}.prior: a mapping {{centre, spread, source}}, got {prior!r}")
         _number_in(prior.get("centre"), f"{field}.prior.centre", -10, 10)
         _number_in(prior.get("spread"), f"{field}.prior.spread", 1e-6, 10)
+    name = ld.get("name")
+    if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
+        raise InputError(f"--plan: {field}.name: the law's name, 1 to {MAX_NAME} printable characters, got "
+                         f"{name!r:.{MAX_NAME}}")
 
 
 def steps(ladder: dict) -> list[list]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from sweep.errors import InputError
 
 SHARE = 0.05  # the tuning budget's default share of the full run's FLOPs (Tensor Programs V spent 7 % on GPT-3 6.7B)
+GOAL = (1e-6, 100.0)  # octaves of LR at the target: the bounds plan.yaml is read back with (sweep/forecast/planfile.py)
 MAX_FLOPS = 1e30  # ~1000× the largest training run to date; past it the share prints hundreds of digits
 
 
@@ -36,6 +37,9 @@ class PlanRequest:
                             ("--goal", self.goal), ("--proxy-width", self.proxy_width)):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise InputError(f"{flag}: must be a positive number, got {value}")
+        if not GOAL[0] <= self.goal <= GOAL[1]:  # a plan `sweep verify --plan` refuses was written (tests/fuzz)
+            raise InputError(f"--goal: the LR's 95 % half-width at the target, {GOAL[0]:g} to {GOAL[1]:g} octaves, "
+                             f"got {self.goal:g}")
         if not float(self.tokens).is_integer():
             raise InputError(f"--tokens: a whole number of tokens, got {self.tokens}")
         if self.flops is not None and self.flops > MAX_FLOPS:

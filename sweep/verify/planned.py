@@ -20,7 +20,7 @@ from sweep.verify.command import run_verify, settings
 from sweep.verify.grid import base_values
 from sweep.verify.request import VerifyRequest
 
-PLANNED = ("--across", "--param", "--span", "--seeds", "--parametrizations")  # set from the plan, never typed
+PLANNED = ("--across", "--param", "--range", "--seeds", "--parametrizations")  # set from the plan, never typed
 
 
 def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
@@ -55,7 +55,7 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
         return (summary.get("laws") or {}).get("mup")
 
     try:
-        planfile.execute(plan, run_one, console.print)
+        planfile.execute(plan, run_one, lambda line: console.print(line, markup=False))  # names are the file's
     except planfile.Unfinished as stop:
         return stop.code
     return 1 if failed else 0

@@ -24,17 +24,18 @@ from hypothesis import strategies as st
 
 from tests.fuzz.contract import inside, run, violations
 from tests.fuzz.pending import pending
-from tests.fuzz.strategies import TINY_SPEC, WIDTH, Case, case_for, run_doc
+from tests.fuzz.strategies import SEED_PLAN, SEED_PLAN_ARGS, TINY_SPEC, WIDTH, Case, case_for, run_doc
 
 BOUNDED = {"init": 12, "inspect": 10, "coord-check": 3, "train": 10, "proxy": 6, "results": 10, "sql": 14,
-           "export": 10, "compare": 10, "verify": 3, "transfer": 12, "launch": 6, "status": 8, "doctor": 2, "report": 5}
+           "export": 10, "compare": 10, "verify": 3, "transfer": 12, "launch": 6, "status": 8, "doctor": 2, "report": 5,
+           "plan": 8, "verify-plan": 8}  # verify-plan: `sweep verify --plan`, dry (tests/fuzz/contract.py)
 LONG = int(os.environ.get("SWEEP_FUZZ_EXAMPLES", "0"))  # examples per verb in `make fuzz`; 0: the bounded run
 
 
 @pytest.fixture(scope="module")
 def seed(tmp_path_factory) -> Path:
-    """A folder as a user's would be after a sweep: the tiny study finished at width 16 and one launched run;
-    each example starts from a copy of its `results`."""
+    """A folder as a user's would be after a sweep: the tiny study finished at width 16, one launched run and a plan
+    `sweep plan` wrote (SEED_PLAN); each example starts from a copy of its `results`."""
     from sweep.cli import main
     from sweep.study.preflight import prepare
     from sweep.study.spec import load_spec
@@ -55,6 +56,10 @@ def seed(tmp_path_factory) -> Path:
             sys.argv = ["sweep", "launch", "run.yaml"]
             main()
         assert stop.value.code == 0
+        with pytest.raises(SystemExit) as stop:
+            sys.argv = ["sweep", "plan", "spec.yaml", *SEED_PLAN_ARGS]
+            main()
+        assert stop.value.code == 1 and (folder / SEED_PLAN).is_file()  # the budget buys less than the goal
     return folder
 
 
@@ -73,7 +78,7 @@ def check(case: Case, seed: Path, parent: Path) -> None:
     if os.environ.get("SWEEP_FUZZ_LOG"):
         with open(os.environ["SWEEP_FUZZ_LOG"], "a") as log:
             log.write(json.dumps({"verb": case.verb, "classes": case.classes, "code": outcome.code,
-                                  "broken": broken, "seconds": round(seconds, 1),
+                                  "broken": broken, "seconds": round(seconds, 1), "stderr": outcome.err[-300:],
                                   "case": repr(case)}) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     if os.environ.get("SWEEP_FUZZ_SURVEY") != "1":
