@@ -150,6 +150,7 @@ def _verify_faked(monkeypatch, verify) -> list:
     monkeypatch.setattr(planned, "settings", lambda request, spec, axis: ({}, "a trial", 32))
     monkeypatch.setattr(planned, "base_values", lambda spec, chosen, param, width: ({}, 0.01))
     monkeypatch.setattr(planned, "run_verify", lambda request, console: calls.append(request.across) or verify(request))
+    monkeypatch.setattr(planned, "check_request", lambda request: None)
     return calls
 
 
@@ -222,3 +223,23 @@ def test_a_grid_verify_refuses_names_the_plans_ladder_not_the_range_flag(tmp_pat
     name = planfile.read(path, tmp_path)["ladders"][0]["name"]
     with pytest.raises(InputError, match=f"^--plan: ladders\\[0\\] \\({name}\\): verify scans positive values"):
         run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+
+
+def test_a_later_ladders_refused_rung_is_said_before_the_first_ladder_trains(tmp_path, monkeypatch):
+    """The fuzzer's find: each ladder's rungs were checked only when the plan reached that ladder, so a rung verify
+    refuses in the second ladder surfaced after the first had trained (hours, on a real plan). Every ladder is now
+    checked, as verify checks its own call, before anything runs: the refusal names the second ladder, nothing ran."""
+    import sweep.verify.planned as planned
+
+    path = _edited(_plan(tmp_path, monkeypatch),
+                   lambda p: p["ladders"].append({**p["ladders"][0], "name": "second"}))
+    calls, checked = _verify_faked(monkeypatch, lambda request: 0), []
+
+    def check(request):
+        checked.append(request.across)
+        if len(checked) == 2:
+            raise InputError("--across: one step is more than a rung's tokens")
+    monkeypatch.setattr(planned, "check_request", check)
+    with pytest.raises(InputError, match=r"^--plan: ladders\[1\] \(second\)"):
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+    assert calls == [] and len(checked) == 2

@@ -16,7 +16,7 @@ The law's band across width is the same bound per octave of the measured range: 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -66,8 +66,26 @@ def parse_list(text: str, flag: str, cast=str) -> list:
     return items
 
 
-def run_verify(request: VerifyRequest, console: Console) -> int:
-    r = request
+@dataclass
+class Checked:
+    """A verify call with everything checked and nothing written: what `run_verify` runs."""
+
+    spec: StudySpec
+    axis: Axis
+    params: list[str]
+    source: str
+    width: int
+    batch: int | None
+    grid: list[float]
+    jobs: list
+    executor: object
+    shapes: dict
+    out: Path
+
+
+def check_request(r: VerifyRequest) -> Checked:
+    """Every check of a verify call, before anything is written (`sweep verify --plan` runs it on every ladder
+    before the first one trains)."""
     spec = load_spec(r.spec)
     if r.across and r.widths is not None:
         raise InputError(f"--widths: not used with --across {r.across} (the ladder runs at the proxy's width; "
@@ -107,9 +125,15 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     for at, job in jobs:
         shapes[at] = shapes.get(at) or shape(job)
     check_budgets(axis, shapes)
+    return Checked(spec, axis, params, source, width, batch, grid, jobs, executor, shapes, out)
+
+
+def run_verify(request: VerifyRequest, console: Console) -> int:
+    r, c = request, check_request(request)
+    axis, width, batch, grid, jobs, executor, shapes = c.axis, c.width, c.batch, c.grid, c.jobs, c.executor, c.shapes
     at = (f" at width {width}" if axis.name != "width" else "") + (f", batch {batch}" if batch else "")
     console.print(f"verify {r.param} over {len(grid)} values × {axis.name} {', '.join(map(label, axis.values))}{at} "
-                  f"× {', '.join(NAMES[p] for p in params)}, {r.seeds} seed(s) each; settings from {source}")
+                  f"× {', '.join(NAMES[p] for p in c.params)}, {r.seeds} seed(s) each; settings from {c.source}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     stores: dict[str, object] = {}
     for _, job in jobs:
@@ -125,11 +149,11 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
     cfg = RunConfig.parse(base_run(jobs[0][1].spec, jobs[0][1].width, jobs[0][1].parametrization))
     summary = {"param": r.param, "axis": axis.name, "values": values,
                "widths": values if axis.name == "width" else [width], "grid": grid, "seeds": r.seeds,
-               "source": source, "max_drift": r.max_drift, "prior": r.prior, "optimizer": cfg.optimizer.name,
+               "source": c.source, "max_drift": r.max_drift, "prior": r.prior, "optimizer": cfg.optimizer.name,
                "depth_rule": cfg.model.options.get("depth_alpha") is not None,
                "refined": refined,
                "shapes": [{"at": at, **s} for at, s in shapes.items()]}
-    return report(out, points, axis, summary, console)
+    return report(c.out, points, axis, summary, console)
 
 
 def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyRequest, axis: str, executor,

@@ -16,7 +16,7 @@ from sweep.paths import results_root
 from sweep.rules.axis import label, parse_axis
 from sweep.rules.summary import read_summary
 from sweep.study.spec import load_spec
-from sweep.verify.command import run_verify, settings
+from sweep.verify.command import check_request, run_verify, settings
 from sweep.verify.grid import base_values
 from sweep.verify.request import VerifyRequest
 
@@ -31,29 +31,38 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
     if plan["study"] != spec.name:
         raise InputError(f"--plan: a plan for study {plan['study']!r}, not {spec.name!r} ({template.spec}); plan "
                          f"this spec with `sweep plan {template.spec}`")
-    width = plan["proxy"]["width"]
-    failed = 0
+    width, failed = plan["proxy"]["width"], 0
 
-    def run_one(ladder: dict, rungs: list) -> dict | None:
-        nonlocal failed
+    def request_for(ladder: dict, rungs: list) -> VerifyRequest:
+        """This command over `rungs` of `ladder`: its axis, param, seeds and a grid of its size about the centre."""
         across = f"{ladder['across']}={','.join(label(r) for r in rungs)}"
         request = replace(template, across=across, param=ladder["param"], parametrizations="mup",
                           seeds=ladder["seeds"], proxy_width=template.proxy_width or width, values=None)
+        chosen, _, at_width = settings(request, spec, parse_axis(across))
+        _, centre = base_values(spec, chosen, ladder["param"], at_width)
+        k = (ladder["grid"] - 1) // 2
+        return replace(request, span=f"{centre * 2.0 ** -k},{centre * 2.0 ** k},{ladder['grid']}")
+
+    def run_one(ladder: dict, rungs: list) -> dict | None:
+        nonlocal failed
         try:
-            axis = parse_axis(across)
-            chosen, _, at_width = settings(request, spec, axis)
-            _, centre = base_values(spec, chosen, ladder["param"], at_width)
-            k = (ladder["grid"] - 1) // 2
-            request = replace(request, span=f"{centre * 2.0 ** -k},{centre * 2.0 ** k},{ladder['grid']}")
+            request = request_for(ladder, rungs)
             code = run_verify(request, console)
         except InputError as err:
             raise planned_error(err, plan["ladders"].index(ladder), ladder) from None
         summary = read_summary(results_root(), spec.name, ladder["param"], ladder["across"]) or {}
-        if code not in (0, 1) or (code == 1 and [float(v) for v in summary.get("values", [])] != list(axis.values)):
+        values = list(parse_axis(request.across).values)
+        if code not in (0, 1) or (code == 1 and [float(v) for v in summary.get("values", [])] != values):
             raise planfile.Unfinished(code)  # interrupted, or trials left: the summary is an earlier call's
         failed = code or failed  # 1 with the rungs' summary written: μP drifted across width (its verdict printed)
         return (summary.get("laws") or {}).get("mup")
 
+    for index, ladder in enumerate(plan["ladders"]):  # every ladder's rungs checked before the first one trains
+        try:
+            if len(ladder["rungs"]) >= 2:
+                check_request(request_for(ladder, sorted(ladder["rungs"])))
+        except InputError as err:
+            raise planned_error(err, index, ladder) from None
     try:
         planfile.execute(plan, run_one, lambda line: console.print(line, markup=False))  # names are the file's
     except planfile.Unfinished as stop:
