@@ -90,6 +90,19 @@ def test_a_grid_trial_lost_before_it_drew_its_point_is_failed_and_the_grid_runs_
     assert sorted(done) == [0.1, 0.2, 0.3]
 
 
+def test_a_live_grid_trial_released_by_its_own_worker_keeps_its_point(tmp_path):
+    """Found by an outside tester: SIGTERM to `sweep verify --plan` made each worker release its running trial, the
+    live `optuna.Trial` it holds; reading its grid point asked the Trial for `system_attrs`, which only a frozen
+    trial has: AttributeError, a traceback, and the point was never re-enqueued."""
+    grid = {"x": [0.1, 0.2, 0.3]}
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'o.db'}", study_name="g",
+                                sampler=optuna.samplers.GridSampler(grid, seed=0))
+    live = study.ask()  # the worker's own handle; stopped before it suggested x
+    assert liveness.release(study, live, "stopped: test")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    assert sorted(t.params["x"] for t in study.trials if t.state == TrialState.COMPLETE) == [0.1, 0.2, 0.3]
+
+
 def test_a_worker_that_exited_but_was_never_reaped_is_gone():
     """A zombie (exited, unreaped: an orphan of a container whose PID 1 never reaps) is not alive."""
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)

@@ -83,7 +83,9 @@ def release(study: optuna.Study, trial: FrozenTrial | optuna.Trial, reason: str)
 def grid_point(study: optuna.Study, trial: FrozenTrial | optuna.Trial) -> dict:
     """The point a GridSampler gave `trial` (its `grid_id` into the sampler's grid, which Optuna keeps in private
     attributes: `_all_grids`, shuffled by the sampler's seed, and `_param_names`), {} under any other sampler."""
-    sampler, grid_id = study.sampler, trial.system_attrs.get("grid_id")
+    attrs = trial.system_attrs if isinstance(trial, FrozenTrial) else \
+        study._storage.get_trial_system_attrs(trial._trial_id)  # a live Trial keeps them in the storage alone
+    sampler, grid_id = study.sampler, attrs.get("grid_id")
     grids, names = getattr(sampler, "_all_grids", None), getattr(sampler, "_param_names", None)
     if not isinstance(sampler, optuna.samplers.GridSampler) or grid_id is None or grids is None or names is None:
         return {}
