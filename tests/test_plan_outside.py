@@ -243,3 +243,19 @@ def test_a_later_ladders_refused_rung_is_said_before_the_first_ladder_trains(tmp
     with pytest.raises(InputError, match=r"^--plan: ladders\[1\] \(second\)"):
         run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
     assert calls == [] and len(checked) == 2
+
+
+def test_a_plan_made_again_on_another_grid_names_its_ladder_and_the_way_out(tmp_path, monkeypatch):
+    """Found by an outside tester: planned again with a larger budget, a rung the first plan had run on a 9-point grid
+    was wanted on 11; verify refused it as `search.optimizer.lr.choices: … differs …; put it back, or give the sweep
+    a new name`, a field the user never typed. It names the plan's ladder and what to do."""
+    path = _plan(tmp_path, monkeypatch)
+
+    def refuse(request):
+        raise InputError("search.optimizer.lr.choices: [1, 2, 3] differs from [1, 2], its value when study demo-x was "
+                         "created; put it back, or give the sweep a new name")
+    _verify_faked(monkeypatch, refuse)
+    name = planfile.read(path, tmp_path)["ladders"][0]["name"]
+    with pytest.raises(InputError, match=f"^--plan: ladders\\[0\\] \\({name}\\): a rung of it was run before") as err:
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+    assert "grid:" in str(err.value) and "put it back" not in str(err.value)

@@ -71,9 +71,14 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
 
 
 def planned_error(err: InputError, index: int, ladder: dict) -> InputError:
-    """A refusal of a flag `run_one` set from the plan names the plan's ladder instead (the user typed --plan)."""
+    """A refusal of a flag `run_one` set from the plan names the plan's ladder instead (the user typed --plan), and
+    so does a rung's study refusing a grid other than the one an earlier plan ran it on (a plan made again)."""
     text = str(err)
     flag = next((f for f in PLANNED if text == f or text.startswith((f + " ", f + ":"))), None)
+    if flag is None and "when study" in text:  # sweep/study/study.py's check_same_spec: a rung run before
+        return InputError(f"--plan: ladders[{index}] ({ladder['name']}): a rung of it was run before with other "
+                          f"settings ({text.split('; ')[0]}); finish it with the plan or verify call that ran it, or "
+                          "give this plan that call's grid (its `grid:`)")
     if flag is None:
         return err
     rest = text[len(flag):].lstrip()
