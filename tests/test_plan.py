@@ -151,6 +151,25 @@ def test_a_budget_that_buys_less_than_the_goal_names_one_the_user_can_type_back(
     assert make_plan(replace(request, flops=float(named)), "demo")["verdict"]["reached"]
 
 
+def test_the_plan_names_the_transfer_that_uses_what_it_measures_and_transfer_takes_it(tmp_path, monkeypatch,
+                                                                                        run_cli):
+    """Found by an outside tester: plan → verify --plan → transfer failed by default, since the plan's top tokens
+    rung sits far below the full run's tokens and transfer refuses a law carried more than 2× past its range unless
+    --extrapolate. The plan prices each law's interval at the full run, so it names the transfer that carries them
+    there, each planned law's fitted rule included; every flag of it is one transfer takes."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    code, out, err = run_cli("plan", EXAMPLES / "demo.yaml", "--width", "512", "--tokens", "2000000", "--batch-size",
+                             "64", "--share", "0.5")
+    assert code == 1, err
+    command = re.search(r"then `sweep (transfer [^`]+)`", out.replace("\n", " ")).group(1).split()
+    plan = planfile.read(tmp_path / "demo" / "plan.yaml")
+    assert {ld["across"] for ld in plan["ladders"]} == {"width", "batch_size", "tokens"}
+    assert {"--horizon-rule", "--batch-rule"} <= set(command) and "--depth-rule" not in command
+    assert command[-1] == "--extrapolate"
+    code, _, err = run_cli(*command)
+    assert code == 2 and err.startswith("error: study: no sweep named 'demo'")  # every flag taken; no sweep yet
+
+
 def test_a_suggested_budget_is_what_its_text_types_back_as_and_buys_what_it_must():
     """`typed`: --share S up to the full run, --flops past it (--share refuses more than 1), each rounded up;
     `suggest`: the first such value that buys, typed back exactly as printed."""

@@ -55,6 +55,9 @@ def run_plan(request: PlanRequest, console: Console) -> int:
     show(plan, console)
     planfile.write(out, plan)
     console.print(f"plan written to {out}; run it with `sweep verify {request.spec} --plan {out}`")
+    if plan["ladders"]:
+        console.print(f"then `{transfer_command(plan, request.spec)}`: the measured laws carried to the full run, "
+                      "past the rungs, as the plan priced them", markup=False)
     if plan["verdict"]["reached"]:
         return 0
     print(plan["verdict"]["line"])
@@ -237,6 +240,19 @@ def percent(share: float) -> str:
     value = share * 100
     decimals = max(0, 2 - math.floor(math.log10(value))) if value > 0 else 0
     return f"{value:.{decimals}f} %"
+
+
+RULES = {"batch_size": "--batch-rule fitted", "tokens": "--horizon-rule fitted", "depth": "--depth-rule fitted"}
+
+
+def transfer_command(plan: dict, spec) -> str:
+    """The `sweep transfer` that uses what the plan's ladders measure: each planned law's fitted rule, and
+    --extrapolate, since the plan prices each law's interval at the full run, past its rungs (transfer refuses a law
+    carried more than 2× past its range without it)."""
+    t = plan["target"]
+    rules = [RULES[axis] for axis in RULES if any(ld["across"] == axis for ld in plan["ladders"])]
+    return " ".join([f"sweep transfer {spec} --width {t['width']} --depth {t['depth']} --batch-size "
+                     f"{t['batch_size']} --tokens {int(t['tokens'])}", *rules, "--extrapolate"])
 
 
 def show(plan: dict, console: Console) -> None:
