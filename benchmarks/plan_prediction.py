@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sweep.forecast.live import band, ceiling, departure  # noqa: E402 (after the path is set)
+from sweep.forecast.live import band, capped, ceiling, departure  # noqa: E402 (after the path is set)
 from sweep.forecast.varpro import fit, value  # noqa: E402
 from sweep.rules.scaling import predict  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402
@@ -97,10 +97,11 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     law = fit(n, d, loss)
     vp = float(value(law, tn, td))
     low, high = bootstrap(n, d, loss, tn, td, args.resamples)
-    today = predict(n, d, loss, tn, td)  # the law `sweep transfer` writes, and the band it builds on it
-    final = {k: today[k] for k in ("loss", "low", "high")}
     end = {"width": tw, "depth": SHAPE.depth, "batch_size": SHAPE.batch, "step": ts, "tokens": td}
-    curve = band(ladder, final, float(today.get("E", 0.0)), ceiling(firsts, end))
+    cap = ceiling(firsts, end)
+    today = capped(predict(n, d, loss, tn, td), cap)  # the law `sweep transfer` writes, and the band it builds on it
+    final = {k: today[k] for k in ("loss", "low", "high")}
+    curve = band(ladder, final, float(today.get("E", 0.0)), cap)
     honest = [run(root, data, tw, ts, LR, f"honest-r{seed}", {**final, "curve": curve}, seed)[0]
               for seed in range(seeds)]
     off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve})

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweep.forecast.live import CEILING_FROM, TOLERANCE, band, ceiling, departure, shape
+from sweep.forecast.live import CEILING_FROM, TOLERANCE, band, capped, ceiling, departure, shape
 from sweep.forecast.varpro import profile
 from trainer.config import RunConfig
 from trainer.curves import read_run
@@ -147,3 +147,14 @@ def test_a_run_above_the_ceiling_is_flagged_where_the_laws_band_alone_is_too_wid
     off = flag(capped, 1.07)
     assert off["fraction"] <= 0.2 and off["side"] == "above"
     assert flag(capped, 0.98) is None
+
+
+def test_the_final_interval_ends_under_the_ceiling_as_the_band_does():
+    """Found by an outside tester: `sweep status` printed the law's interval [1.73, 3.83] while the run was held to
+    the band, capped at 2.88 at its end, so a final 3.19 inside the printed interval was flagged. The interval the
+    prediction records is capped as its band is; a ceiling that stops short of the run's end caps nothing."""
+    final = {"loss": 2.78, "low": 1.73, "high": 3.83, "level": 0.95}
+    cap = (np.array([0.1, 0.5, 1.0]), np.array([4.0, 3.2, 2.88]))
+    assert capped(final, cap) == {**final, "high": 2.88, "loss": 2.78}
+    assert capped({**final, "loss": 2.95}, cap)["loss"] == 2.88
+    assert capped(final, (cap[0][:2], cap[1][:2])) == final and capped(final, None) == final

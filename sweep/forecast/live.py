@@ -11,12 +11,12 @@ The ceiling: under μP, wider is no worse at the same settings and schedule (Yan
 Figure 1: "wider is always better", at every learning rate), and measured here along the curve past its first tenth
 (below). So a ladder run narrower than the full run, of its depth, on its very schedule (the same batch and tokens,
 hence the same steps, warmup and decay), bounds its curve from above, whatever the law predicts: the band's upper
-end is capped at that run's curve (the widest such run's) × (1 + TOLERANCE), from CEILING_FROM of the run on.
-Measured on the benchmark's ladders (benchmarks/plan_prediction.py, widths 16–256, 2 seeds): past the first tenth an
-honest run 2× wider than the rung rose at most 0.05 % above it (0.3–8 % below it at most evaluations), while a seed
-of a rung moved its curve by up to 2.1 %; in the first tenth (warmup, the steepest descent) an honest run rose up to
-4.4 % above it. A run forced off (LR × 4) rose 3–7 % above it at its first evaluation (10 %) and 6–14 % at its
-second.
+end is capped at that run's curve (the widest such run's) × (1 + TOLERANCE), from CEILING_FROM of the run on, and so
+is the final interval (`capped`). Measured on the benchmark's ladders (benchmarks/plan_prediction.py, widths 16–256,
+2 seeds): past the first tenth an honest run 2× wider than the rung rose at most 0.05 % above it (0.3–8 % below it
+at most evaluations), while a seed of a rung moved its curve by up to 2.1 %; in the first tenth (warmup, the
+steepest descent) an honest run rose up to 4.4 % above it. A run forced off (LR × 4) rose 3–7 % above it at its
+first evaluation (10 %) and 6–14 % at its second.
 
 A band is kept only where it can flag something: from the first fraction after which its half-width stays within
 INFORMATIVE of the predicted loss and its low end above 0 (early in a small ladder the curves' spread, scaled to
@@ -60,6 +60,16 @@ def ceiling(runs: list[pd.DataFrame], target: dict) -> tuple[np.ndarray, np.ndar
     fraction, loss = shape(max(same, key=lambda rows: int(rows["width"].iloc[-1])))
     kept = fraction >= CEILING_FROM
     return fraction[kept], loss[kept] * (1 + TOLERANCE)
+
+
+def capped(final: dict, cap: tuple[np.ndarray, np.ndarray] | None) -> dict:
+    """The final prediction {loss, low, high, …} under the ceiling's end (module docstring): the narrower run on the
+    full run's schedule bounds its final loss as it bounds its curve, so the interval's upper end is the lower of
+    the law's and the ceiling's, the point and the lower end no higher than it."""
+    if cap is None or not len(cap[0]) or cap[0][-1] < 1.0:
+        return final
+    high = min(final["high"], float(cap[1][-1]))
+    return {**final, "high": high, "low": min(final["low"], high), "loss": min(final["loss"], high)}
 
 
 def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0,

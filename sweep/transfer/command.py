@@ -18,7 +18,7 @@ from rich.table import Table
 
 from proxies.registry import count_parameters
 from sweep.errors import InputError
-from sweep.forecast.live import INFORMATIVE, band, ceiling, shape
+from sweep.forecast.live import INFORMATIVE, band, capped, ceiling, shape
 from sweep.paths import results_root
 from sweep.rules import Change, Target
 from sweep.rules.fitted import EXTRAPOLATION
@@ -167,8 +167,9 @@ def live_band(root: str, name: str, prediction: dict, config: RunConfig, tokens_
     steps = config.total_steps(tokens_per_example)
     end = {"width": config.model.width, "depth": config.model.depth, "batch_size": config.batch_size, "step": steps,
            "tokens": steps * config.batch_size * tokens_per_example}
-    curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)),
-                 ceiling(runs, end)) if runs else None
+    cap = ceiling(runs, end)
+    prediction.update(capped(prediction, cap))  # the interval `sweep status` shows is the one the band ends at
+    curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)), cap) if runs else None
     if curve:
         prediction["curve"] = curve
         return []
