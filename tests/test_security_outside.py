@@ -205,5 +205,8 @@ def test_sql_skips_a_sweep_folder_linked_out_of_the_root_says_so_once_and_answer
         code, out, err = run_cli("sql", f"SELECT count(*) AS n FROM {table}", "--format", "csv")
         assert code == 0 and out.split() == ['"n"', str(rows)], (table, out, err)
         assert err.count("\n") == 1 and str(root / "linkdir") in err and "leads out of the results root" in err, err
+    code, out, err = run_cli("compare", "nope")  # compare looks at the same sweeps
+    assert code == 2 and err.startswith(f"compare: {root / 'linkdir'} leads out of the results root"), err
+    assert "no run or trial 'nope'" in err.splitlines()[1], err
     code, out, err = run_cli("status")
     assert code == 0 and err == "", err
