@@ -131,10 +131,23 @@ def test_the_refusal_names_the_flag_the_budget_came_from_and_a_tiny_share_in_sig
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("share,text", [(3.1e-5, "0.00310 %"), (0.000672, "0.0672 %"), (0.05, "5.00 %"),
-                                        (0.6246, "62.5 %"), (14.712, "1471 %")])
+@pytest.mark.parametrize("share,text", [(1e-300, "1e-298 %"), (1e-9, "1e-7 %"), (3.12e-9, "3.12e-7 %"),
+                                        (9.99e-6, "9.99e-4 %"), (1e-5, "0.00100 %"), (3.1e-5, "0.00310 %"),
+                                        (0.000672, "0.0672 %"), (0.05, "5.00 %"), (0.6246, "62.5 %"),
+                                        (0.999999, "100 %"), (1, "100 %"), (14.7, "1470 %"), (14.712, "1471 %"),
+                                        (1500, "1.5e5 %"), (1e300, "1e302 %")])
 def test_a_share_prints_in_significant_digits(share, text):
     assert percent(share) == text
+
+
+def test_a_share_of_1e_300_is_one_short_line_not_280_zeros(tmp_path, monkeypatch):
+    """An outside tester's `--share 1e-300` printed a 551-character line, 280 of them zeros."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, share=1e-300)
+    with pytest.raises(InputError, match=r"^--share: the budget 6\.31e-288 FLOPs \(1e-298 % of the full run\)") as err:
+        run_plan(request, Console(file=open("/dev/null", "w")))
+    assert len(str(err.value)) < 300 and "0000" not in str(err.value), str(err.value)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_budget_that_buys_less_than_the_goal_names_one_the_user_can_type_back(tmp_path, monkeypatch, capsys):

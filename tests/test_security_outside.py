@@ -189,3 +189,24 @@ def test_an_output_root_with_a_control_character_or_past_the_file_systems_length
     code, out, err = run_cli("launch", str(config))
     assert code == 2 and err.count("\n") == 1 and "output.root" in err, err
     assert file_tree(tmp_path) == before
+
+
+def test_sql_skips_a_sweep_folder_linked_out_of_the_root_says_so_once_and_answers_from_the_rest(
+        tmp_path, monkeypatch, run_cli):
+    """An outside tester's one stray link ROOT/linkdir → elsewhere broke every `sweep sql` query (`status` and
+    `report` listed the rest); what is behind it, a sweep's storage and curves, is never read."""
+    root, outside = tmp_path / "root", tmp_path / "elsewhere"
+    stored_sweep(root, "s1")
+    stored_sweep(outside, "s2")
+    curve_at(outside / "s2" / "curves" / "study=s2" / "kind=proxy" / "run=b")
+    (root / "linkdir").symlink_to(outside / "s2")
+    monkeypatch.setenv("SWEEP_ROOT", str(root))
+    for table, rows in (("trials", 3), ("runs", 0), ("curves", 0)):
+        code, out, err = run_cli("sql", f"SELECT count(*) AS n FROM {table}", "--format", "csv")
+        assert code == 0 and out.split() == ['"n"', str(rows)], (table, out, err)
+        assert err.count("\n") == 1 and str(root / "linkdir") in err and "leads out of the results root" in err, err
+    code, out, err = run_cli("compare", "nope")  # compare looks at the same sweeps
+    assert code == 2 and err.startswith(f"compare: {root / 'linkdir'} leads out of the results root"), err
+    assert "no run or trial 'nope'" in err.splitlines()[1], err
+    code, out, err = run_cli("status")
+    assert code == 0 and err == "", err

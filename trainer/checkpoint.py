@@ -39,31 +39,16 @@ from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from torch.distributed.tensor import DTensor
 
 from trainer.atomic import atomic_path
+from trainer.checkpoint_names import checkpoint_path, list_checkpoints, step_of
 from trainer.config import ConfigError
 from trainer.folders import inside_root
 
-NAME = re.compile(r"^step-(\d{9})(\.pt)?$")  # a file (one process wrote it) or a folder (sharded)
 REST = "train_state.pt"  # in a sharded checkpoint: the parts that are not sharded
 FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")  # a file DCP's index may name: one in the folder itself
 
 
 class CheckpointError(ConfigError):
     """A checkpoint a run cannot resume from; str() is one line naming the file."""
-
-
-def checkpoint_path(folder: Path, step: int) -> Path:
-    return folder / f"step-{step:09d}.pt"
-
-
-def step_of(path: Path) -> int:
-    return int(NAME.match(path.name).group(1))
-
-
-def list_checkpoints(folder: Path) -> list[Path]:
-    """Checkpoints in `folder`, oldest first."""
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if NAME.match(p.name))
 
 
 def save_checkpoint(folder: Path, step: int, state: dict, keep: int) -> Path:
@@ -122,12 +107,6 @@ def reason(err: Exception) -> str:
     found = re.search(r"(?:Trying to load )?[Uu]nsupported [^\n\\]+", text)
     lines = [line for line in text.splitlines() if line.strip()]
     return " ".join((found.group(0) if found else lines[0] if lines else type(err).__name__).split())[:200]
-
-
-def latest_checkpoint(*folders: Path) -> Path | None:
-    """The newest checkpoint (highest step) across `folders`, or None when there is none."""
-    found = [p for folder in folders for p in list_checkpoints(folder)]
-    return max(found, key=step_of) if found else None
 
 
 def delete_after(folder: Path, step: int) -> None:

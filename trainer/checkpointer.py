@@ -22,13 +22,13 @@ from trainer.checkpoint import (
     checkpoint_path,
     delete_after,
     is_sharded,
-    latest_checkpoint,
     link_checkpoint,
     load_checkpoint,
     load_sharded,
     save_checkpoint,
     save_sharded,
 )
+from trainer.checkpoint_names import FOLDER, latest_checkpoint
 from trainer.config import RunConfig
 from trainer.curves import CurveWriter
 from trainer.folders import inside_root
@@ -44,7 +44,7 @@ class Checkpointer:
                  guard: SpikeGuard | None, total_steps: int):
         self.cfg, self.run, self.state, self.optimizer, self.guard = cfg, run, state, optimizer, guard
         self.total_steps = total_steps
-        self.folder = cfg.run_dir() / "checkpoints"
+        self.folder = cfg.run_dir() / FOLDER
         self.curves: CurveWriter | None = None  # rank 0's, once opened: flushed before each checkpoint
 
     def resume(self) -> None:

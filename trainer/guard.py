@@ -35,10 +35,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trainer.atomic import atomic_path
-from trainer.checkpoint import list_checkpoints, step_of
+from trainer.checkpoint_names import RING, list_checkpoints, step_of
 from trainer.config import GuardConfig, RunConfig
 
-RING = "guard-ring"
 EVENTS = pa.schema([("step", pa.int64()), ("kind", pa.string()), ("loss", pa.float64()), ("rolling_mean", pa.float64()),
                     ("threshold", pa.float64()), ("restored_step", pa.int64()), ("skip_from", pa.int64()),
                     ("skip_to", pa.int64())])

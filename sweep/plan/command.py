@@ -236,10 +236,17 @@ def _up(x: float, digits: int) -> float:
 
 
 def percent(share: float) -> str:
-    """A share as a percent to 3 significant digits, without an exponent: 0.00312 %, 4.98 %, 62.5 %, 1471 %."""
+    """A share as a percent to 3 significant digits (whole percents from 100 %): 0.00312 %, 4.98 %, 62.5 %, 1471 %;
+    below 0.001 % or from 100000 % with an exponent: 1e-298 %, 3.12e-7 %, 1.5e5 % (`--share 1e-300` printed a line
+    of 280 zeros)."""
     value = share * 100
-    decimals = max(0, 2 - math.floor(math.log10(value))) if value > 0 else 0
-    return f"{value:.{decimals}f} %"
+    rounded = float(f"{value:.3g}")  # its decade: 0.99999 is 100 %, not 100.0 %
+    if not math.isfinite(rounded) or rounded <= 0:
+        return f"{value:g} %"
+    if rounded < 1e-3 or rounded >= 1e5:
+        mantissa, exponent = f"{value:.2e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)} %"
+    return f"{value:.{max(0, 2 - math.floor(math.log10(rounded)))}f} %"
 
 
 RULES = {"batch_size": "--batch-rule fitted", "tokens": "--horizon-rule fitted", "depth": "--depth-rule fitted"}

@@ -18,7 +18,7 @@ from sweep.errors import InputError
 from sweep.paths import inside_root
 from sweep.results.plots import save_png
 from sweep.results.runs_table import run_rows
-from sweep.results.scope import Scope, scope
+from sweep.results.scope import Scope, say_skipped, scope
 from sweep.results.table import text
 from sweep.runs.prediction import held_to, read_prediction
 from trainer.curves import read_run
@@ -27,6 +27,7 @@ from trainer.curves import read_run
 def run_compare(refs: list[str], *, x: str, metric: str, study: str | None, out: Path | None,
                 console: Console) -> Path:
     where = scope(study, storage=None, password_env=None)
+    say_skipped(where, "compare")
     runs = pick_runs(run_rows(where), refs, where)
     curves = {run.path: read_curve(run, metric) for run in runs.itertuples()}
     console.print(compare_table(runs, curves, metric))

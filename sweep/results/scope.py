@@ -1,11 +1,18 @@
 """What `sweep sql`, `export` and `compare` look at: the results root, one sweep's folder or every sweep
-under it, and the Optuna storages that hold their trials."""
+under it, and the Optuna storages that hold their trials.
+
+Every sweep under the root is every folder in it that stays inside it; an entry that a symlink leads out of the root
+is skipped, never read, and said once on stderr (`say_skipped`): one stray link broke every `sweep sql` query while
+`status` and `report` answered from the rest (an outside tester). A file inside a sweep's folder that leads out is
+still refused (`files`).
+"""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.errors import InputError
+from sweep.errors import InputError, printable
 from sweep.paths import inside_root, kept_inside, results_root, sweep_name
 from sweep.study.lookup import locate
 from sweep.study.storage import StorageURL, storage_url
@@ -16,14 +23,13 @@ class Scope:
     root: Path  # the results root, absolute
     sweep: str | None  # one sweep's name (its folder ROOT/NAME), or None: every sweep under root
     storages: tuple[StorageURL, ...]  # where the trials are; with `sweep` set only its studies are read
+    skipped: tuple[str, ...] = ()  # why each entry of the root that leads out of it was skipped
 
     def folders(self) -> list[Path]:
         """The sweeps' folders (ROOT/NAME), each holding runs/ and curves/ when it has any."""
         if self.sweep is not None:
-            folders = [self.root / self.sweep]
-        else:
-            folders = sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
-        return [inside_root(folder, self.root, "study") for folder in folders]
+            return [inside_root(self.root / self.sweep, self.root, "study")]
+        return sweep_folders(self.root)[0]
 
     def files(self, pattern: str) -> list[Path]:
         """The files matching `pattern` in every sweep's folder, sorted; one that a symlink leads out of the
@@ -37,10 +43,11 @@ def scope(study: str | None, *, storage: str | None, password_env: str | None) -
     written by `sweep train`, has runs and curves but no trials."""
     root = results_root().resolve()
     if study is None:
+        folders, skipped = sweep_folders(root)
         if storage:
-            return Scope(root, None, (storage_url(storage, password_env, default_sqlite=Path()),))
-        return Scope(root, None, tuple(StorageURL.sqlite(db) for db in kept_inside(root.glob("*/optuna.db"), root,
-                                                                                  "storage")))
+            return Scope(root, None, (storage_url(storage, password_env, default_sqlite=Path()),), skipped)
+        dbs = kept_inside((db for db in root.glob("*/optuna.db") if db.parent.resolve() in folders), root, "storage")
+        return Scope(root, None, tuple(StorageURL.sqlite(db) for db in dbs), skipped)
     path = Path(study)
     if (not (storage or path.suffix in (".yaml", ".yml") or path.is_file())
             and not (root / study / "optuna.db").is_file()):
@@ -50,3 +57,20 @@ def scope(study: str | None, *, storage: str | None, password_env: str | None) -
         return Scope(root, study, ())
     name, url = locate(study, storage=storage, password_env=password_env)
     return Scope(root, name, (url,))
+
+
+def sweep_folders(root: Path) -> tuple[list[Path], tuple[str, ...]]:
+    """Every folder in `root` that stays inside it (resolved, sorted), and why each other one was skipped."""
+    folders, skipped = [], []
+    for entry in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+        try:
+            folders.append(inside_root(entry, root, "study"))
+        except InputError as err:
+            skipped.append(str(err).partition(": ")[2].removesuffix("; refused") + "; skipped")
+    return folders, tuple(skipped)
+
+
+def say_skipped(where: Scope, command: str) -> None:
+    """One line on stderr for each entry of the root the command skipped because it leads out of it."""
+    for why in where.skipped:
+        print(printable(f"{command}: {why}"), file=sys.stderr)

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from sweep.errors import InputError
 from sweep.results.output import print_table, write_result
-from sweep.results.scope import Scope, scope
+from sweep.results.scope import Scope, say_skipped, scope
 from sweep.results.views import TABLES, connect
 
 
@@ -25,7 +25,9 @@ def run_sql(statement: str, *, study: str | None, storage: str | None, password_
     if fmt == "table" and out is not None:
         raise InputError("--out: give --format csv or parquet to write a file")
     check_read_only(statement)
-    result = query(scope(study, storage=storage, password_env=password_env), statement)
+    where = scope(study, storage=storage, password_env=password_env)
+    say_skipped(where, "sql")
+    result = query(where, statement)
     if fmt == "table":
         print_table(result, console)
     else:

@@ -4,8 +4,10 @@ A run is launched when its folder holds launch.json. Its state comes from, in th
 - the trainer's result.json: done or diverged;
 - the scheduler while the job is there: queued, requeued (queued again after a requeue), running;
   for a local or Ray launch, its launcher process alive on this machine: running;
-- else failed (the job or process ended without a result: `sweep launch` again resumes it), or
-  unknown for a process on another machine.
+- else, when it ended without a result: stopped if it left a checkpoint its resume loads (RUN/checkpoints or the
+  spike guard's ring; a SIGTERM or SIGUSR2 makes the trainer write one at the step it is in, trainer/preemption.py):
+  `sweep launch` again resumes it; failed if it left none (launching again starts it over); unknown for a
+  process on another machine.
 The last step and losses come from the run's curve; a transferred run's predicted final loss and interval
 from its config's provenance, flagged when the run leaves it (sweep/runs/prediction.py), or, where the
 prediction holds the whole curve, at the first evaluation outside the band the trainer logged beside it
@@ -26,6 +28,7 @@ from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.runs.prediction import held_to, read_prediction
 from sweep.runs.record import RECORD, finished_state, last_logged, read_record
 from sweep.study.spec import load_spec
+from trainer.checkpoint_names import RING, latest_checkpoint, step_of
 from trainer.curves import read_run
 from trainer.written import DamagedFile
 
@@ -76,13 +79,12 @@ def launch_records(target: str | None) -> list[Path]:
 
 def run_state(run_dir: Path) -> dict:
     record = read_record(run_dir)
-    kept_out_of_links(run_dir, Path(record["curve"]))
+    kept_out_of_links(run_dir, record)
     state, detail = finished_state(run_dir), ""
     if state is None:
         state, detail = scheduler_state(record)
     if state is None:
-        state = "failed" if detail != "on another machine" else "unknown"
-        detail = detail or "ended without a result; `sweep launch` again resumes it"
+        state, detail = ended_state(run_dir, record, detail)
     logged = last_logged(Path(record["curve"])) or {"step": None, "train_loss": None, "val_loss": None}
     prediction = read_prediction(run_dir)
     predicted, outside = held_to(prediction, logged["val_loss"], state in ("done", "diverged"))
@@ -100,12 +102,30 @@ def run_state(run_dir: Path) -> dict:
             "detail": detail, "left_curve": off, "run_dir": str(run_dir)}
 
 
-def kept_out_of_links(run_dir: Path, curve: Path) -> None:
+def ended_state(run_dir: Path, record: dict, detail: str) -> tuple[str, str]:
+    """A run without a result that neither a scheduler nor a process of this machine holds: (state, detail)."""
+    if detail == "on another machine":
+        return "unknown", detail
+    latest = latest_checkpoint(*checkpoint_folders(run_dir, record))
+    if latest is None:
+        return "failed", detail or "ended without a result or a checkpoint; `sweep launch` again starts it over"
+    resumes = f"ended without a result, checkpointed at step {step_of(latest)}; `sweep launch` again resumes it"
+    return "stopped", "; ".join(filter(None, [detail, resumes]))
+
+
+def checkpoint_folders(run_dir: Path, record: dict) -> list[Path]:
+    """Where the run's resume looks for its newest checkpoint (trainer/checkpoint_names.py)."""
+    return [Path(record["checkpoints"]), Path(run_dir) / RING]
+
+
+def kept_out_of_links(run_dir: Path, record: dict) -> None:
     """Nothing status reads is read through a link out of the results root that holds the run (ROOT/STUDY/runs/RUN;
-    a run read outside $SWEEP_ROOT stays readable): its result.json, its curve's folder and the files in it (an
-    outside tester's linked result.json turned a run diverged)."""
-    paths = [run_dir / "result.json", curve, *(sorted(curve.iterdir()) if curve.is_dir() else [])]
-    kept_inside([path for path in paths if path.exists() or path.is_symlink()], Path(run_dir).parents[2], "runs")
+    a run read outside $SWEEP_ROOT stays readable): its result.json, its curve's and checkpoints' folders and the
+    files in them (an outside tester's linked result.json turned a run diverged)."""
+    root, folders = Path(run_dir).parents[2], [Path(record["curve"]), *checkpoint_folders(run_dir, record)]
+    kept_inside([path for path in [run_dir / "result.json", *folders] if path.exists() or path.is_symlink()], root,
+                "runs")  # the folders before what is in them: no folder out of the root is listed
+    kept_inside([path for folder in folders if folder.is_dir() for path in folder.iterdir()], root, "runs")
 
 
 def scheduler_state(record: dict) -> tuple[str | None, str]:
