@@ -285,15 +285,15 @@ def verify_cmd(
     widths: str | None = typer.Option(None, help=f"comma-separated widths (the default axis) [default: {WIDTHS}]"),
     across: str | None = typer.Option(None, help="AXIS=v1,v2,…: width, batch_size (tokens held), tokens or steps "
                                       "(batch held), depth, or a RunConfig path [default: width=--widths]"),
-    param: str = typer.Option(VerifyRequest.param,
-                              help="the setting on the grid (a RunConfig path with positive values)"),
+    param: str | None = typer.Option(None, help="the setting on the grid (a RunConfig path with positive values) "
+                                     f"[default: {VerifyRequest.param}]"),
     values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
     span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
     parametrizations: str | None = typer.Option(None, help="mup, sp or mup,sp [default: mup,sp across width, "
                                                 "else mup]"),
-    seeds: int = typer.Option(VerifyRequest.seeds,
-                              help="training seeds per grid point (the optimum's spread is measured over them)"),
+    seeds: int | None = typer.Option(None, help="training seeds per grid point (the optimum's spread is measured "
+                                     f"over them) [default: {VerifyRequest.seeds}]"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom(VerifyRequest.trials_from),
                                            help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
@@ -326,14 +326,18 @@ def verify_cmd(
     sensitivity; Figure-1 PNG, Parquet, summary.json; exit 1 if μP drifts with width."""
     from sweep.verify.command import run_verify
 
-    request = VerifyRequest(spec, widths=widths, across=across, param=param, values=values, span=span,
-                            parametrizations=parametrizations, seeds=seeds, trials_from=trials_from.value,
+    if plan is not None:  # the flags the plan sets: given beside it, they would be ignored
+        from sweep.verify.planned import refuse_typed, run_planned
+
+        refuse_typed({"--widths": widths, "--across": across, "--param": param, "--values": values, "--range": span,
+                      "--parametrizations": parametrizations, "--seeds": seeds})
+    request = VerifyRequest(spec, widths=widths, across=across, param=VerifyRequest.param if param is None else param,
+                            values=values, span=span, parametrizations=parametrizations,
+                            seeds=VerifyRequest.seeds if seeds is None else seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, ladder_width=ladder_width, ladder_batch=ladder_batch,
                             max_drift=max_drift, refine=refine, prior=prior, backend=backend.value, workers=workers,
                             storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
     if plan is not None:
-        from sweep.verify.planned import run_planned
-
         raise typer.Exit(run_planned(plan, request, console))
     raise typer.Exit(run_verify(request, console))
 

@@ -181,9 +181,11 @@ def reading(link: str, *args: str) -> Callable[[Path], list]:
     return lambda root: (run_folder_linked_out(link)(root), list(args))[1]
 
 
-def verify_plan(edit: Callable[[dict], object] = lambda plan: None, tail: str = "") -> Callable[[Path], list]:
-    """`sweep verify SPEC --plan edited.yaml` of the tiny spec: the plan `sweep plan` wrote for it (under the results
-    root, before the case's snapshot), `edit`ed, `tail` added to its text. Every case is refused before a run."""
+def verify_plan(edit: Callable[[dict], object] = lambda plan: None, tail: str = "",
+                flags: tuple = ()) -> Callable[[Path], list]:
+    """`sweep verify SPEC --plan edited.yaml [flags]` of the tiny spec: the plan `sweep plan` wrote for it (under the
+    results root, before the case's snapshot), `edit`ed, `tail` added to its text. Every case is refused before a
+    run."""
     def make(root: Path) -> list:
         from rich.console import Console
 
@@ -194,14 +196,14 @@ def verify_plan(edit: Callable[[dict], object] = lambda plan: None, tail: str = 
         plan = yaml.safe_load((root / "results" / "tiny" / "plan.yaml").read_text())
         edit(plan)
         return ["verify", spec, "--plan", file(root, "edited.yaml", yaml.safe_dump(plan) + tail), "--trials-from",
-                "spec"]
+                "spec", *flags]
     return make
 
 
 def far_rung_without_a_name(plan: dict) -> None:
-    """The first ladder across width to a rung past the machine (verify refuses it, naming the plan's ladder), with
-    no name to name it by."""
-    plan["ladders"][0].update(across="width", rungs=[32, 1e15], proxy_value=32)
+    """The first ladder across width to a rung verify refuses (a width no model has; the reader now refuses a rung
+    past the machine itself, tests/test_plan_outside.py), with no name to name it by."""
+    plan["ladders"][0].update(across="width", rungs=[32, 48.5], proxy_value=32)
     del plan["ladders"][0]["name"]
 
 
@@ -430,6 +432,22 @@ CASES = {
                                             ("--plan:", "not valid YAML", "nests deeper than 100 levels")),
     "plan-ladder-without-a-name": Case(verify_plan(far_rung_without_a_name),
                                        ("--plan: ladders[0].name:", "printable characters", "got None")),
+    # a flag the plan sets, typed beside --plan, was ignored for the plan's own (exit 0, the plan run as written);
+    # --widths was refused naming `--across width=…`, which the user never typed
+    **{f"plan-with{flag}={value}": Case(verify_plan(flags=(flag, value)),
+                                        (f"{flag}: set by the plan", "not given with --plan"))
+       for flag, value in (("--across", "tokens=1,2"), ("--seeds", "3"), ("--seeds", "2"), ("--param", "optimizer.lr"),
+                           ("--values", "0.01,0.02"), ("--range", "0.001,0.1,3"), ("--parametrizations", "mup"),
+                           ("--widths", "16,32"))},
+    "plan-with--lrs": Case(verify_plan(flags=("--lrs", "0.01,0.02")), ("--values: set by the plan",)),
+    # a hand-edited plan: a key it does not write, a law's ladder twice, a rung no ladder needs (1e14 tokens trained)
+    "plan-unknown-key": Case(verify_plan(lambda p: p.update(extra=1)), ("--plan: extra: not a plan field",)),
+    "plan-unknown-ladder-key": Case(verify_plan(lambda p: p["ladders"][0].update(range=[1, 2])),
+                                    ("--plan: ladders[0].range: not a ladder field",)),
+    "plan-ladder-twice": Case(verify_plan(lambda p: p["ladders"].append(p["ladders"][0])),
+                              ("--plan: ladders[2]: a second ladder of optimizer.lr across width",)),
+    "plan-rung-past-reach": Case(verify_plan(lambda p: p["ladders"][0]["rungs"].append(10 ** 14)),
+                                 ("--plan: ladders[0].rungs: within", "got 1e+14")),
     # and `sweep plan --goal 1e9` wrote a plan that verify's reader refused (goal at most 100 octaves)
     "plan-goal-past-what-verify-reads": Case(lambda root: ["plan", write_spec(root), "--tokens", "6400", "--width",
                                                            "256", "--goal", "1e9"], ("--goal:", "to 100 octaves")),

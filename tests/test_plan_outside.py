@@ -16,7 +16,7 @@ from rich.console import Console
 from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.plan.command import PlanRequest, make_plan, run_plan
-from sweep.verify.planned import run_planned
+from sweep.verify.planned import PLANNED, run_planned
 from sweep.verify.request import VerifyRequest
 
 EXAMPLES = Path(__file__).parents[1] / "sweep" / "examples"
@@ -111,11 +111,35 @@ def _edited(path: Path, edit) -> Path:
     (lambda p: p["proxy"].update(width="wide"), "proxy.width"),
     (lambda p: p.update(goal=-1), "goal"),
     (lambda p: p.update(study=["x"]), "study"),
+    # keys it never writes were read past in silence, a law's ladder twice was run twice, a rung of 1e14 tokens trained
+    (lambda p: p.update(extra=1), "extra: not a plan field; a plan's fields are plan, study"),
+    (lambda p: p.update({"a\nb": 1}), "'a\\nb': not a plan field"),  # said on one line
+    (lambda p: p["ladders"][0].update(range="0.001,0.1,9"), "ladders[0].range: not a ladder field"),
+    (lambda p: p["ladders"].append({**p["ladders"][0], "name": "again"}),
+     "ladders[1]: a second ladder of optimizer.lr across tokens (as ladders[0])"),
+    (lambda p: p["ladders"][0]["rungs"].append(10 ** 14), "ladders[0].rungs: within [9600, 1.2288e+06]"),
+    (lambda p: p["ladders"][0]["rungs"].append(1228801), "ladders[0].rungs: within"),  # 2 × the target's 614400
+    (lambda p: p["ladders"][0]["rungs"].append(9599), "ladders[0].rungs: within"),  # the proxy's 153600 / 16
 ])
 def test_a_hand_edited_plan_is_one_line_naming_the_field(tmp_path, monkeypatch, edit, field):
     path = _edited(_plan(tmp_path, monkeypatch), edit)
     with pytest.raises(InputError, match=f"^--plan: {re.escape(field)}"):
         planfile.read(path, tmp_path)
+
+
+def test_rungs_an_octave_past_where_sweep_plan_bounds_a_ladder_are_read(tmp_path, monkeypatch):
+    """The reach is the design's bounds (sweep/plan/command.py `ladders_at`) and an octave: at its ends, a plan."""
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"][0]["rungs"].extend([9600, 1228800]))
+    assert {9600, 1228800} <= set(planfile.read(path, tmp_path)["ladders"][0]["rungs"])
+
+
+@pytest.mark.parametrize("flag,value", [("--widths", "16,32"), ("--seeds", "2")])
+def test_a_flag_the_plan_sets_is_named_as_typed(tmp_path, monkeypatch, run_cli, flag, value):
+    """--widths beside --plan was refused as `--widths: not used with --across width=…`, a flag never typed; --seeds
+    at its default value was taken for not given (typer's default)."""
+    path = _plan(tmp_path, monkeypatch)
+    code, _, err = run_cli("verify", EXAMPLES / "demo.yaml", "--plan", path, flag, value)
+    assert (code, err) == (2, f"error: {flag}: set by the plan ({PLANNED[flag]}); not given with --plan\n")
 
 
 def test_a_plan_for_another_study_is_refused_before_anything_runs(tmp_path, monkeypatch):
@@ -231,8 +255,9 @@ def test_a_later_ladders_refused_rung_is_said_before_the_first_ladder_trains(tmp
     checked, as verify checks its own call, before anything runs: the refusal names the second ladder, nothing ran."""
     import sweep.verify.planned as planned
 
-    path = _edited(_plan(tmp_path, monkeypatch),
-                   lambda p: p["ladders"].append({**p["ladders"][0], "name": "second"}))
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"].append(
+        {**p["ladders"][0], "name": "second", "across": "width", "rungs": [64, 128], "proxy_value": 64,
+         "target_value": 256}))
     calls, checked = _verify_faked(monkeypatch, lambda request: 0), []
 
     def check(request):

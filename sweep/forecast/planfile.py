@@ -99,10 +99,12 @@ def read(path: Path, root: Path | None = None) -> dict:
         raise InputError(f"--plan: {path} is not valid YAML ({yaml_io.reason(err)})") from None
     if not isinstance(plan, dict) or type(plan.get("plan")) is not int or plan["plan"] != VERSION:  # true == 1
         raise InputError(f"--plan: {path} is not a plan `sweep plan` writes (plan: {VERSION})")
+    _fields(plan, FIELDS, "", "a plan")
     if not isinstance(plan.get("ladders"), list):
         raise InputError(f"--plan: ladders: a list of ladders, got {type(plan.get('ladders')).__name__}")
     for i, ld in enumerate(plan["ladders"]):
         _ladder(ld, f"ladders[{i}]")
+    _one_per_law(plan["ladders"])
     if not isinstance(plan.get("study"), str):
         raise InputError(f"--plan: study: the spec's name, got {plan.get('study')!r}")
     _number_in(plan.get("goal"), "goal", 1e-6, 100)
@@ -116,6 +118,42 @@ MAX_GRID = 63  # odd, within the 64 points `sweep verify` scans (sweep/verify/gr
 MAX_NAME = 80  # sweep plan's names are `lr × width` and the like
 AXES = ("width", "batch_size", "tokens", "depth")  # sweep plan's ladders (sweep/plan/command.py)
 PARAMS = ("optimizer.lr",)
+FIELDS = ("plan", "study", "spec", "target", "budget", "goal", "proxy", "noise", "ladders", "total", "verdict")
+LADDER_FIELDS = ("name", "param", "across", "rungs", "seeds", "grid", "runs", "flops", "prior", "prior_at_target",
+                 "expected_half_width", "expected_at_target", "proxy_value", "target_value")  # ladder_dict's
+REACH = 16  # a rung within [min(proxy, target) / REACH, 2 · max(proxy, target)] (`_in_reach`)
+
+
+def _fields(doc: dict, allowed: tuple, prefix: str, what: str) -> None:
+    """Every key of `doc` one `plan_dict` writes: a hand-edited key (a typo, a flag's name) is refused, not ignored."""
+    unknown = next((str(key) for key in doc if key not in allowed), None)
+    if unknown is not None:
+        shown = unknown if unknown.isprintable() else repr(unknown)
+        raise InputError(f"--plan: {prefix}{shown:.{MAX_NAME}}: not {what} field; {what}'s fields are "
+                         f"{', '.join(allowed)}")
+
+
+def _one_per_law(ladders: list[dict]) -> None:
+    """One ladder per setting and axis: a second one would rerun the first's studies and report its law twice."""
+    seen: dict[tuple, int] = {}
+    for i, ld in enumerate(ladders):
+        first = seen.setdefault((ld["param"], ld["across"]), i)
+        if first != i:
+            raise InputError(f"--plan: ladders[{i}]: a second ladder of {ld['param']} across {ld['across']} (as "
+                             f"ladders[{first}]); one ladder per setting and axis")
+
+
+def _in_reach(ld: dict, field: str) -> None:
+    """Rungs `sweep plan` could have chosen, and an octave more: its design bounds each ladder's rungs to
+    [min(proxy, target) / 8, max(proxy, target)] (sweep/plan/command.py `ladders_at`, Ladder.low/high), so a rung
+    past [min / 16, 2 · max] is no rung this law needs (a hand-edited tokens rung of 1e14 started training)."""
+    ends = (ld["proxy_value"], ld["target_value"])
+    low, high = min(ends) / REACH, 2 * max(ends)
+    far = next((r for r in ld["rungs"] if not low <= r <= high), None)
+    if far is not None:
+        raise InputError(f"--plan: {field}.rungs: within [{low:g}, {high:g}] (an octave past the proxy's "
+                         f"{ld['proxy_value']:g} and the target's {ld['target_value']:g} {ld['across']}, where "
+                         f"`sweep plan` bounds a ladder), got {far:g}")
 
 
 def _number_in(x, field: str, low: float, high: float, whole: bool = False) -> float:
@@ -128,10 +166,12 @@ def _number_in(x, field: str, low: float, high: float, whole: bool = False) -> f
 
 
 def _ladder(ld, field: str) -> None:
-    """One ladder as `sweep plan` writes it: its setting and axis, 2–64 positive rungs, seeds, an odd grid, the
-    proxy's and the target's axis values, its prior and its name (said in every line about the ladder)."""
+    """One ladder as `sweep plan` writes it, no field more: its setting and axis, 2–64 positive rungs within reach of
+    the proxy's and the target's axis values (`_in_reach`), seeds, an odd grid, its prior and its name (said in every
+    line about the ladder)."""
     if not isinstance(ld, dict):
         raise InputError(f"--plan: {field}: a ladder mapping, got {type(ld).__name__}")
+    _fields(ld, LADDER_FIELDS, f"{field}.", "a ladder")
     rungs = ld.get("rungs")
     if not (isinstance(rungs, list) and 2 <= len(rungs) <= 64):
         raise InputError(f"--plan: {field}.rungs: two to 64 positive numbers, got {rungs!r}")
@@ -146,6 +186,7 @@ def _ladder(ld, field: str) -> None:
                          f"{ld.get('param')!r} across {ld.get('across')!r}")
     for key in ("proxy_value", "target_value"):
         _number_in(ld.get(key), f"{field}.{key}", 1e-300, 1e15)
+    _in_reach(ld, field)
     prior = ld.get("prior")
     if prior is not None:
         if not isinstance(prior, dict):

@@ -20,7 +20,18 @@ from sweep.verify.command import check_request, run_verify, settings
 from sweep.verify.grid import base_values
 from sweep.verify.request import VerifyRequest
 
-PLANNED = ("--across", "--param", "--range", "--seeds", "--parametrizations")  # set from the plan, never typed
+GRID = "each ladder's grid, centre × 2^k"
+PLANNED = {"--across": "its ladders", "--widths": "its width ladder's rungs", "--param": "each ladder's setting",
+           "--range": GRID, "--values": GRID, "--seeds": "each ladder's seeds",
+           "--parametrizations": "μP only"}  # set from the plan, never typed
+
+
+def refuse_typed(typed: dict[str, object]) -> None:
+    """`typed`: each flag of PLANNED → its value on the command line (None: not given). A value given beside --plan
+    would be ignored for the plan's own, so it is refused, naming the flag."""
+    flag = next((f for f in PLANNED if typed.get(f) is not None), None)
+    if flag is not None:
+        raise InputError(f"{flag}: set by the plan ({PLANNED[flag]}); not given with --plan")
 
 
 def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
