@@ -8,6 +8,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable
+from contextvars import ContextVar
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -285,15 +286,15 @@ def verify_cmd(
     widths: str | None = typer.Option(None, help=f"comma-separated widths (the default axis) [default: {WIDTHS}]"),
     across: str | None = typer.Option(None, help="AXIS=v1,v2,…: width, batch_size (tokens held), tokens or steps "
                                       "(batch held), depth, or a RunConfig path [default: width=--widths]"),
-    param: str | None = typer.Option(None, help="the setting on the grid (a RunConfig path with positive values) "
-                                     f"[default: {VerifyRequest.param}]"),
+    param: str = typer.Option(VerifyRequest.param,
+                              help="the setting on the grid (a RunConfig path with positive values)"),
     values: str | None = typer.Option(None, "--values", "--lrs", help="the grid, comma-separated (2^-8 allowed)"),
     span: str | None = typer.Option(None, "--range", "--lr-range", help="LO,HI,N: N values log2-spaced from LO to HI "
                                        "[default: the base value × 2^-3 … 2^3]"),
     parametrizations: str | None = typer.Option(None, help="mup, sp or mup,sp [default: mup,sp across width, "
                                                 "else mup]"),
-    seeds: int | None = typer.Option(None, help="training seeds per grid point (the optimum's spread is measured "
-                                     f"over them) [default: {VerifyRequest.seeds}]"),
+    seeds: int = typer.Option(VerifyRequest.seeds,
+                              help="training seeds per grid point (the optimum's spread is measured over them)"),
     trials_from: TrialsFrom = typer.Option(TrialsFrom(VerifyRequest.trials_from),
                                            help="other settings from the sweep's best trial, or the "
                                            "spec's defaults"),
@@ -329,11 +330,14 @@ def verify_cmd(
     if plan is not None:  # the flags the plan sets: given beside it, they would be ignored
         from sweep.verify.planned import refuse_typed, run_planned
 
-        refuse_typed({"--widths": widths, "--across": across, "--param": param, "--values": values, "--range": span,
-                      "--parametrizations": parametrizations, "--seeds": seeds})
-    request = VerifyRequest(spec, widths=widths, across=across, param=VerifyRequest.param if param is None else param,
+        refuse_typed({flag: value for flag, name, value in (
+            ("--widths", "widths", widths), ("--across", "across", across), ("--param", "param", param),
+            ("--values", "values", values), ("--range", "span", span),
+            ("--parametrizations", "parametrizations", parametrizations), ("--seeds", "seeds", seeds))
+            if name in TYPED.get()})
+    request = VerifyRequest(spec, widths=widths, across=across, param=param,
                             values=values, span=span, parametrizations=parametrizations,
-                            seeds=VerifyRequest.seeds if seeds is None else seeds, trials_from=trials_from.value,
+                            seeds=seeds, trials_from=trials_from.value,
                             proxy_width=proxy_width, ladder_width=ladder_width, ladder_batch=ladder_batch,
                             max_drift=max_drift, refine=refine, prior=prior, backend=backend.value, workers=workers,
                             storage=storage, password_env=storage_password_env, backend_flags=backend_flags)
@@ -537,8 +541,13 @@ class OnceEach(TyperCommand):
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         if not ctx.resilient_parsing:  # shell completion parses half-typed lines
-            refuse_repeats(self.make_parser(ctx).parse_args(args=list(args))[2])
+            order = self.make_parser(ctx).parse_args(args=list(args))[2]
+            refuse_repeats(order)
+            TYPED.set(frozenset(param.name for param in order))
         return super().parse_args(ctx, args)
+
+
+TYPED: ContextVar[frozenset[str]] = ContextVar("typed", default=frozenset())  # the parameters this line gave
 
 
 def refuse_repeats(order: list) -> None:
