@@ -50,7 +50,11 @@ def open_storage(url: StorageURL, wait: bool = False, read_only: bool = False) -
     def connect() -> optuna.storages.RDBStorage:
         if read_only:
             check_optuna_tables(url, resolved, kwargs)
-        return optuna.storages.RDBStorage(resolved, engine_kwargs=kwargs, skip_table_creation=read_only)
+        try:
+            return optuna.storages.RDBStorage(resolved, engine_kwargs=kwargs, skip_table_creation=read_only)
+        except sqlalchemy.exc.IntegrityError:  # workers creating a fresh PostgreSQL schema at once: one's CREATE TYPE
+            # lost to the other's (UniqueViolation on pg_type, seen in CI); the schema is there now, so open it again
+            return optuna.storages.RDBStorage(resolved, engine_kwargs=kwargs, skip_table_creation=read_only)
 
     try:
         rdb = retrying(connect, url) if wait else connect()
