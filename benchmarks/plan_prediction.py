@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sweep.forecast.live import band, capped, ceiling, departure  # noqa: E402 (after the path is set)
+from sweep.forecast.live import band, capped, ceiling, departure, latest_final, ratios  # noqa: E402 (after the path is set)
 from sweep.forecast.varpro import fit, value  # noqa: E402
 from sweep.rules.scaling import predict  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402
@@ -38,6 +38,7 @@ from trainer.curves import read_run  # noqa: E402
 from trainer.loop import train  # noqa: E402
 
 LR = 0.01
+FRACTIONS_SHOWN = (0.1, 0.2, 0.3, 0.5, 0.7)
 SHAPE = argparse.Namespace(depth=2, seq=32, batch=16, eval_batches=32, device="cpu")  # main() sets it
 
 
@@ -78,7 +79,7 @@ def bootstrap(n, d, loss, tn, td, resamples: int, seed: int = 0) -> tuple[float,
 def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     root = Path(tempfile.mkdtemp(prefix=f"plan-{label}-"))
     width, steps, seeds = args.width, args.steps, args.seeds
-    start, ladder, n, d, loss, spread, firsts = time.time(), [], [], [], [], [], []
+    start, ladder, n, d, loss, spread, firsts, every = time.time(), [], [], [], [], [], [], []
     shapes = [(w * width, k * steps) for k in ((1, 2, 4) if args.full else (1, 2)) for w in (1, 2, 4)]
     shapes += [] if args.full else [(width, 4 * steps)]
     for w, s in shapes:
@@ -88,6 +89,7 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
             evals = rows.dropna(subset=["val_loss"])
             ladder.append((evals["step"].to_numpy() / s, evals["val_loss"].to_numpy()))
             firsts += [evals.reset_index(drop=True)] if seed == 0 else []  # transfer's ceiling reads the first seed
+            every.append(evals.reset_index(drop=True))  # its ratios, every seed
             finals.append(float(evals["val_loss"].iloc[-1]))
         n.append(size), d.append(tokens), loss.append(float(np.mean(finals)))
         spread.append(np.var(finals, ddof=1) if seeds > 1 else np.nan)
@@ -101,10 +103,11 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     cap = ceiling(firsts, end)
     today = capped(predict(n, d, loss, tn, td), cap)  # the law `sweep transfer` writes, and the band it builds on it
     final = {k: today[k] for k in ("loss", "low", "high")}
+    refine = ratios(every, end)
     curve = band(ladder, final, float(today.get("E", 0.0)), cap)
-    honest = [run(root, data, tw, ts, LR, f"honest-r{seed}", {**final, "curve": curve}, seed)[0]
+    honest = [run(root, data, tw, ts, LR, f"honest-r{seed}", {**final, "curve": curve, "refine": refine}, seed)[0]
               for seed in range(seeds)]
-    off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve})
+    off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve, "refine": refine})
     ends = [float(h.dropna(subset=["val_loss"])["val_loss"].iloc[-1]) for h in honest]
     measured = float(np.mean(ends))
     flags = [departure(h, ts) for h in honest]
@@ -125,6 +128,9 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     print(f"  VP (E {law['E']:.3f}, α {law['alpha']:.3f}, β {law['beta']:.3f}): {vp:.4f} [{low:.4f}, {high:.4f}] "
           f"±{(high - low) / 2 / vp:.2%}, error {err_vp:+.2%}, holds: {low <= measured <= high}")
     print(f"  live flag (transfer's band): honest {when(flag_honest)}; LR×4 {when(flag_off)}")
+    for fraction in FRACTIONS_SHOWN:
+        print(f"  final from the run's own curve at {fraction:.0%}: " + "; ".join(
+            own(h, ts, fraction) for h in honest))
     if seeds > 1:
         sd, half = noise_floor(n, d, np.array(spread), tn, td, seeds)
         needed = int(np.ceil(seeds * (half / (0.02 * measured)) ** 2))  # the half-width goes as 1/√seeds
@@ -163,6 +169,17 @@ def calibrate(reps: int, resamples: int, noise: float = 0.005) -> float:
         low, high = bootstrap(n, d, loss, tn, td, resamples, seed=rep)
         held += low <= truth <= high
     return held / reps
+
+
+def own(rows, steps: int, fraction: float) -> str:
+    """The final loss an honest run's own curve predicted by `fraction` of its steps (sweep/forecast/live.py's
+    `ratios`, logged by the trainer), against its measured final loss."""
+    got = latest_final(rows, fraction * steps)
+    if got is None:
+        return "none"
+    end = float(rows.dropna(subset=["val_loss"])["val_loss"].iloc[-1])
+    return (f"{got['loss'] / end - 1:+.2%} ±{(got['high'] - got['low']) / 2 / got['loss']:.2%} "
+            f"{'holds' if got['low'] <= end <= got['high'] else 'MISSES'}")
 
 
 def when(flag: dict | None) -> str:

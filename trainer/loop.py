@@ -46,7 +46,7 @@ from trainer.folders import check_writable, inside_root
 from trainer.noise_scale import NoiseScale
 from trainer.optim import averaged_weights
 from trainer.parallel import ShardedModel, ShardedOptimizer, full
-from trainer.predicted import predicted_columns
+from trainer.predicted import predicted_columns, refined_columns
 from trainer.preemption import Preemption
 from trainer.resolve import resolve
 from trainer.signals import Signals
@@ -391,6 +391,7 @@ class Trainer:
                                      batch_size=cfg.batch_size, chunks=cfg.grad_accum, seed=held_out + EVAL_SEED_OFFSET)
         row["val_loss"] = self.val_loss
         row.update(predicted_columns(cfg.provenance.prediction, step / self.total_steps))
+        row.update(refined_columns(cfg.provenance.prediction, step / self.total_steps, self.val_loss))
         if cfg.eval.noise_scale_batches:
             micro = cfg.batch_size // (run.world * cfg.grad_accum)  # examples per forward pass
             self.noise.update(*measure_noise_scale(self.model, self.data, run, n_small=cfg.eval.noise_scale_batches,

@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from sweep.forecast.live import departure
+from sweep.forecast.live import departure, latest_final
 from sweep.paths import inside_root
 from sweep.results.compare import total_steps
 from sweep.results.runs_table import run_rows
@@ -96,17 +96,21 @@ def band_line(prediction: dict) -> str:
 
 
 def verdict(rows: pd.DataFrame | None, total_steps: int, prediction: dict | None = None) -> str:
-    """The full run against its band: where it left it, or that it stayed inside; without a band logged, why
-    (`prediction`: the run's provenance.prediction)."""
+    """The full run against its band: where it left it, or that it stayed inside, and the final loss its own curve
+    predicted by half the run (sweep/forecast/live.py: `ratios`); without a band logged, why (`prediction`: the
+    run's provenance.prediction)."""
     off = departure(rows, total_steps)
     if rows is None or "predicted_low" not in rows:
         if prediction is not None and not prediction.get("curve"):
             return html.escape(band_line(prediction))
         return "no predicted curve was logged beside this run yet"
+    own = latest_final(rows, total_steps / 2)
+    said = (f"; at step {own['step']} its own curve predicted a final {own['loss']:.4f} "
+            f"[{own['low']:.4f}, {own['high']:.4f}]" if own else "")
     if off is None:
-        return "inside its predicted band at every evaluation"
+        return f"inside its predicted band at every evaluation{said}"
     return (f"<b>left its predicted band at step {off['step']} ({off['fraction']:.0%} of the run), {off['side']}: "
-            f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]</b> — {html.escape(off['advice'])}")
+            f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]</b> — {html.escape(off['advice'])}{said}")
 
 
 def _num(value) -> str:

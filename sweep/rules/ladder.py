@@ -164,10 +164,10 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
             "share": (proxy + verify) / full_flops}
 
 
-def ladder_runs(root: str, name: str) -> list[pd.DataFrame]:
-    """The evaluations (step, tokens, val_loss, width, depth, batch_size, …) of the best μP run (its first seed) at
-    every value of the LR ladders across width, tokens and steps: the shapes the full run's predicted curve is
-    collapsed from, and its ceiling (sweep/forecast/live.py)."""
+def ladder_runs(root: str, name: str, every_seed: bool = False) -> list[pd.DataFrame]:
+    """The evaluations (step, tokens, val_loss, width, depth, batch_size, …) of the best μP run (its first seed, or
+    `every_seed`) at every value of the LR ladders across width, tokens and steps: the shapes the full run's
+    predicted curve is collapsed from, its ceiling, and its loss ratios (sweep/forecast/live.py)."""
     from trainer.curves import read_run
 
     curves = []
@@ -184,9 +184,12 @@ def ladder_runs(root: str, name: str) -> list[pd.DataFrame]:
                 continue
             width = int(group["width"].iloc[0])
             study = folder if axis == "width" else f"{folder}-{label(at)}"
-            rows = read_run(Path(root) / study / "curves" / f"study={study}" / "kind=proxy"
-                            / f"run=w{width}-mup-t{int(best):05d}-s0")
-            evals = rows.dropna(subset=["val_loss"]) if rows is not None else None
-            if evals is not None and len(evals) >= 2:
-                curves.append(evals.reset_index(drop=True))
+            folder_of_runs = Path(root) / study / "curves" / f"study={study}" / "kind=proxy"
+            seeds = sorted(folder_of_runs.glob(f"run=w{width}-mup-t{int(best):05d}-s*")) if every_seed else \
+                [folder_of_runs / f"run=w{width}-mup-t{int(best):05d}-s0"]
+            for path in seeds:
+                rows = read_run(path)
+                evals = rows.dropna(subset=["val_loss"]) if rows is not None else None
+                if evals is not None and len(evals) >= 2:
+                    curves.append(evals.reset_index(drop=True))
     return curves

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from sweep.cluster.processes import process_alive
 from sweep.errors import InputError, plain_text
-from sweep.forecast.live import departure
+from sweep.forecast.live import departure, latest_final
 from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.runs.prediction import held_to, read_prediction
 from sweep.runs.record import RECORD, finished_state, last_logged, read_record
@@ -90,16 +90,20 @@ def run_state(run_dir: Path) -> dict:
     predicted, outside = held_to(prediction, logged["val_loss"], state in ("done", "diverged"))
     if outside:
         detail = "; ".join(filter(None, [detail, "val loss outside the predicted interval"]))
-    off = departure(read_run(record["curve"])) if prediction.get("curve") else None
+    rows = read_run(record["curve"]) if prediction.get("curve") or prediction.get("refine") else None
+    off, own = departure(rows), latest_final(rows)
     if off:
         outside = True
         detail = "; ".join(filter(None, [detail, f"left its predicted curve at step {off['step']} ({off['side']}: "
                                                  f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]): "
                                                  f"{off['advice']}"]))
+    if own and state not in ("done", "diverged"):
+        detail = "; ".join(filter(None, [detail, f"its own curve at step {own['step']} predicts a final "
+                                                 f"{own['loss']:.4f} [{own['low']:.4f}, {own['high']:.4f}]"]))
     return {"run": record["run"], "study": record["study"], "kind": record["kind"], "backend": record["backend"],
             "job": record["job"], "state": state, **logged, "predicted": predicted, "outside": outside,
             **{f"predicted_{key}": prediction.get(key) for key in ("loss", "low", "high")},
-            "detail": detail, "left_curve": off, "run_dir": str(run_dir)}
+            "detail": detail, "left_curve": off, "own_final": own, "run_dir": str(run_dir)}
 
 
 def ended_state(run_dir: Path, record: dict, detail: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from proxies.registry import count_parameters
 from sweep.errors import InputError
-from sweep.forecast.live import INFORMATIVE, band, capped, ceiling, shape
+from sweep.forecast.live import INFORMATIVE, band, capped, ceiling, ratios, shape
 from sweep.paths import results_root
 from sweep.rules import Change, Target
 from sweep.rules.fitted import EXTRAPOLATION
@@ -162,7 +162,8 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
 def live_band(root: str, name: str, prediction: dict, config: RunConfig, tokens_per_example: int) -> list[str]:
     """The whole predicted curve into `prediction` (sweep/forecast/live.py: collapsed from the ladder's runs, capped
     by the narrower run on the full run's schedule), which the trainer logs; or, where there is none, why, recorded
-    (`no_band`: the report says it) and returned as the warning."""
+    (`no_band`: the report says it) and returned as the warning. Beside it the loss ratios (`refine`) from which the
+    trainer predicts the final loss at each evaluation, where the ladder ran the full run's schedule."""
     runs = ladder_runs(root, name)
     steps = config.total_steps(tokens_per_example)
     end = {"width": config.model.width, "depth": config.model.depth, "batch_size": config.batch_size, "step": steps,
@@ -170,6 +171,9 @@ def live_band(root: str, name: str, prediction: dict, config: RunConfig, tokens_
     cap = ceiling(runs, end)
     prediction.update(capped(prediction, cap))  # the interval `sweep status` shows is the one the band ends at
     curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)), cap) if runs else None
+    refine = ratios(ladder_runs(root, name, every_seed=True), end)
+    if refine:
+        prediction["refine"] = refine
     if curve:
         prediction["curve"] = curve
         return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -140,6 +141,9 @@ class OutputConfig(Strict):
         return value
 
 
+TABLES = {"curve": ("fraction", "loss", "low", "high"), "refine": ("fraction", "ratio", "half")}
+
+
 class Provenance(Strict):
     # a record, not input: a nan loss stays readable
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -154,6 +158,24 @@ class Provenance(Strict):
     laws: list[dict[str, Any]] = []  # fitted laws applied: slope, interval, measured range, textbook values
     prediction: dict[str, Any] = {}  # the predicted final loss: form, source, value, interval, fitted points
     tuning: dict[str, Any] = {}  # the tuning compute (proxy, verify runs) and its share of the full run's
+
+    @field_validator("prediction")
+    @classmethod
+    def _tables(cls, value: dict) -> dict:
+        """The tables the trainer reads at every evaluation (trainer/predicted.py), refused at load rather than at a
+        run's first evaluation: parallel lists of finite numbers, the fractions rising within [0, 1]."""
+        for key, columns in TABLES.items():
+            table = value.get(key)
+            if table is None:
+                continue
+            lists = [table.get(c) for c in columns] if isinstance(table, dict) else [None]
+            if not all(isinstance(v, list) and all(type(x) in (int, float) and math.isfinite(x) for x in v)
+                       for v in lists) or len({len(v) for v in lists}) != 1:
+                raise ValueError(f"{key} must map {', '.join(columns)} to lists of finite numbers of one length")
+            fraction = table["fraction"]
+            if any(not 0 <= f <= 1 for f in fraction) or any(b <= a for a, b in pairwise(fraction)):
+                raise ValueError(f"{key}.fraction must rise within [0, 1]")
+        return value
 
 
 class RunConfig(Strict):
