@@ -8,19 +8,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweep.forecast.live import CEILING_FROM, TOLERANCE, band, capped, ceiling, departure, shape
+from sweep.forecast.live import CEILING_FROM, TOLERANCE, band, capped, ceiling, departure, latest_final, ratios, shape
 from sweep.forecast.varpro import profile
 from trainer.config import RunConfig
 from trainer.curves import read_run
 from trainer.loop import train
-from trainer.predicted import COLUMNS
+from trainer.predicted import COLUMNS, FINAL
 
 STEPS, LR = 100, 0.01
 FINAL_INTERVAL = 0.03  # the final loss's assumed 95 % half-width (relative): this test is of the flag, not the law
 
 
-def run(root, width: int, lr: float, name: str, prediction: dict | None = None):
-    cfg = RunConfig.parse({
+def run(root, width: int, lr: float, name: str, prediction: dict | None = None, seed: int = 0):
+    cfg = RunConfig.parse({"seed": seed,
         "model": {"name": "gpt", "width": width, "depth": 2, "options": {"block_size": 32}},
         "data": {"kind": "stdlib", "seq_len": 32}, "optimizer": {"name": "adamw", "lr": lr},
         "schedule": {"kind": "cosine", "warmup_fraction": 0.05}, "batch_size": 16, "steps": STEPS, "log_every": 10,
@@ -44,12 +44,14 @@ def prediction(tmp_path_factory):
     end = {"width": 64, "depth": 2, "batch_size": 16, "step": STEPS, "tokens": STEPS * 16 * 32}
     cap = ceiling(rungs, end)
     assert cap is not None  # the width-32 rung runs the full run's schedule
+    again = run(root, 32, LR, "w32-s1", seed=1).dropna(subset=["val_loss"]).reset_index(drop=True)
+    refine = ratios([*rungs, again], end)  # three runs on the schedule, two widths: a line with a residual
     n = np.array(params, float)
     (e, a, _), _ = profile((0.34, 0.28), n, np.ones(2), np.array(finals))  # E + A·N^−0.34 through both points
     final = e + a * (12 * 2 * 64 ** 2) ** -0.34
     return {"loss": final, "low": final * (1 - FINAL_INTERVAL), "high": final * (1 + FINAL_INTERVAL),
             "curve": band(ladder, {"loss": final, "low": final * (1 - FINAL_INTERVAL),
-                                   "high": final * (1 + FINAL_INTERVAL)}, cap=cap)}, root
+                                   "high": final * (1 + FINAL_INTERVAL)}, cap=cap), "refine": refine}, root
 
 
 def test_an_honest_run_stays_in_its_band_and_logs_the_prediction_beside_its_loss(prediction):
@@ -58,6 +60,9 @@ def test_an_honest_run_stays_in_its_band_and_logs_the_prediction_beside_its_loss
     evals = rows.dropna(subset=["val_loss"])
     assert evals[list(COLUMNS)].notna().all().all()  # logged at every evaluation
     assert departure(rows, STEPS) is None, departure(rows, STEPS)
+    assert evals[list(FINAL)].iloc[:-1].notna().all().all()  # the final its own curve predicts, at each before the end
+    own, end = latest_final(rows, STEPS / 2), evals["val_loss"].iloc[-1]
+    assert own["step"] == STEPS / 2 and own["low"] <= end <= own["high"]
 
 
 def test_a_run_forced_off_leaves_its_band_within_the_first_fifth(prediction):

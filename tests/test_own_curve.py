@@ -1,0 +1,110 @@
+"""The final loss predicted from the full run's own curve (sweep/forecast/live.py: `ratios`, `latest_final`;
+trainer/predicted.py: `refined_columns`): the ladder's loss ratios L(f)/L(1) on the run's schedule, a line in ln
+width carried to its width, and the run's evaluation at f divided by it."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sweep.forecast.live import latest_final, ratios
+from trainer.config import ConfigError, RunConfig
+from trainer.predicted import FINAL, refined_columns
+
+END = {"width": 128, "depth": 2, "batch_size": 16, "step": 200, "tokens": 200 * 16 * 32}
+FRACTIONS = np.linspace(0.1, 1.0, 10)
+
+
+def true_ratio(width: float, fraction):
+    """A collapse that drifts with width: wider runs fall further after f (the benchmark's ladders did)."""
+    return 1 + (0.30 + 0.02 * np.log(width)) * (1 - np.asarray(fraction))
+
+
+def rungs(noise: float = 0.0, rng=None, widths=(16, 32, 64), seeds: int = 2, **schedule) -> list[pd.DataFrame]:
+    step = FRACTIONS * END["step"]
+    out = []
+    for width in widths:
+        for _ in range(seeds):
+            final = 2.0 + 0.1 * np.log(128 / width)
+            shaken = true_ratio(width, FRACTIONS) + (rng.normal(0, noise, len(step)) if noise else 0)
+            shaken[-1] = 1.0  # the ratio of the end to itself
+            out.append(pd.DataFrame({"step": step, "tokens": step * 16 * 32, "val_loss": final * shaken,
+                                     "width": width, "depth": 2, "batch_size": 16, **schedule}))
+    return out
+
+
+def test_a_noise_free_ladder_gives_the_targets_ratio_exactly():
+    refine = ratios(rungs(), END)
+    np.testing.assert_allclose(refine["fraction"], FRACTIONS[:-1])
+    np.testing.assert_allclose(refine["ratio"], true_ratio(128, FRACTIONS[:-1]))
+    np.testing.assert_allclose(refine["half"], 0, atol=1e-9)
+    assert refine["runs"] == 6 and refine["widths"] == [16, 32, 64]
+
+
+def test_the_interval_holds_the_targets_ratio_95_percent_of_the_time():
+    """Coverage on synthetic ladders with a known answer: each run's ratio carries Gaussian noise (sd 1 %), the
+    target's too; the interval is least squares' prediction interval, so it holds the target's ratio in 95 % of
+    ladders, neither much more (too wide to hold a run to) nor less."""
+    rng, sd, held, halves = np.random.default_rng(7), 0.01, 0, []
+    for _ in range(600):
+        refine = ratios(rungs(sd, rng), END)
+        at = 4  # fraction 0.5
+        truth = true_ratio(128, refine["fraction"][at]) + rng.normal(0, sd)
+        held += abs(truth - refine["ratio"][at]) <= refine["half"][at]
+        halves.append(refine["half"][at])
+    assert 0.92 <= held / 600 <= 0.98, held / 600
+    assert np.median(halves) < 5 * sd  # t(0.975, 4)·√(1 + leverage) ≈ 3.4 sd: no wider than the noise asks
+
+
+def test_only_runs_on_the_full_runs_schedule_and_two_widths_give_ratios():
+    assert ratios(rungs(widths=(64,), seeds=3), END) is None  # one width: no line
+    assert ratios(rungs(widths=(32, 64), seeds=1), END) is None  # two runs leave no residual
+    off = rungs(seeds=1, widths=(16, 32)) + [r.assign(batch_size=32) for r in rungs(seeds=2, widths=(64,))]
+    assert ratios(off, END) is None  # the batch-32 runs are on another schedule: two runs left
+    assert ratios(rungs(widths=(16, 32, 128, 256)), END)["widths"] == [16, 32]  # as wide as the run or wider: out
+
+
+def test_the_trainer_logs_the_final_its_evaluation_predicts_within_the_ratios_fractions():
+    refine = {"fraction": [0.2, 0.5], "ratio": [1.3, 1.1], "half": [0.1, 0.05]}
+    got = refined_columns({"refine": refine}, 0.5, 2.2)
+    assert list(got) == list(FINAL)
+    np.testing.assert_allclose(list(got.values()), [2.2 / 1.1, 2.2 / 1.15, 2.2 / 1.05])
+    np.testing.assert_allclose(refined_columns({"refine": refine}, 0.35, 1.2)["predicted_final"], 1.2 / 1.2)
+    assert refined_columns({"refine": refine}, 0.1, 2.0) == {} and refined_columns({"refine": refine}, 0.9, 2.0) == {}
+    assert refined_columns({}, 0.5, 2.0) == {}
+
+
+@pytest.mark.parametrize("refine, why", [
+    ({"fraction": [0.5], "ratio": ["1.1"], "half": [0.1]}, "lists of finite numbers"),
+    ({"fraction": [0.5, 0.6], "ratio": [1.1], "half": [0.1]}, "of one length"),
+    ({"fraction": [0.5], "ratio": [float("nan")], "half": [0.1]}, "finite"),
+    ({"fraction": [0.6, 0.5], "ratio": [1.1, 1.0], "half": [0.1, 0.1]}, "rise within"),
+    ({"fraction": [1.5], "ratio": [1.1], "half": [0.1]}, "rise within"),
+    ([0.5, 1.1], "must map"),
+])
+def test_a_hand_edited_refine_is_refused_at_load_naming_the_field(refine, why):
+    """The trainer reads it at every evaluation: a bad table would stop a run at its first one, after its
+    start-up was paid; refused when the config is read, naming provenance.prediction."""
+    with pytest.raises(ConfigError, match="provenance.prediction") as err:
+        RunConfig.parse({"steps": 10, "provenance": {"prediction": {"refine": refine}}})
+    assert why in str(err.value)
+
+
+def test_the_latest_final_is_the_last_logged_one_up_to_a_step():
+    rows = pd.DataFrame({"step": [10, 20, 30, 40], "val_loss": [3.0, 2.5, 2.2, 2.0],
+                         "predicted_final": [np.nan, 2.1, 2.05, 2.01], "predicted_final_low": [np.nan, 2.0, 2.0, 2.0],
+                         "predicted_final_high": [np.nan, 2.2, 2.1, 2.02]})
+    assert latest_final(rows) == {"step": 40, "loss": 2.01, "low": 2.0, "high": 2.02}
+    assert latest_final(rows, until=25)["step"] == 20
+    assert latest_final(rows, until=15) is None and latest_final(rows.drop(columns=list(FINAL))) is None
+
+
+def test_the_report_says_what_the_runs_own_curve_predicted_by_half_the_run():
+    from sweep.results.decide import verdict
+
+    rows = pd.DataFrame({"step": [10, 20, 30, 40], "val_loss": [3.0, 2.5, 2.2, 2.0],
+                         "predicted_low": [2.5, 2.2, 2.0, 1.9], "predicted_high": [3.5, 2.8, 2.4, 2.1],
+                         "predicted_final": [2.1, 2.05, 2.02, np.nan], "predicted_final_low": [2.0, 2.0, 2.0, np.nan],
+                         "predicted_final_high": [2.2, 2.1, 2.04, np.nan]})
+    said = verdict(rows, 40)
+    assert said.startswith("inside its predicted band") and "at step 20 its own curve predicted a final 2.0500" in said
