@@ -55,3 +55,26 @@ def test_a_checkpoints_folder_linked_out_of_the_root_is_refused_not_listed(tmp_p
     (ended_run(root, "linked") / FOLDER).symlink_to(outside)
     code, out, err = run_cli("status")
     assert code == 2 and err.count("\n") == 1 and "leads out of the results root" in err, err
+
+
+def test_a_stopped_run_shows_the_final_its_own_curve_predicts(tmp_path, monkeypatch, run_cli):
+    """sweep/forecast/live.py's `ratios`: the trainer logs predicted_final at each evaluation; status shows the
+    latest while the run has not finished."""
+    import yaml
+
+    from trainer.curves import rows_to_table, write_part
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    run_dir = ended_run(tmp_path, "held")
+    (run_dir / FOLDER).mkdir()
+    checkpoint_path(run_dir / FOLDER, 20).write_bytes(b"")
+    refine = {"fraction": [0.1, 0.2], "ratio": [1.3, 1.2], "half": [0.05, 0.04]}
+    prediction = {"loss": 2.0, "low": 1.9, "high": 2.1, "refine": refine}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"steps": 100, "provenance": {"prediction": prediction}}))
+    curve = tmp_path / "full" / "curves" / "run=held"
+    curve.mkdir(parents=True)
+    logged = [(10, 2.6, 2.0, 1.95, 2.0952), (20, 2.4, 2.0, 1.9677, 2.069)]
+    names = ("step", "val_loss", "predicted_final", "predicted_final_low", "predicted_final_high")
+    write_part(curve, rows_to_table([dict(zip(names, row, strict=True)) for row in logged]))
+    state, detail = states(run_cli)["held"]
+    assert state == "stopped" and "its own curve at step 20 predicts a final 2.0000 [1.9677, 2.0690]" in detail, detail
