@@ -108,3 +108,26 @@ def test_the_report_says_what_the_runs_own_curve_predicted_by_half_the_run():
                          "predicted_final_high": [2.2, 2.1, 2.04, np.nan]})
     said = verdict(rows, 40)
     assert said.startswith("inside its predicted band") and "at step 20 its own curve predicted a final 2.0500" in said
+
+
+def test_transfer_reads_every_seed_of_the_width_ladders_best_run(tmp_path):
+    """The ratios are priced on every seed (one per width would leave one residual, t(0.975, 1) = 12.7), the band
+    and the ceiling on the first: `ladder_runs(every_seed=True)` reads each seed's curve of the best trial."""
+    from sweep.rules.ladder import ladder_runs
+    from sweep.rules.summary import axis_folder
+    from trainer.curves import CurveWriter
+
+    folder = axis_folder("v", "optimizer.lr")
+    (tmp_path / folder).mkdir()
+    points = pd.DataFrame({"parametrization": "mup", "width": [32, 32, 32, 32], "trial": [0, 0, 1, 1],
+                           "loss": [2.0, 2.1, 2.5, 2.6]})
+    points.to_parquet(tmp_path / folder / "points.parquet")
+    for trial in (0, 1):
+        for seed in (0, 1):
+            writer = CurveWriter(tmp_path / folder / "curves", folder, "proxy", f"w32-mup-t{trial:05d}-s{seed}")
+            for step in (10, 20):
+                writer.log({"step": step, "val_loss": 3.0 - step / 100 + seed + 10 * trial, "width": 32})
+            writer.close()
+    first, every = ladder_runs(str(tmp_path), "v"), ladder_runs(str(tmp_path), "v", every_seed=True)
+    assert [r["val_loss"].iloc[-1] for r in first] == [2.8]  # trial 0 (the lower mean loss), seed 0
+    assert [r["val_loss"].iloc[-1] for r in every] == [2.8, 3.8]

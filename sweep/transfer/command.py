@@ -145,6 +145,11 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
             console.print(f"  {held_out_line(p['held_out'])}")
         for line in reach_lines(p):
             console.print(f"[yellow]warning[/]: {line}")
+        if p.get("refine"):
+            r = p["refine"]
+            console.print(f"  while it trains: from {r['fraction'][0]:.0%} of the run the trainer predicts the final "
+                          f"loss from its own curve (loss ratios of {r['runs']} ladder runs on its schedule, widths "
+                          f"{', '.join(map(str, r['widths']))}); `sweep status` shows it")
     else:
         console.print(f"[yellow]no prediction[/]: {no_prediction or 'none measured'}")
     t = provenance.tuning
