@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweep.forecast.live import latest_final, ratios
+from sweep.forecast.live import REFINE_FROM, latest_final, ratios
 from trainer.config import ConfigError, RunConfig
 from trainer.predicted import FINAL, refined_columns
 
@@ -35,8 +35,9 @@ def rungs(noise: float = 0.0, rng=None, widths=(16, 32, 64), seeds: int = 2, **s
 
 def test_a_noise_free_ladder_gives_the_targets_ratio_exactly():
     refine = ratios(rungs(), END)
-    np.testing.assert_allclose(refine["fraction"], FRACTIONS[:-1])
-    np.testing.assert_allclose(refine["ratio"], true_ratio(128, FRACTIONS[:-1]))
+    kept = FRACTIONS[(FRACTIONS >= REFINE_FROM - 1e-9) & (FRACTIONS < 1)]  # from half the run, before its end
+    np.testing.assert_allclose(refine["fraction"], kept)
+    np.testing.assert_allclose(refine["ratio"], true_ratio(128, kept))
     np.testing.assert_allclose(refine["half"], 0, atol=1e-9)
     assert refine["runs"] == 6 and refine["widths"] == [16, 32, 64]
 
@@ -48,7 +49,7 @@ def test_the_interval_holds_the_targets_ratio_95_percent_of_the_time():
     rng, sd, held, halves = np.random.default_rng(7), 0.01, 0, []
     for _ in range(600):
         refine = ratios(rungs(sd, rng), END)
-        at = 4  # fraction 0.5
+        at = 0  # fraction 0.5, the first given
         truth = true_ratio(128, refine["fraction"][at]) + rng.normal(0, sd)
         held += abs(truth - refine["ratio"][at]) <= refine["half"][at]
         halves.append(refine["half"][at])
