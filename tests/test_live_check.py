@@ -8,7 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweep.forecast.live import CEILING_FROM, TOLERANCE, band, capped, ceiling, departure, latest_final, ratios, shape
+from sweep.forecast.live import (
+    CEILING_FROM,
+    REFINE_FROM,
+    TOLERANCE,
+    band,
+    capped,
+    ceiling,
+    departure,
+    latest_final,
+    ratios,
+    shape,
+)
 from sweep.forecast.varpro import profile
 from trainer.config import RunConfig
 from trainer.curves import read_run
@@ -60,7 +71,8 @@ def test_an_honest_run_stays_in_its_band_and_logs_the_prediction_beside_its_loss
     evals = rows.dropna(subset=["val_loss"])
     assert evals[list(COLUMNS)].notna().all().all()  # logged at every evaluation
     assert departure(rows, STEPS) is None, departure(rows, STEPS)
-    assert evals[list(FINAL)].iloc[:-1].notna().all().all()  # the final its own curve predicts, at each before the end
+    given = evals[(evals["step"] >= REFINE_FROM * STEPS) & (evals["step"] < STEPS)]  # from half the run, to its end
+    assert evals[list(FINAL)].notna().sum().tolist() == [len(given)] * 3 and given[list(FINAL)].notna().all().all()
     own, end = latest_final(rows, STEPS / 2), evals["val_loss"].iloc[-1]
     assert own["step"] == STEPS / 2 and own["low"] <= end <= own["high"]
 
