@@ -82,6 +82,8 @@ def test_the_trainer_logs_the_final_its_evaluation_predicts_within_the_ratios_fr
     ({"fraction": [0.6, 0.5], "ratio": [1.1, 1.0], "half": [0.1, 0.1]}, "rise within"),
     ({"fraction": [1.5], "ratio": [1.1], "half": [0.1]}, "rise within"),
     ([0.5, 1.1], "must map"),
+    ({"fraction": [0.5, 0.6], "ratio": [1.1, 0.1], "half": [0.1, 0.1]}, "below its ratio"),  # a division by 0
+    ({"fraction": [0.5], "ratio": [1.1], "half": [-0.1]}, "≥ 0"),
 ])
 def test_a_hand_edited_refine_is_refused_at_load_naming_the_field(refine, why):
     """The trainer reads it at every evaluation: a bad table would stop a run at its first one, after its

@@ -163,7 +163,8 @@ class Provenance(Strict):
     @classmethod
     def _tables(cls, value: dict) -> dict:
         """The tables the trainer reads at every evaluation (trainer/predicted.py), refused at load rather than at a
-        run's first evaluation: parallel lists of finite numbers, the fractions rising within [0, 1]."""
+        run's first evaluation: parallel lists of finite numbers, the fractions rising within [0, 1], refine's
+        half-widths in [0, ratio)."""
         for key, columns in TABLES.items():
             table = value.get(key)
             if table is None:
@@ -175,6 +176,9 @@ class Provenance(Strict):
             fraction = table["fraction"]
             if any(not 0 <= f <= 1 for f in fraction) or any(b <= a for a, b in pairwise(fraction)):
                 raise ValueError(f"{key}.fraction must rise within [0, 1]")
+        refine = value.get("refine") or {"ratio": [], "half": []}
+        if any(not 0 <= h < r for r, h in zip(refine["ratio"], refine["half"], strict=True)):
+            raise ValueError("refine: each half must be ≥ 0 and below its ratio (the final is L(f) / (ratio ± half))")
         return value
 
 
