@@ -1,34 +1,30 @@
-"""The `sweep` command: flags parsed and checked here (choices as Enums), then one call of a command's package."""
+"""The `sweep` command: flags parsed here (choices as Enums) and checked before it starts (sweep/argv/), then one
+call of a command's package."""
 from __future__ import annotations
 
 import functools
 import inspect
-import math
 import re
 import sys
-from collections import Counter
 from collections.abc import Callable
-from contextvars import ContextVar
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
-from typer.core import TyperCommand
 
 from sweep import errors
+from sweep.argv.repeats import TYPED, OnceEach
+from sweep.argv.values import checked_flags
 from sweep.cluster.settings import RUN, WORKERS, options
 from sweep.coords import DEFAULT_BATCH, DEFAULT_STEPS, OTHER_BATCH
-from sweep.errors import InputError, as_fault, is_bad_input
+from sweep.errors import as_fault, is_bad_input
 from sweep.launch.request import LaunchRequest
-from sweep.paths import check_out_file, check_replaceable, check_writable
 from sweep.plan.request import SHARE, PlanRequest
 from sweep.proxy.request import WARM_START_TOP, SweepRequest
 from sweep.rules.target import Target
-from sweep.study.bounds import check_flag
 from sweep.verify.request import WIDTHS, VerifyRequest
-from trainer.folders import check_path_length
 from trainer.preemption import Preempted
 
 try:  # typer ≥ 0.26 vendors click
@@ -497,67 +493,6 @@ def demo_cmd(workers: int = typer.Option(2, help="local worker processes for the
     from sweep.demo import run_demo
 
     raise typer.Exit(run_demo(workers, console))
-
-
-NAMED_OR_PATH = {"study", "refs", "name"}  # a sweep's name or its spec, run ids, an example: names a path too
-OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes a file or a folder and checks its own
-
-
-def checked_flags(command: Callable, name: str) -> Callable:
-    """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
-    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a number past its kind's
-    bound (sweep/study/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the
-    file system's name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder
-    where a file goes, a file in the way of a folder, a read-only place) or must not be (a file the command did not
-    write: sweep/paths.py's `check_replaceable`)."""
-    shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
-             for flag, p in inspect.signature(command).parameters.items()}
-
-    @functools.wraps(command)
-    def checked(**kwargs):
-        for flag, value in kwargs.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise InputError(f"{shown[flag]}: must be a finite number, got {value}")
-            check_flag(name, flag, shown[flag], value)
-            if isinstance(value, Path) or flag in NAMED_OR_PATH and isinstance(value, str):
-                check_path_length(Path(value), shown[flag])
-            if flag in NAMED_OR_PATH and isinstance(value, list):
-                for item in value:
-                    check_path_length(Path(item), shown[flag])
-        out = kwargs.get("out")
-        if out is not None and name != "init":
-            check_writable(out, "--out") if name in OUT_FOLDER else check_out_file(out)
-            if name not in OUT_FOLDER:
-                check_replaceable(out, name)
-        return command(**kwargs)
-
-    return checked
-
-
-class OnceEach(TyperCommand):
-    """A command refusing a single-valued option given more than once (`--across width=… --across tokens=…`): click
-    keeps the last silently, so the first the user typed would be dropped. Options declared as lists (`--set`,
-    `--opt`, `--enqueue`) repeat by design."""
-
-    def parse_args(self, ctx, args: list[str]) -> list[str]:
-        if not ctx.resilient_parsing:  # shell completion parses half-typed lines
-            order = self.make_parser(ctx).parse_args(args=list(args))[2]
-            refuse_repeats(order)
-            TYPED.set(frozenset(param.name for param in order))
-        return super().parse_args(ctx, args)
-
-
-TYPED: ContextVar[frozenset[str]] = ContextVar("typed", default=frozenset())  # the parameters this line gave
-
-
-def refuse_repeats(order: list) -> None:
-    """`order`: the parameters as click's parser met them, once per time each was given. With --help, the help."""
-    if any(param.is_eager for param in order):
-        return
-    for param, times in Counter(order).items():
-        if times > 1 and param.param_type_name == "option" and not param.multiple:
-            raise InputError(f"{'/'.join(param.opts + param.secondary_opts)}: given {times} times; it takes one "
-                             "value, so give it once (only the last would count)")
 
 
 for registered in app.registered_commands:  # every command, so a flag added later is covered too

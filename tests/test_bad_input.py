@@ -564,7 +564,8 @@ def test_bad_input_is_one_line_naming_the_field_exit_2_and_nothing_written(tmp_p
 
 
 def test_an_option_declared_as_a_list_takes_each_value_given(run_cli):
-    """The refusal of a repeated option (sweep/cli.py's OnceEach) leaves list options alone: both --set apply."""
+    """The refusal of a repeated option (OnceEach, sweep/argv/repeats.py) leaves list options alone: both --set
+    apply."""
     code, out, err = run_cli("inspect", "gpt", "--width", "64", "--depth", "1", "--set",
                              "optimizer.roles.embedding.lr_mult=4", "--set", "optimizer.roles.readout.lr_mult=2")
     assert code in (0, None), err

@@ -219,7 +219,7 @@ def test_a_rung_verify_refuses_names_the_plans_ladder_not_a_flag_the_user_never_
 
 def test_a_ladder_name_is_said_as_written_not_read_as_console_markup(tmp_path, monkeypatch):
     """A hand-edited name `[/]` (printable, so the reader takes it) ended the plan, after its runs, in rich's
-    MarkupError when the ladder's line was said (found beside the fuzzer's name edits, tests/fuzz/strategies.py,
+    MarkupError when the ladder's line was said (found beside the fuzzer's name edits, tests/fuzz/plans.py,
     which stop before any run and so cannot reach that line)."""
     path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"][0].update(name="[/]"))
     _verify_faked(monkeypatch, lambda request: 0)

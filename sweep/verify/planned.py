@@ -16,7 +16,8 @@ from sweep.paths import results_root
 from sweep.rules.axis import label, parse_axis
 from sweep.rules.summary import read_summary
 from sweep.study.spec import load_spec
-from sweep.verify.command import check_request, run_verify, settings
+from sweep.verify.checks import check_request, settings
+from sweep.verify.command import run_verify
 from sweep.verify.grid import base_values
 from sweep.verify.request import VerifyRequest
 

@@ -24,11 +24,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sweep.cli import main
-from tests.fuzz.strategies import SECRET, SECRET_ENV, STORAGE_FILES, Case
+from tests.fuzz.storage_urls import SECRET, SECRET_ENV, STORAGE_FILES
+from tests.fuzz.strategies import Case
 
 VERDICT_VERBS = {"coord-check", "doctor", "verify", "train", "launch", "proxy", "plan"}  # exit 1: an answer
 ROOTED_OUT = {"plan"}  # their --out is refused outside the results root
-REFUSED = ("plan:", "plan-path:")  # classes every case of which is refused (tests/fuzz/strategies.py)
+REFUSED = ("plan:", "plan-path:")  # classes every case of which is refused (tests/fuzz/plans.py)
 VERDICT_LINE = ("--share: ", "--flops: ", "--goal: ")  # how plan's one line on exit 1 starts
 HANG_S = 600  # a command of this harness's tiny budgets that runs longer is stuck (a FIFO read, say)
 SECRET_FORMS = [form.encode() for form in {SECRET, quote(SECRET, safe=""), quote(SECRET)}]

@@ -1,7 +1,8 @@
 """Hypothesis strategies for the security classes of issue 36: texts bound for a scheduler (a SLURM partition,
 account, QOS; a Ray address) and names read back from a storage, a checkpoint or a run's files. Each mixes the
 forms that broke before (a newline, shell metacharacters, `../`, markup) with text Hypothesis makes up, so the
-properties in tests/fuzz/test_fuzz_rules.py find the next case, not only these.
+properties in tests/fuzz/test_fuzz_rules.py find the next case, not only these; `hostile_inputs` puts them on a
+verb's command line (tests/fuzz/strategies.py).
 """
 from __future__ import annotations
 
@@ -46,3 +47,19 @@ class RenamedStudy:
             con.execute("UPDATE studies SET study_name = ?", (self.name,))
         con.close()
         return "tiny"
+
+
+@st.composite
+def hostile_inputs(draw, verb: str, argv: list, classes: list[str]) -> tuple[list, list[str]]:
+    """Now and then (1 in 4) the security classes of tests/fuzz/hostile.py: a SLURM text that sbatch would read as
+    script (always refused, so no job is ever submitted), or the sweep's stored study renamed (`stored:`)."""
+    if draw(st.integers(0, 3)):
+        return argv, classes
+    if verb in ("proxy", "verify", "launch"):
+        field = draw(st.sampled_from(["partition", "account", "qos"]))
+        refused = [text for text in KNOWN_SCHEDULER_TEXT if text != "a" * 65]
+        return [*argv, "--backend", "slurm", f"--{field}", draw(st.sampled_from(refused))], \
+            [*classes, f"scheduler:{field}"]
+    if verb in ("results", "report", "export", "transfer") and len(argv) > 1:
+        return [argv[0], RenamedStudy(draw(stored_name())), *argv[2:]], [*classes, "stored:study-name"]
+    return argv, classes

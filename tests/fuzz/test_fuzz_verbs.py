@@ -22,9 +22,11 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tests.fuzz.baseline import TINY_SPEC, WIDTH, run_doc
 from tests.fuzz.contract import inside, run, violations
 from tests.fuzz.pending import pending
-from tests.fuzz.strategies import SEED_PLAN, SEED_PLAN_ARGS, TINY_SPEC, WIDTH, Case, case_for, run_doc
+from tests.fuzz.plans import SEED_PLAN, SEED_PLAN_ARGS
+from tests.fuzz.strategies import Case, case_for
 
 BOUNDED = {"init": 12, "inspect": 10, "coord-check": 3, "train": 10, "proxy": 6, "results": 10, "sql": 14,
            "export": 10, "compare": 10, "verify": 3, "transfer": 12, "launch": 6, "status": 8, "doctor": 2, "report": 5,
