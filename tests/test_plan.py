@@ -225,6 +225,7 @@ def test_the_plan_runs_rung_by_rung_and_stops_each_ladder_at_its_goal():
     ({"width": 256, "tokens": 0}, "--tokens:"),
     ({"width": 256, "goal": -1.0}, "--goal:"),
     ({"width": 16}, "--width:"),
+    ({"width": 2047}, "--width: 2047 is not a multiple of the head dim"),  # an outside tester: named model.width
 ])
 def test_bad_targets_and_budgets_name_the_flag_and_write_nothing(tmp_path, monkeypatch, changes, line):
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))

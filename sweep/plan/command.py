@@ -25,6 +25,7 @@ from dataclasses import replace
 from rich.console import Console
 from rich.table import Table
 
+from proxies.registry import ModelError
 from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.forecast.design import Ladder, grow, objective, total
@@ -109,7 +110,13 @@ def full_run(request: PlanRequest, sizer: Sizer) -> tuple[Shape, int]:
     if width <= MIN_WIDTH:
         raise InputError(f"--width: the full run's width {width} leaves no narrower proxy (widths start at "
                          f"{MIN_WIDTH})")
-    target = sizer.shape(width, depth)
+    try:
+        target = sizer.shape(width, depth)
+    except ModelError as err:  # the model names its field; the user typed a flag
+        flags = {"model.width: ": "--width: " if request.width else f"--params: width {width}: ",
+                 "model.depth: ": "--depth: "}
+        said = next((flags[f] + str(err).removeprefix(f) for f in flags if str(err).startswith(f)), str(err))
+        raise InputError(said) from None
     batch = request.batch_size or sizer.run.batch_size
     check_target(request, sizer, target, batch)
     return target, batch
