@@ -3,6 +3,7 @@ paper (a 1.3B llama on 26B tokens at batch 512, nothing trained), the one line w
 the plan file `sweep verify --plan` runs rung by rung, and bad targets and budgets refused (exit 2, nothing written)."""
 from __future__ import annotations
 
+import io
 import math
 import re
 from dataclasses import replace
@@ -302,3 +303,24 @@ def test_a_plan_without_a_ladder_says_why_in_one_line_instead_of_an_empty_table(
     assert planfile.read(tmp_path / "demo" / "plan.yaml")["ladders"] == []
     assert "no ladder is needed: every law's published prior already holds the LR to ±0.5 octave" in text
     assert "┃" not in text and "expected ±oct" not in text and "total 0 runs" not in text
+
+
+@pytest.mark.parametrize("optimizer,source", [("sgd", "Goyal et al. 2017"), ("lion", "no prior published for lion"),
+                                              ("adamw", "Malladi et al. 2022")])
+def test_the_batch_ladder_is_priced_by_the_specs_optimizers_prior(tmp_path, monkeypatch, optimizer, source):
+    """Found by an outside tester: a plan for an SGD spec used Adam's square-root batch prior without a word. The
+    prior is the spec's optimizer's (SGD's linear rule); where none is published (Lion), a vague one, said."""
+    import yaml
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    spec = yaml.safe_load((EXAMPLES / "demo.yaml").read_text())
+    spec["run"]["optimizer"]["name"] = optimizer
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    request = PlanRequest(tmp_path / "spec.yaml", 4 * 10 ** 6, width=256, batch_size=64, share=1.0)
+    shown = io.StringIO()
+    run_plan(request, Console(width=300, file=shown))
+    ladders = planfile.read(tmp_path / "demo" / "plan.yaml")["ladders"]
+    ladder = next(ld for ld in ladders if ld["across"] == "batch_size")
+    assert ladder["prior"]["source"].startswith(source)
+    assert ("lr × batch: no prior published for lion across batch_size: a vague N(0, 1²)" in shown.getvalue()) == \
+        (optimizer == "lion")

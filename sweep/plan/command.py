@@ -35,13 +35,15 @@ from sweep.paths import inside_root, results_root
 from sweep.plan.request import SHARE, PlanRequest
 from sweep.plan.shapes import Shape, Sizer
 from sweep.rules.bracket import REFINE
-from sweep.rules.prior import prior_for
+from sweep.rules.prior import Prior, prior_for
 from sweep.study.spec import load_spec
 
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
 MIN_STEPS = 50  # a rung shorter than this measures its warmup, not its optimum
 MIN_WIDTH = 32
 WIDTH_QUANTUM = 64  # --params: the width searched in steps of this
+VAGUE = 1.0  # the slope's prior sd where none is published: 0 ± 2 at 95 % (the published ones span −0.5 to 1)
+VAGUE_SOURCE = "no prior published"
 
 
 def run_plan(request: PlanRequest, console: Console) -> int:
@@ -140,7 +142,7 @@ def check_target(request: PlanRequest, sizer: Sizer, target, batch: int) -> None
 def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, goal: float = 0.0) -> list[Ladder]:
     """The starting ladders at a proxy width: each law's first two rungs, two seeds; a law whose prior alone is
     within `goal` at the target gets none (the textbook rule already pins the setting down there)."""
-    prior = {axis: prior_for("optimizer.lr", axis) for axis in NAMES}  # published: μP, Adam, a depth rule
+    prior = {axis: lr_prior(axis, sizer.run.optimizer.name) for axis in NAMES}
     proxy = sizer.shape(proxy_width)
     p_tokens, p_batch = sizer.proxy_tokens(), sizer.run.batch_size
     step = p_batch * sizer.tokens_per_example
@@ -162,6 +164,14 @@ def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, 
                           max(1, proxy.depth / 4), target.depth / 2,
                           lambda d: sizer.shape(proxy_width, int(d)).flops_per_token * p_tokens))
     return [ld for ld in out if ld.prior_at_target() > goal]
+
+
+def lr_prior(axis: str, optimizer: str) -> Prior:
+    """The published prior on the LR's slope across `axis` for the spec's optimizer (sweep/rules/prior.py: μP,
+    Adam's or SGD's batch rule, the horizon and depth rules); where none is published (Lion across batch), a vague
+    one, N(0, VAGUE²), named so, so that the ladder is priced by what it alone measures."""
+    return prior_for("optimizer.lr", axis, optimizer=optimizer) or \
+        Prior(0.0, VAGUE, f"{VAGUE_SOURCE} for {optimizer} across {axis}: a vague N(0, {VAGUE:g}²)")
 
 
 def budget_flag(request: PlanRequest) -> str:
@@ -286,6 +296,10 @@ def show(plan: dict, console: Console) -> None:
         console.print(f"{law['name']}: no ladder; no second rung fits between the bounds (rungs "
                       f"{', '.join(f'{r:.4g}' for r in law['rungs'])}): the prior's ±{law['prior_at_target']:.2f} "
                       f"octave at the target stands")
+    for ld in plan["ladders"]:
+        if ld["prior"]["source"].startswith(VAGUE_SOURCE):
+            console.print(f"{ld['name']}: {ld['prior']['source']}; the plan prices its ladder by what it measures, "
+                          "and transfer carries the measured slope alone")
     for law in plan["verdict"]["prior_only"]:
         console.print(f"{law['name']}: no ladder; the prior alone holds the LR to ±{law['prior_at_target']:.2f} "
                       f"octave at the target ({law['source']})")
