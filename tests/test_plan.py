@@ -324,3 +324,13 @@ def test_the_batch_ladder_is_priced_by_the_specs_optimizers_prior(tmp_path, monk
     assert ladder["prior"]["source"].startswith(source)
     assert ("lr × batch: no prior published for lion across batch_size: a vague N(0, 1²)" in shown.getvalue()) == \
         (optimizer == "lion")
+
+
+def test_a_plan_without_a_width_ladder_says_transfer_will_predict_no_loss(tmp_path, monkeypatch):
+    """Found by an outside tester: μP's width prior alone reached the goal, the plan bought no width ladder, and
+    transfer then had no predicted loss, unannounced. The plan says so, and what adds one."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    shown = io.StringIO()
+    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 16 * 153600, width=256, flops=1e20), Console(width=400, file=shown))
+    assert "lr × width: no ladder; the prior alone" in shown.getvalue()
+    assert "`sweep transfer` predicts no final loss" in shown.getvalue() and "--widths" in shown.getvalue()

@@ -266,6 +266,8 @@ def percent(share: float) -> str:
     return f"{value:.{max(0, 2 - math.floor(math.log10(rounded)))}f} %"
 
 
+WITHOUT_WIDTHS = ("; without a ladder across width, `sweep transfer` predicts no final loss (it fits the loss law "
+                  "across width and tokens): `sweep verify SPEC --widths W1,W2,W3` adds one")
 RULES = {"batch_size": "--batch-rule fitted", "tokens": "--horizon-rule fitted", "depth": "--depth-rule fitted"}
 
 
@@ -302,7 +304,8 @@ def show(plan: dict, console: Console) -> None:
                           "and transfer carries the measured slope alone")
     for law in plan["verdict"]["prior_only"]:
         console.print(f"{law['name']}: no ladder; the prior alone holds the LR to ±{law['prior_at_target']:.2f} "
-                      f"octave at the target ({law['source']})")
+                      f"octave at the target ({law['source']})" + (WITHOUT_WIDTHS if law["name"] == NAMES["width"]
+                                                                    else ""))
     if not plan["ladders"]:
         return
     console.print(f"total {plan['total']['runs']} runs, {plan['total']['flops']:.3g} FLOPs = "
