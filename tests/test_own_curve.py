@@ -111,6 +111,9 @@ def test_the_report_says_what_the_runs_own_curve_predicted_by_half_the_run():
                          "predicted_final_high": [2.2, 2.1, 2.04, np.nan]})
     said = verdict(rows, 40)
     assert said.startswith("inside its predicted band") and "at step 20 its own curve predicted a final 2.0500" in said
+    assert "above" not in verdict(rows, 40, {"loss": 2.0, "low": 1.9, "high": 2.05})  # [2.0, 2.1] overlaps it
+    held_lower = verdict(rows, 40, {"loss": 1.9, "low": 1.8, "high": 1.95})  # wholly under [2.0, 2.1]
+    assert held_lower.endswith("[2.0000, 2.1000], <b>above the interval it was held to</b>")
 
 
 def test_transfer_reads_every_seed_of_the_width_ladders_best_run(tmp_path):

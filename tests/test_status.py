@@ -57,9 +57,11 @@ def test_a_checkpoints_folder_linked_out_of_the_root_is_refused_not_listed(tmp_p
     assert code == 2 and err.count("\n") == 1 and "leads out of the results root" in err, err
 
 
-def test_a_stopped_run_shows_the_final_its_own_curve_predicts(tmp_path, monkeypatch, run_cli):
+@pytest.mark.parametrize("high,outside", [(2.1, False), (1.95, True)])
+def test_a_stopped_run_shows_the_final_its_own_curve_predicts(tmp_path, monkeypatch, run_cli, high, outside):
     """sweep/forecast/live.py's `ratios`: the trainer logs predicted_final at each evaluation; status shows the
-    latest while the run has not finished."""
+    latest while the run has not finished, and flags it where that interval lies wholly above the one the run is
+    held to (it will end outside its prediction, though still inside its band)."""
     import yaml
 
     from trainer.curves import rows_to_table, write_part
@@ -69,7 +71,7 @@ def test_a_stopped_run_shows_the_final_its_own_curve_predicts(tmp_path, monkeypa
     (run_dir / FOLDER).mkdir()
     checkpoint_path(run_dir / FOLDER, 20).write_bytes(b"")
     refine = {"fraction": [0.1, 0.2], "ratio": [1.3, 1.2], "half": [0.05, 0.04]}
-    prediction = {"loss": 2.0, "low": 1.9, "high": 2.1, "refine": refine}
+    prediction = {"loss": 1.93, "low": 1.9, "high": high, "refine": refine}
     (run_dir / "config.yaml").write_text(yaml.safe_dump({"steps": 100, "provenance": {"prediction": prediction}}))
     curve = tmp_path / "full" / "curves" / "run=held"
     curve.mkdir(parents=True)
@@ -78,3 +80,6 @@ def test_a_stopped_run_shows_the_final_its_own_curve_predicts(tmp_path, monkeypa
     write_part(curve, rows_to_table([dict(zip(names, row, strict=True)) for row in logged]))
     state, detail = states(run_cli)["held"]
     assert state == "stopped" and "its own curve at step 20 predicts a final 2.0000 [1.9677, 2.0690]" in detail, detail
+    assert ("above the interval it is held to: learning slower" in detail) == outside
+    code, out, _ = run_cli("status", "--format", "json")
+    assert json.loads(out)[0]["outside"] == outside

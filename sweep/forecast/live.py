@@ -169,6 +169,15 @@ def latest_final(rows: pd.DataFrame | None, until: float = float("inf")) -> dict
             "low": float(last["predicted_final_low"]), "high": float(last["predicted_final_high"])}
 
 
+def apart(own: dict, final: dict) -> str | None:
+    """"above" or "below" where the final loss the run's own curve predicts lies, interval and all, outside the
+    interval the run is held to (`final`: provenance.prediction): both 95 %, so one of them has missed, and the run,
+    still inside its band, will end outside its prediction. None where they overlap."""
+    if own["low"] > final["high"]:
+        return "above"
+    return "below" if own["high"] < final["low"] else None
+
+
 ADVICE = {
     "above": "learning slower than its ladder: check the LR and schedule carried over (`sweep transfer`'s changes), "
              "the data and the batch; stop it before the budget is spent, fix, relaunch",

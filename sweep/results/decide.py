@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from sweep.forecast.live import departure, latest_final
+from sweep.forecast.live import apart, departure, latest_final
 from sweep.paths import inside_root
 from sweep.results.compare import total_steps
 from sweep.results.runs_table import run_rows
@@ -105,8 +105,10 @@ def verdict(rows: pd.DataFrame | None, total_steps: int, prediction: dict | None
             return html.escape(band_line(prediction))
         return "no predicted curve was logged beside this run yet"
     own = latest_final(rows, total_steps / 2)
+    side = apart(own, prediction) if own and prediction and {"low", "high"} <= set(prediction) else None
     said = (f"; at step {own['step']} its own curve predicted a final {own['loss']:.4f} "
-            f"[{own['low']:.4f}, {own['high']:.4f}]" if own else "")
+            f"[{own['low']:.4f}, {own['high']:.4f}]" + (f", <b>{side} the interval it was held to</b>" if side else "")
+            if own else "")
     if off is None:
         return f"inside its predicted band at every evaluation{said}"
     return (f"<b>left its predicted band at step {off['step']} ({off['fraction']:.0%} of the run), {off['side']}: "

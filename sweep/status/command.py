@@ -23,7 +23,7 @@ from rich.table import Table
 
 from sweep.cluster.processes import process_alive
 from sweep.errors import InputError, plain_text
-from sweep.forecast.live import departure, latest_final
+from sweep.forecast.live import ADVICE, apart, departure, latest_final
 from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.runs.prediction import held_to, read_prediction
 from sweep.runs.record import RECORD, finished_state, last_logged, read_record
@@ -98,8 +98,11 @@ def run_state(run_dir: Path) -> dict:
                                                  f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]): "
                                                  f"{off['advice']}"]))
     if own and state not in ("done", "diverged"):
+        side = apart(own, prediction)
+        outside = outside or side is not None
         detail = "; ".join(filter(None, [detail, f"its own curve at step {own['step']} predicts a final "
-                                                 f"{own['loss']:.4f} [{own['low']:.4f}, {own['high']:.4f}]"]))
+                                                 f"{own['loss']:.4f} [{own['low']:.4f}, {own['high']:.4f}]" +
+                                         (f", {side} the interval it is held to: {ADVICE[side]}" if side else "")]))
     return {"run": record["run"], "study": record["study"], "kind": record["kind"], "backend": record["backend"],
             "job": record["job"], "state": state, **logged, "predicted": predicted, "outside": outside,
             **{f"predicted_{key}": prediction.get(key) for key in ("loss", "low", "high")},
