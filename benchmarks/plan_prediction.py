@@ -33,7 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sweep.forecast.live import band, capped, ceiling, departure, latest_final, ratios  # noqa: E402 (after the path is set)
+from sweep.forecast.live import apart, band, capped, ceiling, departure, latest_final, ratios  # noqa: E402 (after the path is set)
 from sweep.forecast.varpro import fit, value  # noqa: E402
 from sweep.rules.scaling import predict  # noqa: E402
 from trainer.config import RunConfig  # noqa: E402
@@ -131,6 +131,8 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     print(f"  VP (E {law['E']:.3f}, α {law['alpha']:.3f}, β {law['beta']:.3f}): {vp:.4f} [{low:.4f}, {high:.4f}] "
           f"±{(high - low) / 2 / vp:.2%}, error {err_vp:+.2%}, holds: {low <= measured <= high}")
     print(f"  live flag (transfer's band): honest {when(flag_honest)}; LR×4 {when(flag_off)}")
+    print(f"  own-curve flag (its final wholly outside {final['low']:.4f}–{final['high']:.4f}): honest "
+          f"{', '.join(own_flag(h, final, ts) for h in honest)}; LR×4 {own_flag(off, final, ts)}")
     for fraction in FRACTIONS_SHOWN:
         print(f"  final from the run's own curve at {fraction:.0%}: " + "; ".join(
             own(h, ts, fraction) for h in honest))
@@ -183,6 +185,17 @@ def own(rows, steps: int, fraction: float) -> str:
     end = float(rows.dropna(subset=["val_loss"])["val_loss"].iloc[-1])
     return (f"{got['loss'] / end - 1:+.2%} ±{(got['high'] - got['low']) / 2 / got['loss']:.2%} "
             f"{'holds' if got['low'] <= end <= got['high'] else 'MISSES'}")
+
+
+def own_flag(rows, final: dict, steps: int) -> str:
+    """The first evaluation whose own-curve final lies wholly outside the final interval (sweep/forecast/live.py's
+    `apart`, as `sweep status` flags it)."""
+    logged = rows.dropna(subset=["predicted_final"]) if "predicted_final" in rows else rows.iloc[:0]
+    for step, low, high in zip(logged["step"], logged["predicted_final_low"], logged["predicted_final_high"],
+                               strict=True):
+        if side := apart({"low": low, "high": high}, final):
+            return f"at {step / steps:.0%} ({side})"
+    return "never"
 
 
 def when(flag: dict | None) -> str:
