@@ -66,12 +66,14 @@ def test_only_runs_on_the_full_runs_schedule_and_two_widths_give_ratios():
 
 
 def test_the_trainer_logs_the_final_its_evaluation_predicts_within_the_ratios_fractions():
-    refine = {"fraction": [0.2, 0.5], "ratio": [1.3, 1.1], "half": [0.1, 0.05]}
-    got = refined_columns({"refine": refine}, 0.5, 2.2)
+    refine = {"fraction": [0.5, 0.8], "ratio": [1.3, 1.1], "half": [0.1, 0.05]}
+    got = refined_columns({"refine": refine}, 0.8, 2.2)
     assert list(got) == list(FINAL)
     np.testing.assert_allclose(list(got.values()), [2.2 / 1.1, 2.2 / 1.15, 2.2 / 1.05])
-    np.testing.assert_allclose(refined_columns({"refine": refine}, 0.35, 1.2)["predicted_final"], 1.2 / 1.2)
-    assert refined_columns({"refine": refine}, 0.1, 2.0) == {} and refined_columns({"refine": refine}, 0.9, 2.0) == {}
+    np.testing.assert_allclose(refined_columns({"refine": refine}, 0.65, 1.2)["predicted_final"], 1.2 / 1.2)
+    assert refined_columns({"refine": refine}, 0.4, 2.0) == {} and refined_columns({"refine": refine}, 0.9, 2.0) == {}
+    early = {**refine, "fraction": [0.2, 0.8]}
+    assert refined_columns({"refine": early}, 0.3, 2.0) == {}  # before REFINE_FROM, whatever the table says
     assert refined_columns({}, 0.5, 2.0) == {}
 
 
@@ -82,8 +84,14 @@ def test_the_trainer_logs_the_final_its_evaluation_predicts_within_the_ratios_fr
     ({"fraction": [0.6, 0.5], "ratio": [1.1, 1.0], "half": [0.1, 0.1]}, "rise within"),
     ({"fraction": [1.5], "ratio": [1.1], "half": [0.1]}, "rise within"),
     ([0.5, 1.1], "must map"),
-    ({"fraction": [0.5, 0.6], "ratio": [1.1, 0.1], "half": [0.1, 0.1]}, "below its ratio"),  # a division by 0
-    ({"fraction": [0.5], "ratio": [1.1], "half": [-0.1]}, "≥ 0"),
+    ({"fraction": [0.5, 0.6], "ratio": [1.1, 0.1], "half": [0.1, 0.1]}, "half in [0, ratio)"),  # a division by 0
+    ({"fraction": [0.5], "ratio": [0.0], "half": [0.0]}, "each ratio within"),  # an outside tester: a crash mid-run
+    ({"fraction": [0.5], "ratio": [1.1], "half": [-0.1]}, "half in [0, ratio)"),
+    ({"fraction": [0.5], "ratio": [1e-300], "half": [0.0]}, "each ratio within"),  # a final of 2e300 logged
+    ({"fraction": [0.1, 0.5], "ratio": [1.5, 1.1], "half": [0.1, 0.1]}, "from 0.5 of the run on"),
+    ({"fraction": [0.5], "ratio": [1.1], "half": [0.1], "extra": 1}, "unknown key 'extra'"),
+    ({"fraction": [0.5], "ratio": [1.1], "half": [0.1], "runs": "six"}, "runs, a whole number"),
+    ({"fraction": [0.5], "ratio": [1.1], "half": [0.1], "widths": [-1, 0]}, "two positive whole numbers"),
 ])
 def test_a_hand_edited_refine_is_refused_at_load_naming_the_field(refine, why):
     """The trainer reads it at every evaluation: a bad table would stop a run at its first one, after its
@@ -91,6 +99,17 @@ def test_a_hand_edited_refine_is_refused_at_load_naming_the_field(refine, why):
     with pytest.raises(ConfigError, match="provenance.prediction") as err:
         RunConfig.parse({"steps": 10, "provenance": {"prediction": {"refine": refine}}})
     assert why in str(err.value)
+
+
+@pytest.mark.parametrize("prediction", [
+    {"loss": 2.0, "low": 1.9, "high": float("inf")}, {"loss": float("nan"), "low": 1.9, "high": 2.1},
+    {"loss": "low", "low": 1.9, "high": 2.1}, {"loss": 2.0, "low": 3.0, "high": 1.0}, {"low": 1.9, "high": 2.1},
+    {"loss": -1.0, "low": -2.0, "high": -0.5}, {"loss": 2.0, "low": 1.9, "high": 2.1, "level": 2.0}])
+def test_a_hand_edited_final_interval_is_refused_at_load(prediction):
+    """Found by an outside tester: each launched and trained, then `sweep status`, `report` and `compare` refused
+    every run while this one was under the results root."""
+    with pytest.raises(ConfigError, match="provenance.prediction"):
+        RunConfig.parse({"steps": 10, "provenance": {"prediction": prediction}})
 
 
 def test_the_latest_final_is_the_last_logged_one_up_to_a_step():
@@ -113,7 +132,12 @@ def test_the_report_says_what_the_runs_own_curve_predicted_by_half_the_run():
     assert said.startswith("inside its predicted band") and "at step 20 its own curve predicted a final 2.0500" in said
     assert "above" not in verdict(rows, 40, {"loss": 2.0, "low": 1.9, "high": 2.05})  # [2.0, 2.1] overlaps it
     held_lower = verdict(rows, 40, {"loss": 1.9, "low": 1.8, "high": 1.95})  # wholly under [2.0, 2.1]
-    assert held_lower.endswith("[2.0000, 2.1000], <b>above the interval it was held to</b>")
+    assert held_lower.endswith("[2.0000, 2.1000], <b>above the interval it was held to</b>; it ended at 2.0000")
+    # found by an outside tester: a run with no band logged showed only why, not what its own curve predicted
+    unbanded = verdict(rows.drop(columns=["predicted_low", "predicted_high"]), 40, {"loss": 2.0, "low": 1.9,
+                                                                                    "high": 2.1, "no_band": "why"})
+    assert unbanded == "no live band: why; at step 20 its own curve predicted a final 2.0500 [2.0000, 2.1000]; it " \
+                       "ended at 2.0000"
 
 
 def test_transfer_reads_every_seed_of_the_width_ladders_best_run(tmp_path):

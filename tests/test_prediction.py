@@ -223,8 +223,9 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
     # interval running backwards); a corrupt result.json was a traceback
     config = runs["held"].run_dir() / "config.yaml"
     text = config.read_text()
-    for edit, field in (("loss: 'abc'", "provenance.prediction.loss"), ("low: true", "provenance.prediction.low"),
-                        ("high: .nan", "provenance.prediction.high"), ("low: 200.0", "the interval runs backwards")):
+    interval = "provenance.prediction: loss, low, high: finite numbers with 0 ≤ low ≤ loss ≤ high"  # read once
+    for edit, field in (("loss: 'abc'", interval), ("low: true", interval), ("high: .nan", interval),
+                        ("low: 200.0", interval)):
         key = edit.split(":")[0]
         config.write_text(re.sub(rf"(\n\s+){key}: [^\n]*", rf"\g<1>{edit}", text, count=1))
         for command in (("status",), ("compare", "held", "forced")):

@@ -69,17 +69,17 @@ def test_a_stopped_run_shows_the_final_its_own_curve_predicts(tmp_path, monkeypa
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     run_dir = ended_run(tmp_path, "held")
     (run_dir / FOLDER).mkdir()
-    checkpoint_path(run_dir / FOLDER, 20).write_bytes(b"")
-    refine = {"fraction": [0.1, 0.2], "ratio": [1.3, 1.2], "half": [0.05, 0.04]}
+    checkpoint_path(run_dir / FOLDER, 60).write_bytes(b"")
+    refine = {"fraction": [0.5, 0.6], "ratio": [1.3, 1.2], "half": [0.05, 0.04]}
     prediction = {"loss": 1.93, "low": 1.9, "high": high, "refine": refine}
     (run_dir / "config.yaml").write_text(yaml.safe_dump({"steps": 100, "provenance": {"prediction": prediction}}))
     curve = tmp_path / "full" / "curves" / "run=held"
     curve.mkdir(parents=True)
-    logged = [(10, 2.6, 2.0, 1.95, 2.0952), (20, 2.4, 2.0, 1.9677, 2.069)]
+    logged = [(50, 2.6, 2.0, 1.95, 2.0952), (60, 2.4, 2.0, 1.9677, 2.069)]
     names = ("step", "val_loss", "predicted_final", "predicted_final_low", "predicted_final_high")
     write_part(curve, rows_to_table([dict(zip(names, row, strict=True)) for row in logged]))
     state, detail = states(run_cli)["held"]
-    assert state == "stopped" and "its own curve at step 20 predicts a final 2.0000 [1.9677, 2.0690]" in detail, detail
+    assert state == "stopped" and "its own curve at step 60 predicts a final 2.0000 [1.9677, 2.0690]" in detail, detail
     assert ("above the interval it is held to: learning slower" in detail) == outside
     code, out, _ = run_cli("status", "--format", "json")
     assert json.loads(out)[0]["outside"] == outside

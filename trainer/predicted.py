@@ -17,6 +17,7 @@ import numpy as np
 
 COLUMNS = ("predicted_val_loss", "predicted_low", "predicted_high")
 FINAL = ("predicted_final", "predicted_final_low", "predicted_final_high")
+REFINE_FROM = 0.5  # the own-curve interval held 91–100 % from half the run on, 81–94 % before (sweep/forecast/live.py)
 
 
 def predicted_columns(prediction: dict, fraction: float) -> dict:
@@ -38,7 +39,7 @@ def refined_columns(prediction: dict, fraction: float, val_loss: float) -> dict:
     if not refine:
         return {}
     at = np.asarray(refine["fraction"], float)
-    if not at.size or not at[0] <= fraction <= at[-1]:
+    if not at.size or not max(at[0], REFINE_FROM) <= fraction <= at[-1]:
         return {}
     ratio, half = (float(np.interp(fraction, at, np.asarray(refine[key], float))) for key in ("ratio", "half"))
     return dict(zip(FINAL, (val_loss / ratio, val_loss / (ratio + half), val_loss / (ratio - half)), strict=True))

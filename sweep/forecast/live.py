@@ -43,13 +43,13 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from sweep.forecast.varpro import collapse
+from trainer.predicted import REFINE_FROM  # the own-curve interval's start (module docstring)
 
 FRACTIONS = np.linspace(0.02, 1.0, 50)
 INFORMATIVE = 0.25  # the widest band kept, as a half-width relative to the predicted loss
 TOLERANCE = 0.02  # above the ceiling run's curve: a seed moved a rung's curve by up to 2.1 % (module docstring)
 CEILING_FROM = 0.1  # the ceiling holds past the warmup and the steepest descent (module docstring)
 RATIO_RUNS = 3  # a line in ln width through 3 runs leaves one residual to price its interval with
-REFINE_FROM = 0.5  # the own-curve interval held 91–100 % from half the run on, 81–94 % before (module docstring)
 SCHEDULE = {"width", "depth", "batch_size", "step", "tokens"}  # what a run's last evaluation must name to bound
 
 

@@ -71,12 +71,20 @@ def _span(centre: float, low: float | None, high: float | None) -> str:
 
 
 def band_figure(name: str, rows: pd.DataFrame, total_steps: int) -> plt.Figure:
+    """The run's validation curve on its predicted band, and the final loss its own curve predicted at each
+    evaluation (either where logged)."""
     figure, ax = plt.subplots(figsize=(7, 3.6))
     evals = rows.dropna(subset=["val_loss"]).sort_values("step")
-    banded = evals.dropna(subset=["predicted_low", "predicted_high"])
-    x = banded["step"] / total_steps
-    ax.fill_between(x, banded["predicted_low"], banded["predicted_high"], alpha=0.25, label="predicted (95 %)")
-    ax.plot(x, banded["predicted_val_loss"], "--", label="predicted")
+    if {"predicted_low", "predicted_high"} <= set(evals.columns):
+        banded = evals.dropna(subset=["predicted_low", "predicted_high"])
+        x = banded["step"] / total_steps
+        ax.fill_between(x, banded["predicted_low"], banded["predicted_high"], alpha=0.25, label="predicted (95 %)")
+        ax.plot(x, banded["predicted_val_loss"], "--", label="predicted")
+    if "predicted_final" in evals.columns:
+        own = evals.dropna(subset=["predicted_final"])
+        final, low, high = own["predicted_final"], own["predicted_final_low"], own["predicted_final_high"]
+        ax.errorbar(own["step"] / total_steps, final, yerr=[final - low, high - final], fmt="s", ms=3, capsize=2,
+                    label="final loss, from its own curve (95 %)")
     ax.plot(evals["step"] / total_steps, evals["val_loss"], "o-", ms=3, label=f"{name} (measured)")
     ax.set_xlabel("fraction of the run")
     ax.set_ylabel("validation loss")
@@ -96,23 +104,34 @@ def band_line(prediction: dict) -> str:
 
 
 def verdict(rows: pd.DataFrame | None, total_steps: int, prediction: dict | None = None) -> str:
-    """The full run against its band: where it left it, or that it stayed inside, and the final loss its own curve
-    predicted by half the run (sweep/forecast/live.py: `ratios`); without a band logged, why (`prediction`: the
-    run's provenance.prediction)."""
+    """The full run against its band: where it left it, or that it stayed inside (without a band logged, why:
+    `prediction`, the run's provenance.prediction); then the final loss its own curve predicted by half the run
+    (sweep/forecast/live.py: `ratios`) and the final loss it reached."""
     off = departure(rows, total_steps)
     if rows is None or "predicted_low" not in rows:
-        if prediction is not None and not prediction.get("curve"):
-            return html.escape(band_line(prediction))
-        return "no predicted curve was logged beside this run yet"
+        held = (html.escape(band_line(prediction)) if prediction is not None and not prediction.get("curve") else
+                "no predicted curve was logged beside this run yet")
+    elif off is None:
+        held = "inside its predicted band at every evaluation"
+    else:
+        held = (f"<b>left its predicted band at step {off['step']} ({off['fraction']:.0%} of the run), {off['side']}: "
+                f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]</b> — {html.escape(off['advice'])}")
+    return held + own_said(rows, total_steps, prediction or {})
+
+
+def own_said(rows: pd.DataFrame | None, total_steps: int, prediction: dict) -> str:
+    """What the run's own curve predicted by half the run, whether that lay wholly outside the interval it was held
+    to, and where it ended."""
+    if rows is None:
+        return ""
     own = latest_final(rows, total_steps / 2)
-    side = apart(own, prediction) if own and prediction and {"low", "high"} <= set(prediction) else None
+    side = apart(own, prediction) if own and "loss" in prediction else None
     said = (f"; at step {own['step']} its own curve predicted a final {own['loss']:.4f} "
             f"[{own['low']:.4f}, {own['high']:.4f}]" + (f", <b>{side} the interval it was held to</b>" if side else "")
             if own else "")
-    if off is None:
-        return f"inside its predicted band at every evaluation{said}"
-    return (f"<b>left its predicted band at step {off['step']} ({off['fraction']:.0%} of the run), {off['side']}: "
-            f"{off['val_loss']:.4f} vs [{off['low']:.4f}, {off['high']:.4f}]</b> — {html.escape(off['advice'])}{said}")
+    evals = rows.dropna(subset=["val_loss"]) if "val_loss" in rows else rows.iloc[:0]
+    ended = not evals.empty and int(evals["step"].iloc[-1]) >= total_steps
+    return said + (f"; it ended at {float(evals['val_loss'].iloc[-1]):.4f}" if ended else "")
 
 
 def _num(value) -> str:
@@ -127,7 +146,8 @@ def opening(root: Path, name: str, where: Scope, png: Callable[[plt.Figure, str]
         config = RunConfig.load(inside_root(path, root, "transfer"))
         p = config.provenance.prediction
         predicted = (f"predicted final validation loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}]; "
-                     f"{band_line(p)}" if p else "no predicted loss (`sweep verify` across width and tokens makes one)")
+                     f"{band_line(p)}" if "loss" in p else
+                     "no predicted loss (`sweep verify` across width and tokens makes one)")
         parts.append(f"<h3>{html.escape(path.name)}</h3><h4>settings</h4>{settings_table(config)}"
                      f"<h4>laws</h4>{laws_table(config)}<p>{html.escape(predicted)}</p>")
     runs = run_rows(where)
@@ -135,7 +155,7 @@ def opening(root: Path, name: str, where: Scope, png: Callable[[plt.Figure, str]
         rows = full_curve(run, root)
         steps = int(total_steps(run, rows)) if rows is not None else 0
         figure = png(band_figure(run.run, rows, steps), f"{run.run} on its predicted band") \
-            if rows is not None and "predicted_low" in rows else ""
+            if rows is not None and rows["val_loss"].notna().any() else ""
         prediction = RunConfig.load(inside_root(Path(run.path) / "config.yaml", root, "runs")).provenance.prediction
         parts.append(f"<h3>full run {html.escape(run.run)}</h3><p>{verdict(rows, steps, prediction)}</p>{figure}")
     return "".join(parts) or '<p class="missing">not run yet: <code>sweep transfer</code>, then the full run</p>'

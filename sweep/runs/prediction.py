@@ -10,24 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
-
 from sweep.errors import InputError
 from trainer.config import ConfigError, RunConfig
-
-
-class _Prediction(BaseModel):
-    """What status and compare read of a prediction: finite numbers (not strings, not booleans), low ≤ high."""
-    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
-    loss: float
-    low: float
-    high: float
-
-    @model_validator(mode="after")
-    def _ordered(self) -> _Prediction:
-        if self.low > self.high:
-            raise ValueError(f"the interval runs backwards ({self.low} > {self.high})")
-        return self
 
 
 def read_prediction(run_dir: str | Path) -> dict:
@@ -38,23 +22,15 @@ def read_prediction(run_dir: str | Path) -> dict:
         return {}
     if path.is_symlink():  # never followed: it could lead anywhere (the run folder itself was checked)
         raise InputError(f"runs: {path} is a link (to {os.path.realpath(path)}), not the file the tool writes; refused")
-    try:
-        prediction = RunConfig.load(path).provenance.prediction
+    try:  # the prediction is checked as the config is read (trainer/config/_prediction.py)
+        return RunConfig.load(path).provenance.prediction
     except ConfigError as err:
         raise InputError(f"runs: {path}: {err}") from None
-    if prediction:
-        try:
-            _Prediction.model_validate(prediction)
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(part) for part in ("provenance", "prediction", *first["loc"]))
-            raise InputError(f"{path}: {where}: {first['msg']}") from None
-    return prediction
 
 
 def held_to(prediction: dict, val_loss: float | None, final: bool) -> tuple[str, bool]:
     """(the prediction as text with the verdict, whether the run is outside its interval)."""
-    if not prediction:
+    if "loss" not in prediction:  # none, or only the ratios a run predicts its own final by
         return "-", False
     text = f"{prediction['loss']:.4f} [{prediction['low']:.4f}, {prediction['high']:.4f}]"
     if val_loss is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -15,6 +14,7 @@ from trainer import yaml_io
 from trainer.config._base import ConfigError, Name, Strict
 from trainer.config._logging import LoggingConfig
 from trainer.config._optimizer import OptimizerConfig, ScheduleConfig
+from trainer.config._prediction import check_prediction
 from trainer.config._roles import InitMults
 
 if TYPE_CHECKING:
@@ -141,9 +141,6 @@ class OutputConfig(Strict):
         return value
 
 
-TABLES = {"curve": ("fraction", "loss", "low", "high"), "refine": ("fraction", "ratio", "half")}
-
-
 class Provenance(Strict):
     # a record, not input: a nan loss stays readable
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -161,25 +158,8 @@ class Provenance(Strict):
 
     @field_validator("prediction")
     @classmethod
-    def _tables(cls, value: dict) -> dict:
-        """The tables the trainer reads at every evaluation (trainer/predicted.py), refused at load rather than at a
-        run's first evaluation: parallel lists of finite numbers, the fractions rising within [0, 1], refine's
-        half-widths in [0, ratio)."""
-        for key, columns in TABLES.items():
-            table = value.get(key)
-            if table is None:
-                continue
-            lists = [table.get(c) for c in columns] if isinstance(table, dict) else [None]
-            if not all(isinstance(v, list) and all(type(x) in (int, float) and math.isfinite(x) for x in v)
-                       for v in lists) or len({len(v) for v in lists}) != 1:
-                raise ValueError(f"{key} must map {', '.join(columns)} to lists of finite numbers of one length")
-            fraction = table["fraction"]
-            if any(not 0 <= f <= 1 for f in fraction) or any(b <= a for a, b in pairwise(fraction)):
-                raise ValueError(f"{key}.fraction must rise within [0, 1]")
-        refine = value.get("refine") or {"ratio": [], "half": []}
-        if any(not 0 <= h < r for r, h in zip(refine["ratio"], refine["half"], strict=True)):
-            raise ValueError("refine: each half must be ≥ 0 and below its ratio (the final is L(f) / (ratio ± half))")
-        return value
+    def _prediction(cls, value: dict) -> dict:
+        return check_prediction(value)
 
 
 class RunConfig(Strict):

@@ -1,0 +1,60 @@
+"""`provenance.prediction`, as the trainer and `sweep status` read it: checked when a config is read, so that a
+hand-edited prediction is one line naming its field before any step, not a crash at an evaluation mid-run
+(trainer/predicted.py) or a refusal of every run `sweep status` lists."""
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+from trainer.predicted import REFINE_FROM
+
+TABLES = {"curve": ("fraction", "loss", "low", "high"), "refine": ("fraction", "ratio", "half")}
+REFINE_KEYS = {"fraction", "ratio", "half", "runs", "widths"}
+RATIO = (0.01, 100.0)  # L(f)/L(1) from half the run on is near 1; past these it predicts no loss a run reaches
+
+
+def finite(x) -> bool:
+    """A finite int or float (numpy's too, as a config built in code holds them), never a bool or a string."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_prediction(value: dict) -> dict:
+    """The final interval 0 ≤ low ≤ loss ≤ high, where any of them is given; the tables parallel lists of finite
+    numbers, the fractions rising within [0, 1]; refine from REFINE_FROM on, its ratios within RATIO and its
+    half-widths in [0, ratio)."""
+    given = [key for key in ("loss", "low", "high") if key in value]
+    if given and not (len(given) == 3 and all(finite(value[k]) for k in given)
+                      and 0 <= value["low"] <= value["loss"] <= value["high"]):
+        raise ValueError("loss, low, high: finite numbers with 0 ≤ low ≤ loss ≤ high, all three")
+    if "level" in value and not (finite(value["level"]) and 0 < value["level"] < 1):
+        raise ValueError(f"level: the interval's level in (0, 1), got {value['level']!r}")
+    for key, columns in TABLES.items():
+        if key in value:
+            check_table(key, value[key], columns)
+    if "refine" in value:
+        check_refine(value["refine"])
+    return value
+
+
+def check_table(key: str, table, columns: tuple[str, ...]) -> None:
+    lists = [table.get(c) for c in columns] if isinstance(table, dict) else [None]
+    if not all(isinstance(v, list) and all(finite(x) for x in v) for v in lists) or len({len(v) for v in lists}) != 1:
+        raise ValueError(f"{key} must map {', '.join(columns)} to lists of finite numbers of one length")
+    fraction = table["fraction"]
+    if any(not 0 <= f <= 1 for f in fraction) or any(b <= a for a, b in pairwise(fraction)):
+        raise ValueError(f"{key}.fraction must rise within [0, 1]")
+
+
+def check_refine(refine: dict) -> None:
+    if extra := sorted(set(refine) - REFINE_KEYS):
+        raise ValueError(f"refine: unknown key {extra[0]!r} (it holds {', '.join(sorted(REFINE_KEYS))})")
+    if refine["fraction"] and refine["fraction"][0] < REFINE_FROM:
+        raise ValueError(f"refine.fraction: from {REFINE_FROM} of the run on, got {refine['fraction'][0]}")
+    if any(not (RATIO[0] <= r <= RATIO[1] and 0 <= h < r) for r, h in zip(refine["ratio"], refine["half"],
+                                                                          strict=True)):
+        raise ValueError(f"refine: each ratio within [{RATIO[0]:g}, {RATIO[1]:g}] and each half in [0, ratio) "
+                         "(the final is L(f) / (ratio ± half))")
+    runs, widths = refine.get("runs", 3), refine.get("widths", [1, 2])
+    if not (type(runs) is int and runs >= 3 and isinstance(widths, list) and len(widths) >= 2
+            and all(type(w) is int and w >= 1 for w in widths)):
+        raise ValueError("refine: runs, a whole number ≥ 3, and widths, two positive whole numbers or more")
