@@ -161,3 +161,14 @@ def test_transfer_reads_every_seed_of_the_width_ladders_best_run(tmp_path):
     first, every = ladder_runs(str(tmp_path), "v"), ladder_runs(str(tmp_path), "v", every_seed=True)
     assert [r["val_loss"].iloc[-1] for r in first] == [2.8]  # trial 0 (the lower mean loss), seed 0
     assert [r["val_loss"].iloc[-1] for r in every] == [2.8, 3.8]
+
+
+def test_transfer_says_why_the_ladder_gives_no_ratios():
+    from sweep.forecast.live import without_ratios
+
+    few = rungs(widths=(32, 64), seeds=1)
+    assert ratios(few, END) is None
+    assert without_ratios(few, END).startswith("the ladder ran 2 run(s) on its schedule (depth 2, batch 16, 200 "
+                                               "steps) narrower than width 128 (widths: 32, 64); 3 or more")
+    early = [r[(r["step"] < 0.5 * END["step"]) | (r["step"] == END["step"])] for r in rungs()]  # nothing from half on
+    assert ratios(early, END) is None and "give no ratio with an interval from 50 %" in without_ratios(early, END)

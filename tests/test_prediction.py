@@ -138,6 +138,13 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     assert prediction["no_band"].startswith("the ladder's curves scaled")  # and why, for the report
     held = prediction["held_out"]  # six points: the law fitted on five predicts the largest rung
     assert held["params"] == max(n) and "held out: the largest rung" in done.stdout
+    # found by an outside tester: the second width's ladder was not read for the run's own-curve ratios, and their
+    # absence went unsaid; here one seed at widths 32 and 64 on the 80-step schedule: two runs, three needed
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
+    assert done.returncode == 0, done.stderr
+    said = RunConfig.load(tmp_path / "w128.yaml").provenance.prediction["no_refine"]
+    assert said.startswith("the ladder ran 2 run(s) on its schedule (depth 2, batch") and "(widths: 32, 64)" in said
+    assert "no final loss from its own curve" in done.stdout
 
 
 def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):

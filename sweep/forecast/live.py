@@ -97,7 +97,8 @@ def capped(final: dict, cap: tuple[np.ndarray, np.ndarray] | None) -> dict:
 def ratios(runs: list[pd.DataFrame], target: dict) -> dict | None:
     """provenance.prediction.refine {fraction, ratio, half, runs, widths}: at each evaluation before the end, the
     full run's L(f)/L(1) and its 95 % half-width from the ladder's runs on its schedule (module docstring); only
-    where r̂ − h > 0 (an interval with an upper end); None under RATIO_RUNS runs or one width."""
+    where r̂ − h > 0 (an interval with an upper end); None under RATIO_RUNS runs or one width, or where no
+    fraction is left."""
     same = on_schedule(runs, target)
     widths = np.array([float(rows["width"].iloc[-1]) for rows in same])
     if len(same) < RATIO_RUNS or len(set(widths)) < 2:
@@ -114,8 +115,24 @@ def ratios(runs: list[pd.DataFrame], target: dict) -> dict | None:
     ratio = x0 @ coef
     half = student_t.ppf(0.975, spare) * s * np.sqrt(1 + x0 @ np.linalg.inv(x.T @ x) @ x0)
     keep = ratio - half > 0
+    if not keep.any():
+        return None
     return {"fraction": at[keep].tolist(), "ratio": ratio[keep].tolist(), "half": half[keep].tolist(),
             "runs": len(same), "widths": sorted({int(w) for w in widths})}
+
+
+def without_ratios(runs: list[pd.DataFrame], target: dict) -> str:
+    """Why the ladder gives the full run no loss ratios (`ratios` returned None): what it ran on its schedule."""
+    same = on_schedule(runs, target)
+    widths = sorted({int(rows["width"].iloc[-1]) for rows in same})
+    if len(same) >= RATIO_RUNS and len(widths) >= 2:
+        return (f"the ladder's {len(same)} runs on its schedule give no ratio with an interval from "
+                f"{REFINE_FROM:.0%} of the run on (too few evaluations there, or too far apart)")
+    widths = ", ".join(map(str, widths)) or "none"
+    return (f"the ladder ran {len(same)} run(s) on its schedule (depth {target['depth']}, batch "
+            f"{target['batch_size']}, {target['step']} steps) narrower than width {target['width']} (widths: "
+            f"{widths}); {RATIO_RUNS} or more at two widths or more are needed, e.g. `sweep verify SPEC --across "
+            f"steps={target['step']} --ladder-width W` at two widths W")
 
 
 def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float = 0.0,

@@ -166,13 +166,16 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
 
 def ladder_runs(root: str, name: str, every_seed: bool = False) -> list[pd.DataFrame]:
     """The evaluations (step, tokens, val_loss, width, depth, batch_size, …) of the best μP run (its first seed, or
-    `every_seed`) at every value of the LR ladders across width, tokens and steps: the shapes the full run's
-    predicted curve is collapsed from, its ceiling, and its loss ratios (sweep/forecast/live.py)."""
+    `every_seed`) at every value of the LR ladders across width, tokens and steps (at the proxy's width and at any
+    other `--ladder-width`, as `ladder_points` reads them): the shapes the full run's predicted curve is collapsed
+    from, its ceiling, and its loss ratios (sweep/forecast/live.py)."""
     from trainer.curves import read_run
 
     curves = []
-    for axis in ("width", "tokens", "steps"):
-        folder = axis_folder(name, "optimizer.lr", axis)
+    ladders = [(axis, None) for axis in ("width", "tokens", "steps")]
+    ladders += [(axis, w) for axis in ("tokens", "steps") for w in ladder_widths(root, name, "optimizer.lr", axis)]
+    for axis, ladder_width in ladders:
+        folder = axis_folder(name, "optimizer.lr", axis, ladder_width)
         points_path = Path(root) / folder / "points.parquet"
         if not points_path.is_file():
             continue

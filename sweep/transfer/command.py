@@ -18,7 +18,7 @@ from rich.table import Table
 
 from proxies.registry import count_parameters
 from sweep.errors import InputError
-from sweep.forecast.live import INFORMATIVE, band, capped, ceiling, ratios, shape
+from sweep.forecast.live import INFORMATIVE, band, capped, ceiling, ratios, shape, without_ratios
 from sweep.paths import results_root
 from sweep.rules import Change, Target
 from sweep.rules.fitted import EXTRAPOLATION
@@ -150,6 +150,8 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
             console.print(f"  while it trains: from {r['fraction'][0]:.0%} of the run the trainer predicts the final "
                           f"loss from its own curve (loss ratios of {r['runs']} ladder runs on its schedule, widths "
                           f"{', '.join(map(str, r['widths']))}); `sweep status` shows it")
+        elif p.get("no_refine"):
+            console.print(f"  while it trains: no final loss from its own curve: {p['no_refine']}")
     else:
         console.print(f"[yellow]no prediction[/]: {no_prediction or 'none measured'}")
     t = provenance.tuning
@@ -176,9 +178,12 @@ def live_band(root: str, name: str, prediction: dict, config: RunConfig, tokens_
     cap = ceiling(runs, end)
     prediction.update(capped(prediction, cap))  # the interval `sweep status` shows is the one the band ends at
     curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)), cap) if runs else None
-    refine = ratios(ladder_runs(root, name, every_seed=True), end)
+    every = ladder_runs(root, name, every_seed=True)
+    refine = ratios(every, end)
     if refine:
         prediction["refine"] = refine
+    else:
+        prediction["no_refine"] = without_ratios(every, end)
     if curve:
         prediction["curve"] = curve
         return []
