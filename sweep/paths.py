@@ -189,6 +189,7 @@ def tool_state(path: Path) -> bool:
     return bool({"search", "run"} <= found.keys() or {"model", "optimizer"} <= found.keys() or "plan" in found)
 
 
+RECORD = "launch.json"  # in a launched run's folder: where it runs, for `sweep status` (sweep/runs/record.py)
 MARKS = {  # command: (what it writes, whether an existing file is one)
     "plan": ("a plan `sweep plan` wrote", is_plan),
     "transfer": ("a config `sweep transfer` wrote", is_transferred),
@@ -205,6 +206,9 @@ def check_replaceable(out: Path, command: str) -> None:
     one or a dangling link too (neither is its output)."""
     if not (out.exists() or out.is_symlink()):
         return
+    if (out.parent / RECORD).is_file():  # an outside tester's transfer replaced a launched run's config.yaml
+        raise InputError(f"--out: {out} is in a launched run's folder ({out.parent}); it is not replaced (name a new "
+                         "file: launching it makes a run of its own)")
     what, replaceable = MARKS.get(command, UNMARKED)
     if not out.is_file() or not replaceable(out):
         raise InputError(f"--out: {out} exists and is not {what}; it is not replaced (name a new file, or remove "

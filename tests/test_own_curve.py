@@ -171,4 +171,5 @@ def test_transfer_says_why_the_ladder_gives_no_ratios():
     assert without_ratios(few, END).startswith("the ladder ran 2 run(s) on its schedule (depth 2, batch 16, 200 "
                                                "steps) narrower than width 128 (widths: 32, 64); 3 or more")
     early = [r[(r["step"] < 0.5 * END["step"]) | (r["step"] == END["step"])] for r in rungs()]  # nothing from half on
-    assert ratios(early, END) is None and "give no ratio with an interval from 50% of the run" in without_ratios(early, END)
+    assert ratios(early, END) is None
+    assert "give no ratio with an interval from 50% of the run" in without_ratios(early, END)

@@ -64,6 +64,15 @@ def test_out_replaces_only_a_config_transfer_wrote(swept):
     out = root / "again.yaml"
     for _ in range(2):
         assert run_sweep(root, "transfer", spec, "--width", "32", "--out", out).returncode == 0
+    # found by an outside tester: a launched run's config.yaml (a config transfer wrote, copied by launch) was
+    # replaced, and launching it again trained another run
+    run_dir = root / "mine" / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "launch.json").write_text("{}")
+    (run_dir / "config.yaml").write_text(out.read_text())
+    done = run_sweep(root, "transfer", spec, "--width", "64", "--out", run_dir / "config.yaml")
+    assert done.returncode == 2 and "is in a launched run's folder" in done.stderr, done.stderr
+    assert (run_dir / "config.yaml").read_text() == out.read_text()
 
 
 @pytest.mark.parametrize("flags, message", [

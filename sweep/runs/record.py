@@ -12,13 +12,12 @@ import json
 from pathlib import Path
 
 from sweep.cluster.slurm import slurm_job_id
-from sweep.paths import curve_folder, stored_name
+from sweep.paths import RECORD, curve_folder, stored_name
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 from trainer.curves import read_run
 from trainer.written import check_fields, read_object, reading
 
-RECORD = "launch.json"
 FINISHED = {"completed": "done", "diverged": "diverged"}  # result.json status → launch state
 
 
