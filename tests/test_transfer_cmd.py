@@ -82,6 +82,7 @@ def test_out_replaces_only_a_config_transfer_wrote(swept):
     (["--width", "64", "--depth", "4"], "--depth: μP transfers across width, not depth"),
     (["--width", "64", "--batch-size", "8", "--batch-rule", "noise"], "--batch-rule noise: "),
     (["--width", "64", "--proxy-width", "32"], "study: sweep 'tiny' has no study at width 32"),
+    (["--width", "64", "--proxy-width", "32"], "(it has width 16: `sweep proxy SPEC --width 32` sweeps that width"),
     (["--width", "64", "--role-rule", "measured"], "--role-rule: 'measured' is not one of kept, fitted"),
     (["--width", "64", "--trial", "０"], "--trial: '０' is not 'best' nor a trial number"),  # a full-width digit
 ])

@@ -33,15 +33,19 @@ def load_studies(name: str, url: StorageURL, width: int | None = None) -> list[o
     """The studies of sweep `name` (all widths and parametrizations, or one width), narrowest first; a study whose
     stored name is not a NAME (`../x`, markup) is refused, one line."""
     storage = open_storage(url, read_only=True)
-    studies = []
+    studies, widths = [], set()
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
         attrs = summary.user_attrs
+        widths |= {attrs.get("width")} if attrs.get("spec_name") == name else set()
         if attrs.get("spec_name") == name and (width is None or attrs.get("width") == width):
             stored_name(summary.study_name, "study", url.redacted)  # it names the plots' folder and the pages
             studies.append(optuna.load_study(study_name=summary.study_name, storage=storage))
     if not studies:
         at = f" at width {width}" if width is not None else ""
-        raise InputError(f"study: sweep {name!r} has no study{at} in {url.redacted}")
+        swept = ", ".join(str(w) for w in sorted(w for w in widths if isinstance(w, int)))
+        hint = (f" (it has width {swept}: `sweep proxy SPEC --width {width}` sweeps that width, or plan and verify "
+                f"from one it has, e.g. `sweep plan … --proxy-width W`)" if at and swept else "")
+        raise InputError(f"study: sweep {name!r} has no study{at} in {url.redacted}{hint}")
     return sorted(studies, key=lambda s: (s.user_attrs.get("width", 0), s.user_attrs.get("parametrization", "")))
 
 
