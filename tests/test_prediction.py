@@ -238,6 +238,7 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
         for command in (("status",), ("compare", "held", "forced")):
             code, out, err = run_cli(*command)
             assert code == 2 and err.count("\n") == 1 and field in err, (edit, command, out, err)
+        assert "forced" in run_cli("status")[1]  # an outside tester: one hand-edited run hid every other one
     # found by an outside tester: status followed a config.yaml linked out of the root (compare refused it), and
     # took a FIFO or an empty file for a run with no prediction, or refused it without naming it
     elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere.yaml"

@@ -34,16 +34,17 @@ from trainer.written import DamagedFile
 
 
 def run_status(target: str | None, fmt: str, console: Console) -> None:
-    """Every readable run listed; then a run whose files are damaged is the one line of a refusal (exit 2)."""
+    """Every readable run listed; then a run whose files are damaged or refused (a hand-edited config, a folder
+    linking out of the root) is the one line of a refusal (exit 2): one bad run never hides the others."""
     rows, damaged = [], []
     for record_path in launch_records(target):
         try:
             rows.append(run_state(record_path.parent))
-        except DamagedFile as err:
+        except (DamagedFile, InputError) as err:
             damaged.append(str(err))
     show_rows(rows, target, fmt, console)
     if damaged:
-        more = f" (and {len(damaged) - 1} more damaged run(s))" if len(damaged) > 1 else ""
+        more = f" (and {len(damaged) - 1} more damaged or refused run(s))" if len(damaged) > 1 else ""
         raise InputError(f"{damaged[0]}{more}; the other runs are listed")
 
 
