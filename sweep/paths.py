@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from sweep.errors import InputError
 from trainer import folders
+from trainer.checkpoint_names import FOLDER
 from trainer.config import ConfigError, OutputConfig, RunConfig, check_name, one_line
 from trainer.folders import check_path_length, check_writable
 
@@ -201,14 +202,20 @@ UNMARKED = ("a file this command may replace: it is the tool's own state or inpu
             "checkpoint, a spec, a RunConfig or a plan)", lambda path: not tool_state(path))
 
 
+def is_run_folder(folder: Path) -> bool:
+    """A run's folder: a launch's record, a trainer's result or checkpoints in it (trainer/checkpoint_names.py)."""
+    return any((folder / name).exists() for name in (RECORD, "result.json", FOLDER))
+
+
 def check_replaceable(out: Path, command: str) -> None:
-    """Refuse (InputError, before the command works) an existing `--out` file the command did not write, an empty
-    one or a dangling link too (neither is its output)."""
+    """Refuse (InputError, before the command works) an `--out` inside a run's folder (new or not), and an existing
+    `--out` file the command did not write, an empty one or a dangling link too (neither is its output)."""
+    run = next((folder for folder in list(out.parents)[:3] if is_run_folder(folder)), None)
+    if run is not None:  # an outside tester's transfer replaced a launched run's config.yaml
+        raise InputError(f"--out: {out} is inside a run's folder ({run}); nothing is written there (name a file "
+                         "elsewhere: launching it makes a run of its own)")
     if not (out.exists() or out.is_symlink()):
         return
-    if (out.parent / RECORD).is_file():  # an outside tester's transfer replaced a launched run's config.yaml
-        raise InputError(f"--out: {out} is in a launched run's folder ({out.parent}); it is not replaced (name a new "
-                         "file: launching it makes a run of its own)")
     what, replaceable = MARKS.get(command, UNMARKED)
     if not out.is_file() or not replaceable(out):
         raise InputError(f"--out: {out} exists and is not {what}; it is not replaced (name a new file, or remove "

@@ -104,7 +104,10 @@ def test_a_hand_edited_refine_is_refused_at_load_naming_the_field(refine, why):
 @pytest.mark.parametrize("prediction", [
     {"loss": 2.0, "low": 1.9, "high": float("inf")}, {"loss": float("nan"), "low": 1.9, "high": 2.1},
     {"loss": "low", "low": 1.9, "high": 2.1}, {"loss": 2.0, "low": 3.0, "high": 1.0}, {"low": 1.9, "high": 2.1},
-    {"loss": -1.0, "low": -2.0, "high": -0.5}, {"loss": 2.0, "low": 1.9, "high": 2.1, "level": 2.0}])
+    {"loss": -1.0, "low": -2.0, "high": -0.5}, {"loss": 2.0, "low": 1.9, "high": 2.1, "level": 2.0},
+    {"level": 0.9}, {"refine": {"fraction": [], "ratio": [], "half": []}},  # second tester: `sweep report` crashed
+    {"loss": 2.0, "low": 1.9, "high": 2.1, "curve": {"fraction": [0.5, 1.0], "loss": [2.0, 2.0], "low": [2.5, 2.5],
+                                                     "high": [1.0, 1.0]}}])  # a band running backwards
 def test_a_hand_edited_final_interval_is_refused_at_load(prediction):
     """Found by an outside tester: each launched and trained, then `sweep status`, `report` and `compare` refused
     every run while this one was under the results root."""
@@ -138,6 +141,8 @@ def test_the_report_says_what_the_runs_own_curve_predicted_by_half_the_run():
                                                                                     "high": 2.1, "no_band": "why"})
     assert unbanded == "no live band: why; at step 20 its own curve predicted a final 2.0500 [2.0000, 2.1000]; it " \
                        "ended at 2.0000"
+    lower = rows.assign(val_loss=[3.0, 2.5, 2.2, 1.95])  # a second tester: a miss of its own interval went unsaid
+    assert verdict(lower, 40).endswith("it ended at 1.9500, <b>outside what its own curve predicted</b>")
 
 
 def test_transfer_reads_every_seed_of_the_width_ladders_best_run(tmp_path):

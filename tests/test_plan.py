@@ -293,7 +293,7 @@ def test_an_interval_beside_its_goal_prints_the_digits_that_set_them_apart():
     assert said == ["a: ±0.505 octave at the target after rungs [16, 32] (rungs spent)"]
 
 
-def test_a_plan_without_a_ladder_says_why_in_one_line_instead_of_an_empty_table(tmp_path, monkeypatch):
+def test_a_plan_without_a_ladder_says_why_in_one_line_instead_of_an_empty_table(tmp_path, monkeypatch, run_cli):
     """Width 128 (two octaves from the 32-wide proxy) on twice the proxy's tokens: every law's prior is within the
     goal, so nothing is planned; the table was printed with its header only."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
@@ -303,6 +303,9 @@ def test_a_plan_without_a_ladder_says_why_in_one_line_instead_of_an_empty_table(
     assert planfile.read(tmp_path / "demo" / "plan.yaml")["ladders"] == []
     assert "no ladder is needed: every law's published prior already holds the LR to ±0.5 octave" in text
     assert "┃" not in text and "expected ±oct" not in text and "total 0 runs" not in text
+    # a second outside tester: `sweep verify --plan` of it printed nothing, exit 0
+    code, out, err = run_cli("verify", EXAMPLES / "demo.yaml", "--plan", tmp_path / "demo" / "plan.yaml")
+    assert code == 0 and "has no ladder to run" in out, out + err
 
 
 @pytest.mark.parametrize("optimizer,source", [("sgd", "Goyal et al. 2017"), ("lion", "no prior published for lion"),

@@ -70,9 +70,15 @@ def test_out_replaces_only_a_config_transfer_wrote(swept):
     run_dir.mkdir(parents=True)
     (run_dir / "launch.json").write_text("{}")
     (run_dir / "config.yaml").write_text(out.read_text())
-    done = run_sweep(root, "transfer", spec, "--width", "64", "--out", run_dir / "config.yaml")
-    assert done.returncode == 2 and "is in a launched run's folder" in done.stderr, done.stderr
-    assert (run_dir / "config.yaml").read_text() == out.read_text()
+    trained = root / "mine" / "runs" / "r2"  # trained by `sweep train`, not launched: a result, checkpoints
+    (trained / "checkpoints").mkdir(parents=True)
+    (trained / "config.yaml").write_text(out.read_text())
+    for target in (run_dir / "config.yaml", run_dir / "new.yaml", trained / "config.yaml",
+                   trained / "checkpoints" / "x.yaml"):
+        done = run_sweep(root, "transfer", spec, "--width", "64", "--out", target)
+        assert done.returncode == 2 and "is inside a run's folder" in done.stderr, done.stderr
+    assert (run_dir / "config.yaml").read_text() == out.read_text() == (trained / "config.yaml").read_text()
+    assert not (run_dir / "new.yaml").exists() and not (trained / "checkpoints" / "x.yaml").exists()
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -90,8 +90,8 @@ def make_plan(request: PlanRequest, name: str) -> dict:
     proxy, ladders = max(reached) if reached else min(options, key=lambda o: (objective(o[1], goal, noise), -o[0]))
     stuck = [ld for ld in starting(proxy) if len(ld.rungs) < 2]
     verdict = judge(request, ladders, useful(starting(proxy)), stuck, budget, full, noise)
-    verdict["no_room"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs}
-                          for ld in stuck]
+    verdict["no_room"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs,
+                           "source": ld.prior.source} for ld in stuck]
     verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
                              for ld in starting(proxy, 0.0) if ld.prior_at_target() <= goal]
     kaplan = 6 * target.params * request.tokens
@@ -297,7 +297,7 @@ def show(plan: dict, console: Console) -> None:
     for law in plan["verdict"].get("no_room", []):
         console.print(f"{law['name']}: no ladder; no second rung fits between the bounds (rungs "
                       f"{', '.join(f'{r:.4g}' for r in law['rungs'])}): the prior's ±{law['prior_at_target']:.2f} "
-                      f"octave at the target stands")
+                      f"octave at the target stands ({law['source']})")
     for ld in plan["ladders"]:
         if ld["prior"]["source"].startswith(VAGUE_SOURCE):
             console.print(f"{ld['name']}: {ld['prior']['source']}; the plan prices its ladder by what it measures, "

@@ -130,8 +130,11 @@ def own_said(rows: pd.DataFrame | None, total_steps: int, prediction: dict) -> s
             f"[{own['low']:.4f}, {own['high']:.4f}]" + (f", <b>{side} the interval it was held to</b>" if side else "")
             if own else "")
     evals = rows.dropna(subset=["val_loss"]) if "val_loss" in rows else rows.iloc[:0]
-    ended = not evals.empty and int(evals["step"].iloc[-1]) >= total_steps
-    return said + (f"; it ended at {float(evals['val_loss'].iloc[-1]):.4f}" if ended else "")
+    if evals.empty or int(evals["step"].iloc[-1]) < total_steps:
+        return said
+    end = float(evals["val_loss"].iloc[-1])
+    missed = own is not None and not own["low"] <= end <= own["high"]
+    return said + f"; it ended at {end:.4f}" + (", <b>outside what its own curve predicted</b>" if missed else "")
 
 
 def _num(value) -> str:

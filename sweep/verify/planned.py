@@ -43,6 +43,10 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
     if plan["study"] != spec.name:
         raise InputError(f"--plan: a plan for study {plan['study']!r}, not {spec.name!r} ({template.spec}); plan "
                          f"this spec with `sweep plan {template.spec}`")
+    if not plan["ladders"]:  # an outside tester's empty plan ran nothing, silently, exit 0
+        console.print(f"the plan {path} has no ladder to run: `sweep plan` found none needed or none with room (it "
+                      "said which); transfer carries the priors")
+        return 0
     width, failed = plan["proxy"]["width"], 0
 
     def request_for(ladder: dict, rungs: list) -> VerifyRequest:

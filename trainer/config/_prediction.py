@@ -19,20 +19,19 @@ def finite(x) -> bool:
 
 
 def check_prediction(value: dict) -> dict:
-    """The final interval 0 ≤ low ≤ loss ≤ high, where any of them is given; the tables parallel lists of finite
-    numbers, the fractions rising within [0, 1]; refine from REFINE_FROM on, its ratios within RATIO and its
-    half-widths in [0, ratio)."""
-    given = [key for key in ("loss", "low", "high") if key in value]
-    if given and not (len(given) == 3 and all(finite(value[k]) for k in given)
-                      and 0 <= value["low"] <= value["loss"] <= value["high"]):
-        raise ValueError("loss, low, high: finite numbers with 0 ≤ low ≤ loss ≤ high, all three")
-    if "level" in value and not (finite(value["level"]) and 0 < value["level"] < 1):
-        raise ValueError(f"level: the interval's level in (0, 1), got {value['level']!r}")
+    """The tables parallel lists of finite numbers, the fractions rising within [0, 1], the curve's low at most its
+    high; refine from REFINE_FROM on, its ratios within RATIO and its half-widths in [0, ratio); a prediction
+    with anything in it has its final interval 0 ≤ low ≤ loss ≤ high (what transfer writes)."""
     for key, columns in TABLES.items():
         if key in value:
             check_table(key, value[key], columns)
     if "refine" in value:
         check_refine(value["refine"])
+    if value and not (all(finite(value.get(k)) for k in ("loss", "low", "high"))
+                      and 0 <= value["low"] <= value["loss"] <= value["high"]):  # what status and the report read
+        raise ValueError("loss, low, high: finite numbers with 0 ≤ low ≤ loss ≤ high, all three")
+    if "level" in value and not (finite(value["level"]) and 0 < value["level"] < 1):
+        raise ValueError(f"level: the interval's level in (0, 1), got {value['level']!r}")
     return value
 
 
@@ -43,6 +42,8 @@ def check_table(key: str, table, columns: tuple[str, ...]) -> None:
     fraction = table["fraction"]
     if any(not 0 <= f <= 1 for f in fraction) or any(b <= a for a, b in pairwise(fraction)):
         raise ValueError(f"{key}.fraction must rise within [0, 1]")
+    if key == "curve" and any(low > high for low, high in zip(table["low"], table["high"], strict=True)):
+        raise ValueError("curve: each low at most its high (a band the run is held to)")
 
 
 def check_refine(refine: dict) -> None:
