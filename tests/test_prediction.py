@@ -230,7 +230,7 @@ def test_status_and_compare_flag_a_run_forced_outside_its_predicted_interval(tmp
     # interval running backwards); a corrupt result.json was a traceback
     config = runs["held"].run_dir() / "config.yaml"
     text = config.read_text()
-    interval = "provenance.prediction: loss, low, high: finite numbers with 0 ≤ low ≤ loss ≤ high"  # read once
+    interval = "provenance.prediction: loss, low, high: finite numbers, all three, with loss ≥ 0 and 0 ≤ low ≤ high"
     for edit, field in (("loss: 'abc'", interval), ("low: true", interval), ("high: .nan", interval),
                         ("low: 200.0", interval)):
         key = edit.split(":")[0]

@@ -18,6 +18,7 @@ import numpy as np
 COLUMNS = ("predicted_val_loss", "predicted_low", "predicted_high")
 FINAL = ("predicted_final", "predicted_final_low", "predicted_final_high")
 REFINE_FROM = 0.5  # the own-curve interval held 91–100 % from half the run on, 81–94 % before (sweep/forecast/live.py)
+RATIO = (0.01, 100.0)  # L(f)/L(1) from half the run on is near 1; past these it predicts no loss a run reaches
 
 
 def predicted_columns(prediction: dict, fraction: float) -> dict:

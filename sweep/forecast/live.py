@@ -43,7 +43,7 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from sweep.forecast.varpro import collapse
-from trainer.predicted import REFINE_FROM  # the own-curve interval's start (module docstring)
+from trainer.predicted import RATIO, REFINE_FROM  # the own-curve interval's start and bounds (module docstring)
 
 FRACTIONS = np.linspace(0.02, 1.0, 50)
 INFORMATIVE = 0.25  # the widest band kept, as a half-width relative to the predicted loss
@@ -97,8 +97,8 @@ def capped(final: dict, cap: tuple[np.ndarray, np.ndarray] | None) -> dict:
 def ratios(runs: list[pd.DataFrame], target: dict) -> dict | None:
     """provenance.prediction.refine {fraction, ratio, half, runs, widths}: at each evaluation before the end, the
     full run's L(f)/L(1) and its 95 % half-width from the ladder's runs on its schedule (module docstring); only
-    where r̂ − h > 0 (an interval with an upper end); None under RATIO_RUNS runs or one width, or where no
-    fraction is left."""
+    where r̂ − h > 0 (an interval with an upper end) and r̂ within RATIO; None under RATIO_RUNS runs or one width,
+    or where no fraction is left."""
     same = on_schedule(runs, target)
     widths = np.array([float(rows["width"].iloc[-1]) for rows in same])
     if len(same) < RATIO_RUNS or len(set(widths)) < 2:
@@ -114,7 +114,7 @@ def ratios(runs: list[pd.DataFrame], target: dict) -> dict | None:
     x0 = np.array([1.0, np.log(target["width"])])
     ratio = x0 @ coef
     half = student_t.ppf(0.975, spare) * s * np.sqrt(1 + x0 @ np.linalg.inv(x.T @ x) @ x0)
-    keep = ratio - half > 0
+    keep = (ratio - half > 0) & (ratio >= RATIO[0]) & (ratio <= RATIO[1])
     if not keep.any():
         return None
     return {"fraction": at[keep].tolist(), "ratio": ratio[keep].tolist(), "half": half[keep].tolist(),
@@ -149,7 +149,7 @@ def band(ladder: list[tuple[np.ndarray, np.ndarray]], final: dict, floor: float 
         bound = np.interp(out["fraction"], *cap, left=np.inf)
         capped = bound < out["high"]
         out["high"] = np.minimum(out["high"], bound)
-        out["low"], out["loss"] = np.minimum(out["low"], out["high"]), np.minimum(out["loss"], out["high"])
+    out["low"], out["loss"] = np.minimum(out["low"], out["high"]), np.minimum(out["loss"], out["high"])  # in order
     wide = ((out["low"] <= 0) | (out["high"] - out["low"] > 2 * INFORMATIVE * out["loss"])) & ~capped
     start = int(np.flatnonzero(wide)[-1]) + 1 if wide.any() else 0
     if start == len(wide):

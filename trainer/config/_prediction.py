@@ -6,11 +6,10 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 
-from trainer.predicted import REFINE_FROM
+from trainer.predicted import RATIO, REFINE_FROM
 
 TABLES = {"curve": ("fraction", "loss", "low", "high"), "refine": ("fraction", "ratio", "half")}
 REFINE_KEYS = {"fraction", "ratio", "half", "runs", "widths"}
-RATIO = (0.01, 100.0)  # L(f)/L(1) from half the run on is near 1; past these it predicts no loss a run reaches
 
 
 def finite(x) -> bool:
@@ -21,15 +20,15 @@ def finite(x) -> bool:
 def check_prediction(value: dict) -> dict:
     """The tables parallel lists of finite numbers, the fractions rising within [0, 1], the curve's low at most its
     high; refine from REFINE_FROM on, its ratios within RATIO and its half-widths in [0, ratio); a prediction
-    with anything in it has its final interval 0 ≤ low ≤ loss ≤ high (what transfer writes)."""
+    with anything in it has its final loss ≥ 0 and interval 0 ≤ low ≤ high (what transfer writes)."""
     for key, columns in TABLES.items():
         if key in value:
             check_table(key, value[key], columns)
     if "refine" in value:
         check_refine(value["refine"])
     if value and not (all(finite(value.get(k)) for k in ("loss", "low", "high"))
-                      and 0 <= value["low"] <= value["loss"] <= value["high"]):  # what status and the report read
-        raise ValueError("loss, low, high: finite numbers with 0 ≤ low ≤ loss ≤ high, all three")
+                      and value["loss"] >= 0 and 0 <= value["low"] <= value["high"]):  # what status and the report read
+        raise ValueError("loss, low, high: finite numbers, all three, with loss ≥ 0 and 0 ≤ low ≤ high")
     if "level" in value and not (finite(value["level"]) and 0 < value["level"] < 1):
         raise ValueError(f"level: the interval's level in (0, 1), got {value['level']!r}")
     return value
