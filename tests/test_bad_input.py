@@ -289,6 +289,10 @@ CASES = {
     "device-memory-past-any-device": Case(lambda root: ["transfer", write_spec(root), "--width", "64",
                                                         "--device-memory", "1e308"],  # a traceback (tester)
                                           ("--device-memory", "1048576")),
+    # `sweep plan` refuses a full run under 50 steps; transfer wrote one of a single step
+    **{f"transfer-steps-{steps}": Case(lambda root, steps=steps: ["transfer", write_spec(root), "--width", "64",
+                                                                  "--steps", steps], ("--steps: at least 50", steps))
+       for steps in ("1", "49", "0")},
     "unknown-batch-rule": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--batch-rule", "cubic"],
                                ("--batch-rule:", "'cubic' is not one of none, linear, sqrt, noise")),
     "coord-check-one-width": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32"],
