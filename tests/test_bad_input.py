@@ -458,7 +458,13 @@ CASES = {
     "plan-goal-below-what-verify-reads": Case(lambda root: ["plan", write_spec(root), "--tokens", "6400", "--width",
                                                             "256", "--goal", "1e-9"], ("--goal:", "1e-06 to")),
     "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
-    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("'--lr-max'", "greater than")),
+    # typer's range check met a nan first: "--lr-max … greater than or equal to 0", "--device-memory … ≤ 1048576"
+    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"],
+                       ("--lr-max: must be a finite number of at least 0, got nan",)),
+    **{f"device-memory-{value}": Case(lambda root, value=value: ["transfer", write_spec(root), "--width", "64",
+                                                                 "--device-memory", value],
+                                      ("--device-memory: must be a finite number from 0.001 to 1048576", value))
+       for value in ("nan", "inf", "1e400")},
     "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),
     "config-inf-grad-clip": Case(train(**{"optimizer.grad_clip": float("inf")}), ("optimizer.grad_clip:", "finite")),
     "spec-inf-storage-retry": Case(proxy(storage_retry_s=float("inf")), ("storage_retry_s:", "finite number")),
