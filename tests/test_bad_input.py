@@ -177,6 +177,16 @@ def run_folder_linked_out(link: str) -> Callable[[Path], list]:
     return make
 
 
+def config_linked_out(command: str) -> Callable[[Path], list]:
+    """`sweep COMMAND ROOT/bad/transfer/w.yaml`, that file a link to a RunConfig outside the results root."""
+    def make(root: Path) -> list:
+        link = root / "results" / "bad" / "transfer" / "w.yaml"
+        link.parent.mkdir(parents=True)
+        link.symlink_to(file(root, "outside/run.yaml", yaml.safe_dump(RUN)))
+        return [command, link]
+    return make
+
+
 def reading(link: str, *args: str) -> Callable[[Path], list]:
     return lambda root: (run_folder_linked_out(link)(root), list(args))[1]
 
@@ -413,6 +423,13 @@ CASES = {
                                           ("runs:", "leads out of the results root")),
     "compare-config-yaml-linked-out": Case(reading("config.yaml", "compare", "r"),
                                            ("runs:", "leads out of the results root")),
+    # a config named under the root is read only inside it (one named elsewhere is the user's): launch trained it
+    **{f"{command}-config-linked-out": Case(config_linked_out(command), ("CONFIG:", "leads out of the results root"))
+       for command in ("launch", "train", "doctor")},
+    "launch-into-a-run-folder-whose-config-is-linked-out": Case(
+        lambda root: (run_folder_linked_out("config.yaml")(root),
+                      ["launch", run_config(root, **{"output.run": "r"})])[1],
+        ("output.run:", "config.yaml leads out of the results root")),
     "status-run-folder-linked-out": Case(lambda root: (run_folder_linked_out("run")(root),
                                                        (root / "outside" / "launch.json").write_text("{}"),
                                                        ["status"])[2], ("runs:", "leads out of the results root")),
