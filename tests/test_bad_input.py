@@ -321,6 +321,11 @@ CASES = {
                                           ("steps:", "less than or equal to 1000000000000")),
     "launch-unknown-backend": Case(lambda root: ["launch", run_config(root), "--backend", "k8s"],
                                    ("--backend:", "'k8s' is not one of local, ray, slurm")),
+    # found by the fuzzer through `sweep doctor`: the first forward pass failed with a traceback, after the run's folder
+    "train-block-shorter-than-its-sequence": Case(train(**{"data.seq_len": 32}),
+                                                  ("model.options.block_size:", "shorter than data.seq_len 32")),
+    "doctor-block-shorter-than-its-sequence": Case(lambda root: ["doctor", run_config(root, **{"data.seq_len": 32})],
+                                                   ("model.options.block_size:", "shorter than data.seq_len 32")),
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),
     "status-unknown-format": Case(lambda root: ["status", "--format", "xml"],
                                   ("--format:", "'xml' is not one of table, json")),
