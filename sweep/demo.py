@@ -159,7 +159,8 @@ def conclude(root: Path, name: str, coord_passed: bool, full: RunConfig, result:
     below = val is not None and val < min(proxies)
     inside = val is not None and bool(p) and p["low"] <= val <= p["high"]
     if p:
-        console.print(f"predicted val loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({p['form']})")
+        how = p.get("point") or p["form"]
+        console.print(f"predicted val loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({how})")
     shown = f"{val:.4f}" if val is not None else "-"
     console.print(f"full run (width {full.model.width}, batch {full.batch_size}): {result['status']} at step "
                   f"{result['step']}, val loss {shown} — below every proxy's ({min(proxies):.4f}): "

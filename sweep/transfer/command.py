@@ -135,7 +135,8 @@ def explain(provenance: Provenance, verify: dict | None, warnings: list[str], sp
     p = provenance.prediction
     if p:
         console.print(f"predicted final val loss {p['loss']:.4f} [{p['low']:.4f}, {p['high']:.4f}] ({p['level']:.0%}; "
-                      f"{p['source']}, {p['form']}, {p['points']} ladder points, rms {p['rms']:.4f})")
+                      f"{p['point'] + ' below' if p.get('point') else p['source'] + ', ' + p['form']}, "
+                      f"{p['points']} ladder points, rms {p['rms']:.4f})")
         forms = p.get("forms", [])
         for form in forms if len(forms) > 1 else []:  # where two forms are fitted the interval holds both
             error = "-" if form["standard_error"] is None else f"{form['standard_error']:.4f}"

@@ -15,7 +15,7 @@ REFINE_KEYS = {"fraction", "ratio", "half", "runs", "widths"}
 # local), where the target lies and the law's held-out check (sweep/rules/ladder.py `predicted_loss`), the band and
 # the ratios or why there are none (sweep/transfer/command.py `live_band`). tests/test_prediction.py holds transfer's
 # own output to it, so the list cannot drift.
-FIT_KEYS = {"loss", "low", "high", "level", "rms", "points", "forms", "target", "form", "source", "unknowns"}
+FIT_KEYS = {"loss", "point", "low", "high", "level", "rms", "points", "forms", "target", "form", "source", "unknowns"}
 LAW_KEYS = {"E", "A", "B", "alpha", "beta", "c", "a", "b", "g", "N0", "D0"}
 KEYS = FIT_KEYS | LAW_KEYS | {"beyond", "cut_at_zero", "held_out"} | set(TABLES) | {"no_band", "no_refine"}
 
