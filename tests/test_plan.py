@@ -52,7 +52,12 @@ def test_the_plan_prices_a_run_as_the_trainer_counts_it_and_the_full_run_also_at
     width = next(ld for ld in plan["ladders"] if ld["across"] == "width")
     assert width["flops"] == pytest.approx(width["grid"] * width["seeds"] * sum(
         sizer.shape(w).flops_per_token * tokens for w in width["rungs"]))
-    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]))
+    own = plan["own_curve"]  # the full run's schedule (its depth and tokens) at the proxy's width and one up
+    assert own["widths"] == [plan["proxy"]["width"], 2 * plan["proxy"]["width"]] and own["tokens"] == 10 ** 7
+    assert own["flops"] == pytest.approx(own["grid"] * own["seeds"] * sum(
+        sizer.shape(w).flops_per_token * 10 ** 7 for w in own["widths"]))
+    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]) + own["flops"])
+    assert plan["total"]["runs"] == sum(ld["runs"] for ld in plan["ladders"]) + own["runs"]
 
 
 def test_expected_interval_is_a_regression_slopes_standard_error_combined_with_the_prior():
