@@ -342,3 +342,32 @@ def test_a_plan_without_a_width_ladder_says_transfer_will_predict_no_loss(tmp_pa
     run_plan(PlanRequest(EXAMPLES / "demo.yaml", 16 * 153600, width=256, flops=1e20), Console(width=400, file=shown))
     assert "lr × width: no ladder; the prior alone" in shown.getvalue()
     assert "`sweep transfer` predicts no final loss" in shown.getvalue() and "--widths" in shown.getvalue()
+
+
+def test_the_own_curve_runs_are_bought_only_from_what_the_ladders_leave_else_one_line(tmp_path, monkeypatch):
+    """The laws keep priority: the full run's schedule at two proxy widths is bought only where the ladders leave
+    its FLOPs; else one line says what it would cost and the budget that buys it beside the ladders, and that budget,
+    typed back as printed, does."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 10 ** 7, width=512, share=0.5)
+    console = Console(record=True, width=1000)
+    run_plan(request, console)
+    plan = planfile.read(tmp_path / "demo" / "plan.yaml")
+    line = plan["verdict"]["own_curve"]
+    assert plan["own_curve"] is None and line in console.export_text().splitlines()
+    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]))
+    assert re.match(r"final loss × own curve: not bought: its 12 runs on the full run's schedule \(widths 32, 64\) "
+                    r"cost [0-9.e+]+ FLOPs \([0-9.]+ % of the full run\)", line)
+    flag, value, proxy = re.search(r"`(--share|--flops) ([0-9.e+]+) --proxy-width ([0-9]+)` would buy", line).groups()
+    budget = {"share": float(value)} if flag == "--share" else {"share": None, "flops": float(value)}
+    bought = make_plan(replace(request, proxy_width=int(proxy), **budget), "demo")
+    assert bought["own_curve"]["widths"] == [32, 64] and bought["verdict"]["own_curve"] == ""
+    assert bought["total"]["flops"] <= bought["budget"]["flops"]
+
+
+def test_the_own_curve_widths_are_the_proxys_and_one_octave_up_under_the_full_run():
+    from sweep.forecast.own_curve import widths
+
+    assert widths(64, 2048, 32) == [64, 128]
+    assert widths(64, 128, 32) == [32, 64]  # up would reach the full run's width: one octave down
+    assert widths(32, 64, 32) == []  # neither pair fits: said, not bought

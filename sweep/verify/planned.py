@@ -114,8 +114,8 @@ def run_own_curve(own: dict, request: VerifyRequest, name: str, console: Console
     except InputError as err:
         raise planned_error(err, f"own_curve ({own['name']})") from None
     folder = results_root() / schedule_folder(name, "optimizer.lr", own["depth"], own["batch_size"], own["tokens"])
-    summary = load_summary(folder / "summary.json", results_root()) if (folder / "summary.json").is_file() else {}
-    if code not in (0, 1) or summary.get("values") != own["widths"]:
+    summary = load_summary(folder / "summary.json", results_root()) if (folder / "summary.json").exists() else {}
+    if code not in (0, 1) or (code == 1 and summary.get("values") != own["widths"]):  # interrupted, trials left
         console.print(f"{own['name']}: not finished at widths {own['widths']}: the same command resumes it",
                       markup=False)
         return code or 1
