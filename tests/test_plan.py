@@ -371,3 +371,14 @@ def test_the_own_curve_widths_are_the_proxys_and_one_octave_up_under_the_full_ru
     assert widths(64, 2048, 32) == [64, 128]
     assert widths(64, 128, 32) == [32, 64]  # up would reach the full run's width: one octave down
     assert widths(32, 64, 32) == []  # neither pair fits: said, not bought
+    assert widths(16, 128, 32) == [16, 32]  # a --proxy-width under the smallest searched is the user's choice
+
+
+def test_the_own_curve_runs_are_not_bought_where_no_ladder_across_width_gives_transfer_a_final_loss():
+    """transfer records the loss ratios beside the loss law's final loss, fitted across width and tokens: without a
+    width ladder the runs would buy nothing, so they are said and not bought, whatever the budget."""
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16), "demo")
+    assert [ld["across"] for ld in plan["ladders"]] == ["tokens"] and plan["own_curve"] is None
+    assert plan["verdict"]["own_curve"] == ("final loss × own curve: not bought: transfer records the loss ratios "
+                                            "beside the loss law's final loss, which needs a ladder across width, and "
+                                            "the plan has none")

@@ -83,6 +83,13 @@ def _plan(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path / "demo" / "plan.yaml"
 
 
+def _plan_own(tmp_path: Path, monkeypatch) -> Path:
+    """A plan that buys the own-curve runs (sweep/forecast/own_curve.py): beside a ladder across width."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16, goal=0.3), QUIET)
+    return tmp_path / "demo" / "plan.yaml"
+
+
 def _edited(path: Path, edit) -> Path:
     plan = yaml.safe_load(path.read_text())
     edit(plan)
@@ -133,15 +140,15 @@ def _edited(path: Path, edit) -> Path:
     (lambda p: p["own_curve"].update(steps=9), "own_curve.steps: not an own-curve field"),
 ])
 def test_a_hand_edited_plan_is_one_line_naming_the_field(tmp_path, monkeypatch, edit, field):
-    path = _edited(_plan(tmp_path, monkeypatch), edit)
+    path = _edited((_plan_own if field.startswith("own_curve") else _plan)(tmp_path, monkeypatch), edit)
     with pytest.raises(InputError, match=f"^--plan: {re.escape(field)}"):
         planfile.read(path, tmp_path)
 
 
 def test_the_own_curve_runs_round_trip_through_the_plan_file(tmp_path, monkeypatch):
     """What `sweep plan` bought for the full run's own-curve prediction is what `sweep verify --plan` reads back."""
-    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16), "demo")
-    read = planfile.read(_plan(tmp_path, monkeypatch), tmp_path)
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16, goal=0.3), "demo")
+    read = planfile.read(_plan_own(tmp_path, monkeypatch), tmp_path)
     assert read["own_curve"] == plan["own_curve"] and read["own_curve"]["widths"] == [64, 128]
     assert (read["own_curve"]["depth"], read["own_curve"]["batch_size"], read["own_curve"]["tokens"]) == (2, 16, 614400)
 
@@ -309,16 +316,23 @@ def test_verify_plan_runs_the_own_curve_after_the_ladders_on_the_full_runs_sched
     """The plan's own-curve entry is one width ladder over its widths on the full run's schedule (depth, batch,
     tokens), μP, its seeds and a grid of its size, after every ladder; interrupted, it is said not finished and the
     same command runs the same call again (verify's studies resume: nothing trains twice)."""
-    path = _plan(tmp_path, monkeypatch)
+    path = _plan_own(tmp_path, monkeypatch)
     own = planfile.read(path, tmp_path)["own_curve"]
-    requests, codes = [], iter([0, 130, 0, 0])
-    _verify_faked(monkeypatch, lambda request: requests.append(request) or next(codes))
+    requests = []
+
+    def verify(request):  # Ctrl-C in the own-curve runs the first time
+        requests.append(request)
+        return 130 if request.schedule and sum(r.schedule is not None for r in requests) == 1 else 0
+
+    _verify_faked(monkeypatch, verify)
     console = Console(record=True, width=300, file=open(os.devnull, "w"))
     assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 130
     assert f"{own['name']}: not finished at widths [64, 128]: the same command resumes it" in console.export_text()
+    first = len(requests)
     assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 0
     last = requests[-1]
-    assert [r.across for r in requests] == [requests[0].across, "width=64,128"] * 2 and requests[1] == last
+    assert [r.schedule is not None for r in requests] == [False] * (first - 1) + [True] + [False] * (first - 1) + [True]
+    assert requests[first - 1] == last and last.across == "width=64,128"
     assert (last.schedule, last.seeds, last.parametrizations, last.param) == ((2, 16, 614400), 2, "mup",
                                                                               "optimizer.lr")
     assert last.span == f"{0.01 / 2},{0.01 * 2},3"
@@ -328,7 +342,7 @@ def test_verify_plan_runs_the_own_curve_after_the_ladders_on_the_full_runs_sched
 def test_a_refused_own_curve_names_the_plans_entry_before_anything_trains(tmp_path, monkeypatch):
     import sweep.verify.planned as planned
 
-    path = _plan(tmp_path, monkeypatch)
+    path = _plan_own(tmp_path, monkeypatch)
     calls = _verify_faked(monkeypatch, lambda request: 0)
 
     def check(request):

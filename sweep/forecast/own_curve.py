@@ -16,8 +16,10 @@ long schedule's optimum lies. A run costs the trainer's FLOPs per token at its w
 full run's tokens, priced as every rung of the plan is (sweep/plan/shapes.py).
 
 The laws keep priority: the rows are bought only from what the ladders leave of the budget once grown (to their
-goal, or to the budget's end); where that is too little, one line names the budget that buys both, and the plan
-buys none of it.
+goal, or to the budget's end); where that is too little, one line names the budget that buys both at this proxy
+width (a larger budget alone may pick a wider proxy, and dearer rows), and the plan buys none of it. Nor where the
+plan has no ladder across width: `sweep transfer` records the ratios beside the loss law's final loss, which is
+fitted across width and tokens, so without one the runs would buy nothing.
 """
 from __future__ import annotations
 
@@ -34,12 +36,11 @@ BUYS = f"the final loss from the run's own curve, from {100 * REFINE_FROM:g} % o
 
 
 def widths(proxy: int, target: int, smallest: int) -> list[int]:
-    """The proxy's width and one octave up, or one down where up reaches the full run's width; [] where neither
-    pair is narrower than the full run and at least `smallest` wide."""
-    for pair in ([proxy, 2 * proxy], [proxy // 2, proxy]):
-        if pair[0] >= smallest and pair[1] < target:
-            return pair
-    return []
+    """The proxy's width and one octave up, or one down (to no narrower than `smallest`) where up reaches the full
+    run's width; [] where neither pair fits."""
+    if 2 * proxy < target:
+        return [proxy, 2 * proxy]
+    return [proxy // 2, proxy] if proxy // 2 >= smallest and proxy < target else []
 
 
 def runs(sizer, proxy: int, target, batch: int, tokens: int, smallest: int) -> dict | None:
@@ -55,14 +56,18 @@ def runs(sizer, proxy: int, target, batch: int, tokens: int, smallest: int) -> d
             "tokens": int(tokens)}
 
 
-def afford(entry: dict | None, spent: float, budget: float, named: Callable[[float], str],
-           share: str) -> tuple[dict | None, str]:
+def afford(entry: dict | None, spent: float, budget: float, named: Callable[[float], str], share: str,
+           widths_ladder: bool) -> tuple[dict | None, str]:
     """(the entry, bought, or None; the line saying why not, or ""): bought where the ladders' FLOPs (`spent`) and
-    its own fit the budget. `named(flops)`: the budget, as the user types it, whose grown ladders leave `flops`
-    (sweep/plan/command.py); `share`: the entry's FLOPs as a share of the full run's, printed."""
+    its own fit the budget, and the plan has a ladder across width (`widths_ladder`: transfer records the ratios
+    beside the loss law's final loss, which needs one). `named(flops)`: the budget, as the user types it, whose
+    grown ladders leave `flops` (sweep/plan/command.py); `share`: the entry's FLOPs as a share of the full run's."""
     if entry is None:
-        return None, (f"{NAME}: not planned: no two proxy widths fit under the full run's; transfer will predict "
-                      f"no {BUYS}")
+        return None, (f"{NAME}: not planned: no two proxy widths fit under the full run's; transfer will not give "
+                      f"{BUYS}")
+    if not widths_ladder:
+        return None, (f"{NAME}: not bought: transfer records the loss ratios beside the loss law's final loss, "
+                      "which needs a ladder across width, and the plan has none")
     if spent + entry["flops"] <= budget:
         return entry, ""
     return None, (f"{NAME}: not bought: its {entry['runs']} runs on the full run's schedule (widths "

@@ -113,7 +113,8 @@ def own_curve_runs(sizer: Sizer, proxy: int, target: Shape, batch: int, tokens: 
                           lambda b: total(grow(start, b, goal, noise)) + extra <= b)
         return f"`{text} --proxy-width {proxy}`" if text else "no budget the plan can name"
 
-    return own_curve.afford(entry, total(ladders), budget, named, percent(entry["flops"] / full) if entry else "")
+    return own_curve.afford(entry, total(ladders), budget, named, percent(entry["flops"] / full) if entry else "",
+                            any(ld.axis == "width" for ld in ladders))
 
 
 def useful(ladders: list[Ladder]) -> list[Ladder]:
