@@ -12,6 +12,10 @@ flag, what that ladder costs and the budget that buys it, exit 2, nothing writte
 types it back: `--share` up to the full run, `--flops` past it (`--share` stops at 1), rounded up so that it buys
 what the line says it buys.
 
+Beside the ladders, from what they leave of the budget, the plan buys the runs that let the full run predict its
+final loss from its own curve: its schedule at two proxy widths (sweep/forecast/own_curve.py), a row of its own, or
+one line naming the budget that would buy them.
+
 The plan is printed (rung values × runs × FLOPs × the interval each ladder is expected to buy at the target) and
 written atomically to ROOT/NAME/plan.yaml (or `--out` inside the results root): `sweep verify --plan` runs it,
 ladder by ladder, rung by rung, resumable, on any backend.
