@@ -360,9 +360,14 @@ def test_the_own_curve_runs_are_bought_only_from_what_the_ladders_leave_else_one
                     r"cost [0-9.e+]+ FLOPs \([0-9.]+ % of the full run\)", line)
     flag, value, proxy = re.search(r"`(--share|--flops) ([0-9.e+]+) --proxy-width ([0-9]+)` would buy", line).groups()
     budget = {"share": float(value)} if flag == "--share" else {"share": None, "flops": float(value)}
-    bought = make_plan(replace(request, proxy_width=int(proxy), **budget), "demo")
+    console = Console(record=True, width=1000)
+    run_plan(replace(request, proxy_width=int(proxy), **budget), console)
+    bought = planfile.read(tmp_path / "demo" / "plan.yaml")
     assert bought["own_curve"]["widths"] == [32, 64] and bought["verdict"]["own_curve"] == ""
     assert bought["total"]["flops"] <= bought["budget"]["flops"]
+    row = next(line for line in console.export_text().splitlines() if "final loss × own curve" in line)
+    assert re.search(r"│ width +│ 32, 64 +│ +2 │ +3 │ +12 │ +[0-9.e+]+ │ +[0-9.]+ % │ +- │ "
+                     r"the final loss from the run's own curve, from 50 % of the run on", row), row
 
 
 def test_the_own_curve_widths_are_the_proxys_and_one_octave_up_under_the_full_run():

@@ -62,7 +62,7 @@ def run_plan(request: PlanRequest, console: Console) -> int:
     show(plan, console)
     planfile.write(out, plan)
     console.print(f"plan written to {out}; run it with `sweep verify {request.spec} --plan {out}`")
-    if plan["ladders"] or plan.get("own_curve"):
+    if plan["ladders"]:
         console.print(f"then `{transfer_command(plan, request.spec)}`: the measured laws carried to the full run, "
                       "past the rungs, as the plan priced them", markup=False)
     if plan["verdict"]["reached"]:
@@ -309,9 +309,9 @@ def show(plan: dict, console: Console) -> None:
     target, budget = plan["target"], plan["budget"]
     title = (f"plan for {plan['study']}: width {target['width']}, depth {target['depth']}, {target['params']:.3g} "
              f"params, {target['tokens']:.3g} tokens, batch {target['batch_size']}")
-    if plan["ladders"] or plan.get("own_curve"):
+    if plan["ladders"]:
         console.print(ladder_table(plan, f"{title}; proxy width {plan['proxy']['width']}"))
-    if not plan["ladders"]:
+    else:
         console.print(f"{title}: no ladder is needed (no law both needs one and has room for two rungs)"
                       if plan["verdict"].get("no_room") else
                       f"{title}: no ladder is needed: every law's published prior already holds the LR to "
@@ -330,7 +330,7 @@ def show(plan: dict, console: Console) -> None:
                                                                     else ""))
     if plan["verdict"].get("own_curve"):
         console.print(plan["verdict"]["own_curve"], markup=False)
-    if not (plan["ladders"] or plan.get("own_curve")):
+    if not plan["ladders"]:  # no own-curve runs either (sweep/forecast/own_curve.py `afford`)
         return
     console.print(f"total {plan['total']['runs']} runs, {plan['total']['flops']:.3g} FLOPs = "
                   f"{percent(plan['total']['share'])} of the full run ({target['flops']:.3g} FLOPs; 6·N·D "
