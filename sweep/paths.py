@@ -6,7 +6,8 @@
 - A sweep's name (the folder ROOT/NAME) is a NAME (trainer.config): never `.`, `..`, hidden or overlong. A name read
   back from a file or a storage (an Optuna study's name, launch.json's run and study) is input too: `stored_name`.
 - Nothing read or written under the root may leave it once symlinks are resolved (`inside_root`): a run's
-  `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed.
+  `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed; so is a file a user names under the root
+  (`named_inside`: a RunConfig to launch, a plan), which may lie anywhere else.
 - An output file (`--out`) is checked before any work: not an existing folder, its parent a writable folder
   (`check_writable`, shared with the trainer's own folders); and it replaces only what the same command wrote
   there before, never the tool's own state (`check_replaceable`). Found by an outside tester: `sweep plan --out
@@ -52,8 +53,9 @@ def results_root(root: str | None = None) -> Path:
 
 
 def load_run_config(path: Path) -> RunConfig:
-    """The RunConfig in `path`, writing under its `output.root` if it names one, else under `results_root()`."""
-    cfg = RunConfig.load(path)
+    """The RunConfig in `path`, writing under its `output.root` if it names one, else under `results_root()`; a
+    `path` under the results root is read only inside it (`named_inside`)."""
+    cfg = RunConfig.load(named_inside(path, results_root(), "CONFIG"))
     if "root" in cfg.output.model_fields_set:
         return cfg
     try:  # the root reaches folders and a SLURM script's lines: the config's own rule for it
@@ -101,6 +103,15 @@ def inside_root(path: Path, root: Path, field: str) -> Path:
         return folders.inside_root(path, root, field)
     except ConfigError as err:
         raise InputError(str(err)) from None
+
+
+def named_inside(path: Path, root: Path, field: str) -> Path:
+    """`path`, a file the user named: anywhere, but one under the results `root` (as typed) stays inside it once links
+    are resolved (`inside_root`): ROOT/NAME/transfer/w64.yaml replaced by a link to a file elsewhere is refused
+    before it is read (`sweep launch` trained it), as a run's own files are."""
+    if Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root))):
+        inside_root(path, root, field)
+    return path
 
 
 def default_storage(root: Path, name: str) -> Path:

@@ -177,6 +177,16 @@ def run_folder_linked_out(link: str) -> Callable[[Path], list]:
     return make
 
 
+def config_linked_out(command: str) -> Callable[[Path], list]:
+    """`sweep COMMAND ROOT/bad/transfer/w.yaml`, that file a link to a RunConfig outside the results root."""
+    def make(root: Path) -> list:
+        link = root / "results" / "bad" / "transfer" / "w.yaml"
+        link.parent.mkdir(parents=True)
+        link.symlink_to(file(root, "outside/run.yaml", yaml.safe_dump(RUN)))
+        return [command, link]
+    return make
+
+
 def reading(link: str, *args: str) -> Callable[[Path], list]:
     return lambda root: (run_folder_linked_out(link)(root), list(args))[1]
 
@@ -289,6 +299,10 @@ CASES = {
     "device-memory-past-any-device": Case(lambda root: ["transfer", write_spec(root), "--width", "64",
                                                         "--device-memory", "1e308"],  # a traceback (tester)
                                           ("--device-memory", "1048576")),
+    # `sweep plan` refuses a full run under 50 steps; transfer wrote one of a single step
+    **{f"transfer-steps-{steps}": Case(lambda root, steps=steps: ["transfer", write_spec(root), "--width", "64",
+                                                                  "--steps", steps], ("--steps: at least 50", steps))
+       for steps in ("1", "49", "0")},
     "unknown-batch-rule": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--batch-rule", "cubic"],
                                ("--batch-rule:", "'cubic' is not one of none, linear, sqrt, noise")),
     "coord-check-one-width": Case(lambda root: ["coord-check", "--model", "mlp", "--widths", "32"],
@@ -307,6 +321,11 @@ CASES = {
                                           ("steps:", "less than or equal to 1000000000000")),
     "launch-unknown-backend": Case(lambda root: ["launch", run_config(root), "--backend", "k8s"],
                                    ("--backend:", "'k8s' is not one of local, ray, slurm")),
+    # found by the fuzzer through `sweep doctor`: the first forward pass failed with a traceback, after the run's folder
+    "train-block-shorter-than-its-sequence": Case(train(**{"data.seq_len": 32}),
+                                                  ("model.options.block_size:", "shorter than data.seq_len 32")),
+    "doctor-block-shorter-than-its-sequence": Case(lambda root: ["doctor", run_config(root, **{"data.seq_len": 32})],
+                                                   ("model.options.block_size:", "shorter than data.seq_len 32")),
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),
     "status-unknown-format": Case(lambda root: ["status", "--format", "xml"],
                                   ("--format:", "'xml' is not one of table, json")),
@@ -409,6 +428,13 @@ CASES = {
                                           ("runs:", "leads out of the results root")),
     "compare-config-yaml-linked-out": Case(reading("config.yaml", "compare", "r"),
                                            ("runs:", "leads out of the results root")),
+    # a config named under the root is read only inside it (one named elsewhere is the user's): launch trained it
+    **{f"{command}-config-linked-out": Case(config_linked_out(command), ("CONFIG:", "leads out of the results root"))
+       for command in ("launch", "train", "doctor")},
+    "launch-into-a-run-folder-whose-config-is-linked-out": Case(
+        lambda root: (run_folder_linked_out("config.yaml")(root),
+                      ["launch", run_config(root, **{"output.run": "r"})])[1],
+        ("output.run:", "config.yaml leads out of the results root")),
     "status-run-folder-linked-out": Case(lambda root: (run_folder_linked_out("run")(root),
                                                        (root / "outside" / "launch.json").write_text("{}"),
                                                        ["status"])[2], ("runs:", "leads out of the results root")),
@@ -454,7 +480,13 @@ CASES = {
     "plan-goal-below-what-verify-reads": Case(lambda root: ["plan", write_spec(root), "--tokens", "6400", "--width",
                                                             "256", "--goal", "1e-9"], ("--goal:", "1e-06 to")),
     "max-drift-nan": Case(lambda root: ["verify", write_spec(root), "--max-drift", "nan"], ("--max-drift:", "finite")),
-    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"], ("'--lr-max'", "greater than")),
+    # typer's range check met a nan first: "--lr-max … greater than or equal to 0", "--device-memory … ≤ 1048576"
+    "lr-max-nan": Case(lambda root: ["doctor", run_config(root), "--lr-max", "nan"],
+                       ("--lr-max: must be a finite number of at least 0, got nan",)),
+    **{f"device-memory-{value}": Case(lambda root, value=value: ["transfer", write_spec(root), "--width", "64",
+                                                                 "--device-memory", value],
+                                      ("--device-memory: must be a finite number from 0.001 to 1048576", value))
+       for value in ("nan", "inf", "1e400")},
     "config-inf-lr": Case(train(**{"optimizer.lr": float("inf")}), ("optimizer.lr:", "finite number")),
     "config-inf-grad-clip": Case(train(**{"optimizer.grad_clip": float("inf")}), ("optimizer.grad_clip:", "finite")),
     "spec-inf-storage-retry": Case(proxy(storage_retry_s=float("inf")), ("storage_retry_s:", "finite number")),

@@ -174,6 +174,31 @@ def test_each_class_is_one_line_exit_2_and_nothing_written(tmp_path, run_cli, mo
     assert tree(tmp_path) == before and studies(tmp_path) == before_studies
 
 
+def float_flags() -> list[tuple[str, str]]:
+    """(command, option) of every float option of every command, as the command line builds them."""
+    import typer
+
+    from sweep.argv.values import is_float
+    from sweep.cli import app
+
+    commands = typer.main.get_command(app).commands
+    return [(name, param.opts[0]) for name, command in commands.items() for param in command.params
+            if is_float(param)]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-Infinity", "1e400"])
+def test_every_float_flag_refuses_a_nan_or_an_infinity_as_not_finite(run_cli, value):
+    """The class, not one flag: typer's range check met a nan or infinity first, so `--device-memory nan` read
+    "less than or equal to 1048576" and `doctor --lr-max nan` "greater than or equal to 0", bounds it never passed.
+    Checked as typed, before any argument is missing or any file read."""
+    flags = float_flags()
+    assert ("transfer", "--device-memory") in flags and ("doctor", "--lr-max") in flags and len(flags) > 10
+    for command, flag in flags:
+        code, out, err = run_cli(command, flag, value)
+        assert code == 2 and err.count("\n") == 1, (command, err)
+        assert err.startswith(f"error: {flag}: must be a finite number") and err.endswith(f", got {value}\n"), err
+
+
 @pytest.mark.parametrize("root", [f"/tmp/{LONG_NAME}", f"/tmp/{DEEP_PATH}"], ids=["name-over-255", "over-4096"])
 def test_a_sweep_root_the_file_system_refuses_is_one_line(tmp_path, run_cli, monkeypatch, root):
     monkeypatch.setenv("SWEEP_ROOT", root)

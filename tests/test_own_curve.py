@@ -106,6 +106,7 @@ def test_a_hand_edited_refine_is_refused_at_load_naming_the_field(refine, why):
     {"loss": "low", "low": 1.9, "high": 2.1}, {"loss": 2.0, "low": 3.0, "high": 1.0}, {"low": 1.9, "high": 2.1},
     {"loss": -1.0, "low": -2.0, "high": -0.5}, {"loss": 2.0, "low": 1.9, "high": 2.1, "level": 2.0},
     {"level": 0.9}, {"refine": {"fraction": [], "ratio": [], "half": []}},  # second tester: `sweep report` crashed
+    {"loss": 2.0, "low": 1.9, "high": 2.1, "levle": 0.9},  # a key transfer never writes was kept without a word
     {"loss": 2.0, "low": 1.9, "high": 2.1, "curve": {"fraction": [0.5, 1.0], "loss": [2.0, 2.0], "low": [2.5, 2.5],
                                                      "high": [1.0, 1.0]}}])  # a band running backwards
 def test_a_hand_edited_final_interval_is_refused_at_load(prediction):

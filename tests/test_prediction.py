@@ -186,6 +186,35 @@ def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_r
     assert far["source"].startswith("Hoffmann") and far["loss"] > 0 and len(far["forms"]) == 1
 
 
+def test_every_key_transfer_writes_in_a_prediction_is_one_the_config_check_keeps(tmp_path):
+    """The check refuses a key transfer never writes (trainer/config/_prediction.py: KEYS); transfer's own
+    prediction, built as it builds it (`predicted_loss`, then `live_band`) in each form the law takes (the additive
+    form, reduced here: the full one has the same keys; the local one), is read back whole: a key added to what
+    transfer writes and not to KEYS fails here (and every transfer with a prediction then stops at its own config)."""
+    from sweep.transfer.command import live_band
+    from trainer.config._prediction import KEYS, check_prediction
+
+    def additive(n, d):
+        return 1.5 + 30 * np.asarray(n) ** -0.34 + 40 * np.asarray(d) ** -0.28
+
+    config = RunConfig.parse({"model": {"width": 256}, "steps": 100})
+    for law, form in ((additive, "reduced"), (interacting, "local")):
+        root = tmp_path / form
+        for width, params in ((32, 1e5), (64, 2e5)):  # a steps ladder at each: the width × tokens term measured
+            shapes = [{"at": s, "width": width, "params": params, "tokens": 3.2e5 * s} for s in (1, 2, 4)]
+            optima = [{"steps": s, "parametrization": "mup", "best_loss": float(law(params, 3.2e5 * s))}
+                      for s in (1, 2, 4)]
+            write_summary(root / ("v-verify-lr-across-steps" + ("-w64" if width == 64 else "")),
+                          {"axis": "steps", "widths": [width], "shapes": shapes, "optima": optima, "laws": {}})
+        prediction, why = predicted_loss(str(root), "v", 2e5, 9.6e5)
+        assert prediction["form"].startswith(form) and prediction["held_out"], (prediction.get("form"), why)
+        assert live_band(str(root), "v", prediction, config, 64)  # no ladder curves here: why there is no band
+        assert set(prediction) <= KEYS and check_prediction(prediction) is prediction
+        assert RunConfig.parse({"steps": 10, "provenance": {"prediction": prediction}})
+    with pytest.raises(ValueError, match="^unknown key 'levle': not one `sweep transfer` writes"):
+        check_prediction({**prediction, "levle": 0.9})  # a misspelled key was kept without a word
+
+
 def test_a_second_widths_ladder_is_read_from_its_own_folder_and_its_width_checked(tmp_path):
     """A ladder at another width adds its points; its folder's width is the one its summary ran at, and folders
     that only look like one (…-w064, …-wide, a value's study folder …-w64-20) are not ladders."""

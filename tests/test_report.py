@@ -20,7 +20,7 @@ def pipeline(tmp_path_factory):
                  ("proxy", spec, "--width", "16"),
                  ("verify", spec, "--widths", "16,32", "--values", "3e-3,1e-2,3e-2", "--seeds", "1",
                   "--refine", "0"),
-                 ("transfer", spec, "--width", "32", "--steps", "10")):
+                 ("transfer", spec, "--width", "32", "--steps", "50")):
         done = run_sweep(root, *args)
         assert done.returncode in (0, 1), done.stdout + done.stderr  # coord-check / verify verdicts may fail this small
     config = next((root / "tiny" / "transfer").glob("*.yaml"))

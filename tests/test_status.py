@@ -23,6 +23,7 @@ def ended_run(root: Path, name: str) -> Path:
               "backend": "local", "job": "pid 1",
               "process": {"machine": machine_id(), "pid": 1, "start": "not the start of pid 1"}}  # ended
     (run_dir / RECORD).write_text(json.dumps(record))
+    (run_dir / "config.yaml").write_text("steps: 100\n")  # the trainer writes it before its first step
     return run_dir
 
 
@@ -83,3 +84,19 @@ def test_a_stopped_run_shows_the_final_its_own_curve_predicts(tmp_path, monkeypa
     assert ("above the interval it is held to: learning slower" in detail) == outside
     code, out, _ = run_cli("status", "--format", "json")
     assert json.loads(out)[0]["outside"] == outside
+
+
+def test_a_run_that_trained_without_its_config_is_named_after_the_others_are_listed(tmp_path, monkeypatch, run_cli):
+    """Found by an outside tester: a launched run's config.yaml deleted by hand, `sweep status` listed the run
+    without a word (and without the prediction it is held to). It is named as a refused run is, the others listed;
+    a run not yet at its first step has no config yet and is listed as before."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    for name in ("kept", "lost"):
+        (ended_run(tmp_path, name) / FOLDER).mkdir()
+        checkpoint_path(tmp_path / "full" / "runs" / name / FOLDER, 20).write_bytes(b"")
+    (tmp_path / "full" / "runs" / "lost" / "config.yaml").unlink()
+    (ended_run(tmp_path, "unstarted") / "config.yaml").unlink()
+    code, out, err = run_cli("status")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "lost/config.yaml is missing, though the run lost trained" in err and "config it was launched with" in err
+    assert "│ kept " in out and "│ unstarted " in out and "│ lost " not in out, out

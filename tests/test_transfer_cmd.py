@@ -21,10 +21,10 @@ def test_the_emitted_config_validates_records_its_provenance_and_trains(swept):
     root, spec = swept
     out = root / "full.yaml"
     done = run_sweep(root, "transfer", spec, "--width", "64", "--batch-size", "8", "--batch-rule", "sqrt",
-                     "--steps", "12", "--out", out)
+                     "--steps", "50", "--out", out)  # the fewest a full run takes (sweep/rules/target.py)
     assert done.returncode == 0, done.stdout + done.stderr
     cfg = RunConfig.load(out)
-    assert (cfg.model.width, cfg.batch_size, cfg.steps, cfg.output.kind) == (64, 8, 12, "full")
+    assert (cfg.model.width, cfg.batch_size, cfg.steps, cfg.output.kind) == (64, 8, 50, "full")
     assert cfg.checkpoint.every > 0 and cfg.guard_on()
     prov = cfg.provenance
     assert prov.study == "tiny-w16-mup" and prov.trial is not None and prov.trial_value is not None
@@ -38,7 +38,7 @@ def test_the_emitted_config_validates_records_its_provenance_and_trains(swept):
     trained = run_sweep(root, "train", out, "--quiet")
     assert trained.returncode == 0, trained.stdout + trained.stderr
     curve = pd.read_parquet(cfg.curves_root() / "study=tiny" / "kind=full")
-    assert curve["step"].max() == 12
+    assert curve["step"].max() == 50
 
 
 def test_a_named_trial_is_taken_as_is(swept):

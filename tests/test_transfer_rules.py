@@ -132,6 +132,9 @@ def test_noise_rule_warns_beyond_the_critical_batch_and_needs_a_measurement():
     (Target(width=0), r"^--width: must be a positive integer"),
     (Target(width=64, batch_rule="cubic"), r"^--batch-rule: 'cubic' is not one of none, linear, sqrt, noise"),
     (Target(width=64, steps=10, tokens=10), r"^--steps, --tokens: give one"),
+    (Target(width=64, steps=49), r"^--steps: at least 50 \(a full run"),  # as `sweep plan` holds a full run
+    (Target(width=64, tokens=50 * 16 * SEQ - 1), r"^--tokens: at least 50 steps of the full run's batch 16 "
+                                                r"\(51200 tokens\), got 51199"),
     (Target(width=64, batch_size=512, batch_rule="sqrt"), r"^--batch-rule sqrt: κ = 32"),
 ])
 def test_bad_targets_are_one_line_input_errors(target, message):

@@ -1,5 +1,6 @@
-"""A single-valued option given twice is refused (click keeps the last silently); the parameters a line gave are
-recorded for a command that must tell a typed default from an untyped one (`sweep verify --plan`)."""
+"""A single-valued option given twice is refused (click keeps the last silently), and a float typed as nan or inf
+(values.py: `finite_floats`) before its type and range are checked; the parameters a line gave are recorded for a
+command that must tell a typed default from an untyped one (`sweep verify --plan`)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -7,6 +8,7 @@ from contextvars import ContextVar
 
 from typer.core import TyperCommand
 
+from sweep.argv.values import finite_floats
 from sweep.errors import InputError
 
 
@@ -17,8 +19,9 @@ class OnceEach(TyperCommand):
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         if not ctx.resilient_parsing:  # shell completion parses half-typed lines
-            order = self.make_parser(ctx).parse_args(args=list(args))[2]
+            given, _, order = self.make_parser(ctx).parse_args(args=list(args))
             refuse_repeats(order)
+            finite_floats(self.params, given)
             TYPED.set(frozenset(param.name for param in order))
         return super().parse_args(ctx, args)
 

@@ -11,7 +11,7 @@ import typer
 
 from sweep.errors import InputError
 from sweep.paths import check_out_file, check_replaceable, check_writable
-from sweep.study.bounds import check_flag
+from sweep.study.bounds import check_flag, shown
 from trainer.folders import check_path_length
 
 NAMED_OR_PATH = {"study", "refs", "name"}  # a sweep's name or its spec, run ids, an example: names a path too
@@ -19,20 +19,17 @@ OUT_FOLDER = {"coord-check", "export"}  # their --out is a folder; `init` takes 
 
 
 def checked_flags(command: Callable, name: str) -> Callable:
-    """`command` refusing, before it starts, what no single flag's type catches: a nan or infinite float
-    (`--timeout nan`, `--mem inf`: click parses both, and `min=0` lets inf through), a number past its kind's
-    bound (sweep/study/bounds.py: `--trials 10^23`, `--workers 10^6`, `inspect --width 10^9`), a path past the
-    file system's name or length limits (ENAMETOOLONG), and an `--out` that cannot be written (an existing folder
-    where a file goes, a file in the way of a folder, a read-only place) or must not be (a file the command did not
-    write: sweep/paths.py's `check_replaceable`)."""
+    """`command` refusing, before it starts, what no single flag's type catches (a nan or infinite float is refused
+    as it is parsed: `finite_floats`): a number past its kind's bound (sweep/study/bounds.py: `--trials 10^23`,
+    `--workers 10^6`, `inspect --width 10^9`), a path past the file system's name or length limits (ENAMETOOLONG),
+    and an `--out` that cannot be written (an existing folder where a file goes, a file in the way of a folder, a
+    read-only place) or must not be (a file the command did not write: sweep/paths.py's `check_replaceable`)."""
     shown = {flag: flag.upper() if isinstance(p.default, typer.models.ArgumentInfo) else f"--{flag.replace('_', '-')}"
              for flag, p in inspect.signature(command).parameters.items()}
 
     @functools.wraps(command)
     def checked(**kwargs):
         for flag, value in kwargs.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise InputError(f"{shown[flag]}: must be a finite number, got {value}")
             check_flag(name, flag, shown[flag], value)
             if isinstance(value, Path) or flag in NAMED_OR_PATH and isinstance(value, str):
                 check_path_length(Path(value), shown[flag])
@@ -47,3 +44,35 @@ def checked_flags(command: Callable, name: str) -> Callable:
         return command(**kwargs)
 
     return checked
+
+
+def finite_floats(params: list, given: dict) -> None:
+    """Every float flag's value as typed (`given`: click's parser's, before any type or range is checked) finite:
+    `--timeout nan` and `--mem inf` parse as floats, and typer's range check met a nan or infinity first, so
+    `--device-memory nan` read "≤ 1048576", a bound the value never passed. The line says what is allowed."""
+    for param in params:
+        if param.name not in given or not is_float(param):
+            continue
+        typed = given[param.name]
+        for value in typed if isinstance(typed, list | tuple) else [typed]:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                continue  # not a number: the type's own line
+            if not math.isfinite(number):
+                raise InputError(f"{param.opts[0]}: must be a finite number{allowed_range(param)}, got {value}")
+
+
+def is_float(param) -> bool:
+    """A float option: typer ≥ 0.26 checks it by its annotation (pydantic), older typer by click's float type."""
+    kind = getattr(param, "type_descriptor", None)
+    if kind is not None:
+        return kind.annotation is float
+    return getattr(getattr(param, "type", None), "name", "").startswith("float")
+
+
+def allowed_range(param) -> str:
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if low is not None and high is not None:
+        return f" from {shown(low)} to {shown(high)}"
+    return f" of at least {shown(low)}" if low is not None else f" of at most {shown(high)}" if high is not None else ""

@@ -24,7 +24,6 @@ runs (sweep/forecast/own_curve.py) follow the ladders, as one width ladder on th
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from sweep.errors import InputError
 from sweep.forecast.design import Ladder, total
 from sweep.forecast.interval import Z95, Noise, at_target
 from sweep.forecast.live import RATIO_RUNS
-from sweep.paths import inside_root
+from sweep.paths import named_inside
 from trainer import yaml_io
 from trainer.atomic import atomic_path
 from trainer.config import MAX_BATCH, MAX_DEPTH, MAX_TOKENS, MAX_WIDTH
@@ -89,8 +88,8 @@ def read(path: Path, root: Path | None = None) -> dict:
     opened (reading one would hang or never end), and so is a file too large to be a plan; its YAML is read as every
     command reads a spec (trainer/yaml_io.py: nested past 100 levels was a RecursionError)."""
     path = Path(path)
-    if root is not None and Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root))):
-        inside_root(path, root, "--plan")
+    if root is not None:
+        named_inside(path, root, "--plan")
     try:
         if not path.exists():
             raise FileNotFoundError(path)

@@ -40,10 +40,10 @@ from sweep.plan.request import SHARE, PlanRequest
 from sweep.plan.shapes import Shape, Sizer
 from sweep.rules.bracket import REFINE
 from sweep.rules.prior import Prior, prior_for
+from sweep.rules.target import MIN_STEPS
 from sweep.study.spec import load_spec
 
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
-MIN_STEPS = 50  # a rung shorter than this measures its warmup, not its optimum
 MIN_WIDTH = 32
 WIDTH_QUANTUM = 64  # --params: the width searched in steps of this
 VAGUE = 1.0  # the slope's prior sd where none is published: 0 ± 2 at 95 % (the published ones span −0.5 to 1)

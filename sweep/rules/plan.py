@@ -38,7 +38,7 @@ from sweep.rules import batch as batch_rules
 from sweep.rules import horizon
 from sweep.rules.change import Change
 from sweep.rules.fitted import EXTRAPOLATION, Law
-from sweep.rules.target import Target
+from sweep.rules.target import MIN_STEPS, Target
 from trainer.config import ConfigError, RunConfig
 
 SECOND_MOMENT_BETA2 = ("adamw", "adam_atan2", "schedulefree_adamw", "muon")  # optimizer.beta2: an Adam v EMA
@@ -101,6 +101,9 @@ def transfer_run(proxy: RunConfig, target: Target, tokens_per_example: int,
     _budget(edit, proxy, target, proxy_steps * tps)
     new_tps = new_batch * tokens_per_example
     new_steps = RunConfig.parse({**edit.run, "provenance": {}}).total_steps(tokens_per_example)
+    if target.tokens is not None and target.tokens < MIN_STEPS * new_tps:  # as `sweep plan` holds it (--steps: check)
+        raise InputError(f"--tokens: at least {MIN_STEPS} steps of the full run's batch {new_batch} "
+                         f"({MIN_STEPS * new_tps} tokens), got {target.tokens}")
 
     lr = _batch(edit, proxy, target, kappa, b_noise, warnings)
     ratios = {"batch_size": (batch, new_batch, target.batch_rule == "fitted"),

@@ -15,6 +15,7 @@ ROLE_RULES = ("kept", "fitted")
 WARMUP_RULES = ("fraction", "tokens")
 BETA2_RULES = ("halflife", "none")
 WEIGHT_DECAY_RULES = ("tokens", "fraction", "none")
+MIN_STEPS = 50  # a full run (or a ladder's rung) shorter than this measures its warmup, not its optimum
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,11 @@ class Target:
             if value not in allowed:
                 raise InputError(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
         for flag, value in (("--width", self.width), ("--depth", self.depth), ("--batch-size", self.batch_size),
-                            ("--steps", self.steps), ("--tokens", self.tokens)):
+                            ("--tokens", self.tokens)):
             if value is not None and value < 1:
                 raise InputError(f"{flag}: must be a positive integer, got {value}")
         if self.steps is not None and self.tokens is not None:
             raise InputError("--steps, --tokens: give one, not both")
+        if self.steps is not None and self.steps < MIN_STEPS:  # as `sweep plan` holds the full run's --tokens
+            raise InputError(f"--steps: at least {MIN_STEPS} (a full run shorter than that measures its warmup, "
+                             f"not its optimum), got {self.steps}")

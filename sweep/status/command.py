@@ -86,7 +86,9 @@ def run_state(run_dir: Path) -> dict:
         state, detail = scheduler_state(record)
     if state is None:
         state, detail = ended_state(run_dir, record, detail)
-    logged = last_logged(Path(record["curve"])) or {"step": None, "train_loss": None, "val_loss": None}
+    logged = last_logged(Path(record["curve"]))
+    config_kept(run_dir, record, logged)
+    logged = logged or {"step": None, "train_loss": None, "val_loss": None}
     prediction = read_prediction(run_dir)
     predicted, outside = held_to(prediction, logged["val_loss"], state in ("done", "diverged"))
     if outside:
@@ -134,6 +136,18 @@ def kept_out_of_links(run_dir: Path, record: dict) -> None:
     kept_inside([path for path in [run_dir / "result.json", *folders] if path.exists() or path.is_symlink()], root,
                 "runs")  # the folders before what is in them: no folder out of the root is listed
     kept_inside([path for folder in folders if folder.is_dir() for path in folder.iterdir()], root, "runs")
+
+
+def config_kept(run_dir: Path, record: dict, logged: dict | None) -> None:
+    """A run that trained (a logged step, a result or a checkpoint) still holds the config.yaml the trainer wrote
+    before its first step (trainer/loop.py), else an InputError naming it: deleted by hand, the run was listed without
+    its prediction and without a word. A run not yet started (queued) has none yet."""
+    config = run_dir / "config.yaml"
+    if config.exists() or config.is_symlink():  # a link is refused where it is read (sweep/runs/prediction.py)
+        return
+    if logged or (run_dir / "result.json").exists() or latest_checkpoint(*checkpoint_folders(run_dir, record)):
+        raise InputError(f"runs: {config} is missing, though the run {record['run']} trained (its curve, result or "
+                         "checkpoints are there); put back the config it was launched with")
 
 
 def scheduler_state(record: dict) -> tuple[str | None, str]:

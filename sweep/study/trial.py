@@ -14,13 +14,14 @@ that survives it is trained on the remaining seeds, and its value is the mean of
 from __future__ import annotations
 
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import TrialState
 
 from sweep.errors import as_fault
-from sweep.paths import curve_folder
+from sweep.paths import curve_folder, inside_root
 from sweep.study.liveness import Heartbeat
 from sweep.study.space import set_path
 from sweep.study.spec import StudySpec
@@ -62,6 +63,8 @@ def check_run_folder(cfg: RunConfig) -> None:
     """A trial resumes its run folder only when the folder holds the same run (a retry): a folder left
     by another sweep under the same name, with another config, is never continued."""
     recorded = cfg.run_dir() / "config.yaml"
+    if recorded.is_symlink():  # read only inside the root: a link planted there never leads a read out of it
+        inside_root(recorded, Path(cfg.output.root), "output.run")
     if recorded.is_file() and content_id(RunConfig.load(recorded)) != content_id(cfg):
         raise ConfigError(f"output.run: {cfg.run_dir()} holds another run's config; set another output.run, or move "
                           "it away")

@@ -86,7 +86,7 @@ VERB_OPTIONS = {  # flag → plausible values (None: a switch), drawn by mutate_
         "--depth": ["2", "0"],
         "--batch-size": ["4", "0", "3"],
         "--tokens": ["1000", "0"],
-        "--steps": ["4", "0"],
+        "--steps": ["50", "4", "0"],
         "--batch-rule": ["none", "sqrt", "linear", "noise", "fitted", "cubic"],
         "--horizon-rule": ["none", "fitted", "x"],
         "--depth-rule": ["model", "fitted", "x"],

@@ -65,7 +65,7 @@ def case_for(draw, verb: str) -> Case:
         spec, classes = draw(spec_argument()) if verb != "doctor" or draw(st.booleans()) else draw(config_argument())
         base = {
             "proxy": ["--width", str(WIDTH)],
-            "transfer": ["--width", "64", "--steps", "4"],
+            "transfer": ["--width", "64", "--steps", "50"],
             "doctor": [],
             "verify": [
                 "--widths",

@@ -10,6 +10,14 @@ from trainer.predicted import RATIO, REFINE_FROM
 
 TABLES = {"curve": ("fraction", "loss", "low", "high"), "refine": ("fraction", "ratio", "half")}
 REFINE_KEYS = {"fraction", "ratio", "half", "runs", "widths"}
+# every key `sweep transfer` writes, and no other (a hand-edited or misspelled key was kept without a word): the fit
+# (sweep/rules/scaling.py `predict`: the final interval, the law's own keys in each of its forms, additive and
+# local), where the target lies and the law's held-out check (sweep/rules/ladder.py `predicted_loss`), the band and
+# the ratios or why there are none (sweep/transfer/command.py `live_band`). tests/test_prediction.py holds transfer's
+# own output to it, so the list cannot drift.
+FIT_KEYS = {"loss", "low", "high", "level", "rms", "points", "forms", "target", "form", "source", "unknowns"}
+LAW_KEYS = {"E", "A", "B", "alpha", "beta", "c", "a", "b", "g", "N0", "D0"}
+KEYS = FIT_KEYS | LAW_KEYS | {"beyond", "cut_at_zero", "held_out"} | set(TABLES) | {"no_band", "no_refine"}
 
 
 def finite(x) -> bool:
@@ -20,7 +28,10 @@ def finite(x) -> bool:
 def check_prediction(value: dict) -> dict:
     """The tables parallel lists of finite numbers, the fractions rising within [0, 1], the curve's low at most its
     high; refine from REFINE_FROM on, its ratios within RATIO and its half-widths in [0, ratio); a prediction
-    with anything in it has its final loss ≥ 0 and interval 0 ≤ low ≤ high (what transfer writes)."""
+    with anything in it has its final loss ≥ 0 and interval 0 ≤ low ≤ high (what transfer writes); no key
+    transfer never writes (KEYS)."""
+    if extra := sorted(set(value) - KEYS, key=str):
+        raise ValueError(f"unknown key {extra[0]!r}: not one `sweep transfer` writes ({', '.join(sorted(KEYS))})")
     for key, columns in TABLES.items():
         if key in value:
             check_table(key, value[key], columns)

@@ -210,6 +210,16 @@ class RunConfig(Strict):
         return self
 
     @model_validator(mode="after")
+    def _block_holds_a_sequence(self) -> RunConfig:
+        """A model's block_size (its positions) is at least the data's seq_len: shorter, the first forward pass failed
+        with a traceback, after the run's folder was made (found by the fuzzer through `sweep doctor`)."""
+        block = self.model.options.get("block_size")
+        if isinstance(block, int) and not isinstance(block, bool) and block < self.data.seq_len:
+            raise ValueError(f"model.options.block_size: {block} is shorter than data.seq_len {self.data.seq_len}; "
+                             "at least the sequence length")
+        return self
+
+    @model_validator(mode="after")
     def _schedule_free_is_constant(self) -> RunConfig:
         """Schedule-Free's averaging replaces the decay (Defazio et al. 2024): a decaying schedule on top is refused."""
         if self.optimizer.name == "schedulefree_adamw" and self.schedule.kind != "constant":
