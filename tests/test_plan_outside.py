@@ -375,3 +375,8 @@ def test_the_own_curve_ladder_runs_the_full_runs_schedule_in_a_folder_of_its_own
     proxy = RunConfig.parse(base_run(load_spec(EXAMPLES / "demo.yaml"), job.width, "mup"))
     assert proxy.batch_size == 16 and 1 - ran.optimizer.beta1 == pytest.approx(2 * (1 - proxy.optimizer.beta1))
     assert list(tmp_path.iterdir()) == []
+    long = tmp_path / "long.yaml"  # its folder's name is checked as the others' are, before the plan's ladders run
+    long.write_text(yaml.safe_dump({**yaml.safe_load((EXAMPLES / "demo.yaml").read_text()), "name": "n" * 70}))
+    with pytest.raises(InputError, match="^name: this verify's study n+… is longer than 100 characters"):
+        check_request(VerifyRequest(long, across="width=64,128", parametrizations="mup", trials_from="spec",
+                                    span="0.0005,0.002,3", schedule=(3, 32, 614400)))

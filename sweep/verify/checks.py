@@ -77,7 +77,8 @@ def check_request(r: VerifyRequest) -> Checked:
         raise InputError(f"--refine: extra grid points per axis value, 0 to {MAX_REFINE}, got {r.refine}")
     check_ladder(r, axis)
     check_search_path(r.param, f"--param {r.param}")  # before the folder its name makes is judged
-    longest = axis_folder(spec.name, r.param, axis.name, r.ladder_width, r.ladder_batch)
+    longest = schedule_folder(spec.name, r.param, *r.schedule) if r.schedule else \
+        axis_folder(spec.name, r.param, axis.name, r.ladder_width, r.ladder_batch)
     check_study_names(spec, longest, axis, f"-r{ROUNDS}" if r.refine else "")
     chosen, source, width = settings(r, spec, axis)
     ladder = None if r.ladder_width == width else r.ladder_width  # the proxy's own width: the default folder
