@@ -179,3 +179,30 @@ def test_transfer_says_why_the_ladder_gives_no_ratios():
     early = [r[(r["step"] < 0.5 * END["step"]) | (r["step"] == END["step"])] for r in rungs()]  # nothing from half on
     assert ratios(early, END) is None
     assert "give no ratio with an interval from 50% of the run" in without_ratios(early, END)
+
+
+def test_transfer_reads_the_own_curve_runs_sweep_plan_bought(tmp_path):
+    """`sweep verify --plan` runs the plan's own-curve entry as a width ladder on the full run's schedule, in a folder
+    of its own (summary.py `schedule_folder`); `ladder_runs(every_seed=True)` reads every seed of its best trial at
+    each width there, and those give the loss ratios `sweep transfer` records (none were read before)."""
+    from sweep.rules.ladder import ladder_runs
+    from sweep.rules.summary import schedule_folder
+    from trainer.curves import CurveWriter
+
+    folder = schedule_folder("v", "optimizer.lr", END["depth"], END["batch_size"], END["tokens"])
+    (tmp_path / folder).mkdir()
+    runs = rungs(widths=(32, 64))
+    points = pd.DataFrame({"parametrization": "mup", "width": [32] * 4 + [64] * 4, "trial": [0, 0, 1, 1] * 2,
+                           "loss": [3.0, 3.1, 2.0, 2.1] * 2})  # trial 1 the best at each width
+    points.to_parquet(tmp_path / folder / "points.parquet")
+    for i, rows in enumerate(runs):
+        width, seed = int(rows["width"].iloc[0]), i % 2
+        writer = CurveWriter(tmp_path / folder / "curves", folder, "proxy", f"w{width}-mup-t00001-s{seed}")
+        for row in rows.to_dict("records"):
+            writer.log({**row, "step": int(row["step"])})
+        writer.close()
+    every = ladder_runs(str(tmp_path), "v", every_seed=True)
+    assert len(every) == 4 and sorted({int(r["width"].iloc[-1]) for r in every}) == [32, 64]
+    refine = ratios(every, END)
+    assert refine["runs"] == 4 and refine["widths"] == [32, 64]
+    np.testing.assert_allclose(refine["ratio"], true_ratio(128, refine["fraction"]))

@@ -52,7 +52,12 @@ def test_the_plan_prices_a_run_as_the_trainer_counts_it_and_the_full_run_also_at
     width = next(ld for ld in plan["ladders"] if ld["across"] == "width")
     assert width["flops"] == pytest.approx(width["grid"] * width["seeds"] * sum(
         sizer.shape(w).flops_per_token * tokens for w in width["rungs"]))
-    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]))
+    own = plan["own_curve"]  # the full run's schedule (its depth and tokens) at the proxy's width and one up
+    assert own["widths"] == [plan["proxy"]["width"], 2 * plan["proxy"]["width"]] and own["tokens"] == 10 ** 7
+    assert own["flops"] == pytest.approx(own["grid"] * own["seeds"] * sum(
+        sizer.shape(w).flops_per_token * 10 ** 7 for w in own["widths"]))
+    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]) + own["flops"])
+    assert plan["total"]["runs"] == sum(ld["runs"] for ld in plan["ladders"]) + own["runs"]
 
 
 def test_expected_interval_is_a_regression_slopes_standard_error_combined_with_the_prior():
@@ -337,3 +342,48 @@ def test_a_plan_without_a_width_ladder_says_transfer_will_predict_no_loss(tmp_pa
     run_plan(PlanRequest(EXAMPLES / "demo.yaml", 16 * 153600, width=256, flops=1e20), Console(width=400, file=shown))
     assert "lr × width: no ladder; the prior alone" in shown.getvalue()
     assert "`sweep transfer` predicts no final loss" in shown.getvalue() and "--widths" in shown.getvalue()
+
+
+def test_the_own_curve_runs_are_bought_only_from_what_the_ladders_leave_else_one_line(tmp_path, monkeypatch):
+    """The laws keep priority: the full run's schedule at two proxy widths is bought only where the ladders leave
+    its FLOPs; else one line says what it would cost and the budget that buys it beside the ladders, and that budget,
+    typed back as printed, does."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 10 ** 7, width=512, share=0.5)
+    console = Console(record=True, width=1000)
+    run_plan(request, console)
+    plan = planfile.read(tmp_path / "demo" / "plan.yaml")
+    line = plan["verdict"]["own_curve"]
+    assert plan["own_curve"] is None and line in console.export_text().splitlines()
+    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]))
+    assert re.match(r"final loss × own curve: not bought: its 12 runs on the full run's schedule \(widths 32, 64\) "
+                    r"cost [0-9.e+]+ FLOPs \([0-9.]+ % of the full run\)", line)
+    flag, value, proxy = re.search(r"`(--share|--flops) ([0-9.e+]+) --proxy-width ([0-9]+)` would buy", line).groups()
+    budget = {"share": float(value)} if flag == "--share" else {"share": None, "flops": float(value)}
+    console = Console(record=True, width=1000)
+    run_plan(replace(request, proxy_width=int(proxy), **budget), console)
+    bought = planfile.read(tmp_path / "demo" / "plan.yaml")
+    assert bought["own_curve"]["widths"] == [32, 64] and bought["verdict"]["own_curve"] == ""
+    assert bought["total"]["flops"] <= bought["budget"]["flops"]
+    row = next(line for line in console.export_text().splitlines() if "final loss × own curve" in line)
+    assert re.search(r"│ width +│ 32, 64 +│ +2 │ +3 │ +12 │ +[0-9.e+]+ │ +[0-9.]+ % │ +- │ "
+                     r"the final loss from the run's own curve, from 50 % of the run on", row), row
+
+
+def test_the_own_curve_widths_are_the_proxys_and_one_octave_up_under_the_full_run():
+    from sweep.forecast.own_curve import widths
+
+    assert widths(64, 2048, 32) == [64, 128]
+    assert widths(64, 128, 32) == [32, 64]  # up would reach the full run's width: one octave down
+    assert widths(32, 64, 32) == []  # neither pair fits: said, not bought
+    assert widths(16, 128, 32) == [16, 32]  # a --proxy-width under the smallest searched is the user's choice
+
+
+def test_the_own_curve_runs_are_not_bought_where_no_ladder_across_width_gives_transfer_a_final_loss():
+    """transfer records the loss ratios beside the loss law's final loss, fitted across width and tokens: without a
+    width ladder the runs would buy nothing, so they are said and not bought, whatever the budget."""
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16), "demo")
+    assert [ld["across"] for ld in plan["ladders"]] == ["tokens"] and plan["own_curve"] is None
+    assert plan["verdict"]["own_curve"] == ("final loss × own curve: not bought: transfer records the loss ratios "
+                                            "beside the loss law's final loss, which needs a ladder across width, and "
+                                            "the plan has none")

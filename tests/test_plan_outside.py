@@ -83,6 +83,13 @@ def _plan(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path / "demo" / "plan.yaml"
 
 
+def _plan_own(tmp_path: Path, monkeypatch) -> Path:
+    """A plan that buys the own-curve runs (sweep/forecast/own_curve.py): beside a ladder across width."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16, goal=0.3), QUIET)
+    return tmp_path / "demo" / "plan.yaml"
+
+
 def _edited(path: Path, edit) -> Path:
     plan = yaml.safe_load(path.read_text())
     edit(plan)
@@ -120,11 +127,30 @@ def _edited(path: Path, edit) -> Path:
     (lambda p: p["ladders"][0]["rungs"].append(10 ** 14), "ladders[0].rungs: within [9600, 1.2288e+06]"),
     (lambda p: p["ladders"][0]["rungs"].append(1228801), "ladders[0].rungs: within"),  # 2 × the target's 614400
     (lambda p: p["ladders"][0]["rungs"].append(9599), "ladders[0].rungs: within"),  # the proxy's 153600 / 16
+    # the own-curve runs (sweep/forecast/own_curve.py), read as strictly as a ladder
+    (lambda p: p.update(own_curve=[64, 128]), "own_curve: a mapping"),
+    (lambda p: p["own_curve"].update(widths=[64]), "own_curve.widths: two to 8 distinct widths"),
+    (lambda p: p["own_curve"].update(widths=[64, 64]), "own_curve.widths: two to 8 distinct widths"),
+    (lambda p: p["own_curve"].update(widths=[64, 256]), "own_curve.widths[1]: a whole number in [1, 255]"),
+    (lambda p: p["own_curve"].update(seeds=1), "own_curve.seeds: 3 runs or more over the widths"),
+    (lambda p: p["own_curve"].update(grid=4), "own_curve.grid: an odd number"),
+    (lambda p: p["own_curve"].update(tokens=1.5), "own_curve.tokens: a whole number"),
+    (lambda p: p["own_curve"].update(batch_size=0), "own_curve.batch_size: a whole number"),
+    (lambda p: p["own_curve"].pop("depth"), "own_curve.depth: a whole number"),
+    (lambda p: p["own_curve"].update(steps=9), "own_curve.steps: not an own-curve field"),
 ])
 def test_a_hand_edited_plan_is_one_line_naming_the_field(tmp_path, monkeypatch, edit, field):
-    path = _edited(_plan(tmp_path, monkeypatch), edit)
+    path = _edited((_plan_own if field.startswith("own_curve") else _plan)(tmp_path, monkeypatch), edit)
     with pytest.raises(InputError, match=f"^--plan: {re.escape(field)}"):
         planfile.read(path, tmp_path)
+
+
+def test_the_own_curve_runs_round_trip_through_the_plan_file(tmp_path, monkeypatch):
+    """What `sweep plan` bought for the full run's own-curve prediction is what `sweep verify --plan` reads back."""
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=1e16, goal=0.3), "demo")
+    read = planfile.read(_plan_own(tmp_path, monkeypatch), tmp_path)
+    assert read["own_curve"] == plan["own_curve"] and read["own_curve"]["widths"] == [64, 128]
+    assert (read["own_curve"]["depth"], read["own_curve"]["batch_size"], read["own_curve"]["tokens"]) == (2, 16, 614400)
 
 
 def test_rungs_an_octave_past_where_sweep_plan_bounds_a_ladder_are_read(tmp_path, monkeypatch):
@@ -284,3 +310,73 @@ def test_a_plan_made_again_on_another_grid_names_its_ladder_and_the_way_out(tmp_
     with pytest.raises(InputError, match=f"^--plan: ladders\\[0\\] \\({name}\\): a rung of it was run before") as err:
         run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
     assert "grid:" in str(err.value) and "put it back" not in str(err.value)
+
+
+def test_verify_plan_runs_the_own_curve_after_the_ladders_on_the_full_runs_schedule(tmp_path, monkeypatch):
+    """The plan's own-curve entry is one width ladder over its widths on the full run's schedule (depth, batch,
+    tokens), μP, its seeds and a grid of its size, after every ladder; interrupted, it is said not finished and the
+    same command runs the same call again (verify's studies resume: nothing trains twice)."""
+    path = _plan_own(tmp_path, monkeypatch)
+    own = planfile.read(path, tmp_path)["own_curve"]
+    requests = []
+
+    def verify(request):  # Ctrl-C in the own-curve runs the first time
+        requests.append(request)
+        return 130 if request.schedule and sum(r.schedule is not None for r in requests) == 1 else 0
+
+    _verify_faked(monkeypatch, verify)
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 130
+    assert f"{own['name']}: not finished at widths [64, 128]: the same command resumes it" in console.export_text()
+    first = len(requests)
+    assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 0
+    last = requests[-1]
+    assert [r.schedule is not None for r in requests] == [False] * (first - 1) + [True] + [False] * (first - 1) + [True]
+    assert requests[first - 1] == last and last.across == "width=64,128"
+    assert (last.schedule, last.seeds, last.parametrizations, last.param) == ((2, 16, 614400), 2, "mup",
+                                                                              "optimizer.lr")
+    assert last.span == f"{0.01 / 2},{0.01 * 2},3"
+    assert "ran on the full run's schedule; `sweep transfer` records the loss ratios" in console.export_text()
+
+
+def test_a_refused_own_curve_names_the_plans_entry_before_anything_trains(tmp_path, monkeypatch):
+    import sweep.verify.planned as planned
+
+    path = _plan_own(tmp_path, monkeypatch)
+    calls = _verify_faked(monkeypatch, lambda request: 0)
+
+    def check(request):
+        if request.schedule:
+            raise InputError("--across width=64,128: AdamW's moments at this batch: κ = 16 makes beta1 = −0.6")
+    monkeypatch.setattr(planned, "check_request", check)
+    with pytest.raises(InputError, match=r"^--plan: own_curve \(final loss × own curve\), width=64,128: AdamW"):
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+    assert calls == []
+
+
+def test_the_own_curve_ladder_runs_the_full_runs_schedule_in_a_folder_of_its_own(tmp_path, monkeypatch):
+    """verify's width ladder on a full run's schedule (what `--plan` runs for the own-curve entry): every run at the
+    full run's depth, batch and tokens (so its steps), AdamW's moments moved as transfer moves the full run's, in a
+    folder transfer's `ladder_runs` reads and no law does; checked, nothing written."""
+    from sweep.rules.summary import schedule_folder
+    from sweep.study.spec import load_spec
+    from sweep.study.trial import base_run
+    from sweep.verify.checks import check_request
+    from trainer.config import RunConfig
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    checked = check_request(VerifyRequest(EXAMPLES / "demo.yaml", across="width=64,128", parametrizations="mup",
+                                          trials_from="spec", span="0.0005,0.002,3", schedule=(3, 32, 614400)))
+    assert checked.out.name == schedule_folder("demo", "optimizer.lr", 3, 32, 614400)
+    assert {at: (s["depth"], s["batch_size"], s["steps"], s["tokens"]) for at, s in checked.shapes.items()} == {
+        64: (3, 32, 300, 614400), 128: (3, 32, 300, 614400)}
+    _, job = checked.jobs[0]
+    ran = RunConfig.parse(base_run(job.spec, job.width, "mup"))
+    proxy = RunConfig.parse(base_run(load_spec(EXAMPLES / "demo.yaml"), job.width, "mup"))
+    assert proxy.batch_size == 16 and 1 - ran.optimizer.beta1 == pytest.approx(2 * (1 - proxy.optimizer.beta1))
+    assert list(tmp_path.iterdir()) == []
+    long = tmp_path / "long.yaml"  # its folder's name is checked as the others' are, before the plan's ladders run
+    long.write_text(yaml.safe_dump({**yaml.safe_load((EXAMPLES / "demo.yaml").read_text()), "name": "n" * 70}))
+    with pytest.raises(InputError, match="^name: this verify's study n+… is longer than 100 characters"):
+        check_request(VerifyRequest(long, across="width=64,128", parametrizations="mup", trials_from="spec",
+                                    span="0.0005,0.002,3", schedule=(3, 32, 614400)))

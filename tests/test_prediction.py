@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sweep.errors import InputError
+from sweep.plan.command import PlanRequest, make_plan
 from sweep.rules.ladder import ladder_points, predicted_loss
 from sweep.rules.scaling import held_out, predict
 from sweep.rules.summary import write_summary
@@ -113,7 +114,8 @@ def test_the_local_form_reaches_no_farther_than_the_widths_where_its_term_is_mea
 def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(tmp_path):
     """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer: the
     second width's studies and summary are its own (never the proxy's ladder resumed at another width), and its
-    points give the loss law the width × tokens term."""
+    points give the loss law the width × tokens term; then the own-curve runs `sweep plan` buys, run by `sweep verify
+    --plan`, give transfer the loss ratios of the full run's own curve."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
@@ -145,6 +147,18 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     said = RunConfig.load(tmp_path / "w128.yaml").provenance.prediction["no_refine"]
     assert said.startswith("the ladder ran 2 run(s) on its schedule (depth 2, batch") and "(widths: 32, 64)" in said
     assert "no final loss from its own curve" in done.stdout
+    # `sweep plan` buys the runs on that schedule at two widths and `sweep verify --plan` runs them (the plan's law
+    # ladder dropped here: the steps ladders above give the law); transfer then records the ratios
+    plan = make_plan(PlanRequest(spec, 80 * 32, width=128, flops=1e12, proxy_width=32, goal=0.3), "v")
+    assert plan["own_curve"]["widths"] == [32, 64]
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump({**plan, "ladders": []}, sort_keys=False, allow_unicode=True))
+    done = run_sweep(tmp_path, "verify", spec, "--plan", tmp_path / "plan.yaml", "--workers", "2", "--refine", "0",
+                     timeout=600)
+    assert done.returncode in (0, 1) and "ran on the full run's schedule" in done.stdout, done.stdout + done.stderr
+    done = run_sweep(tmp_path, "transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
+    refine = RunConfig.load(tmp_path / "w128.yaml").provenance.prediction["refine"]
+    assert refine["widths"] == [32, 64] and refine["runs"] == 6  # the plan's 2 seeds × 2 widths, the ladders' 2
+    assert "the trainer predicts the final loss from its own curve" in " ".join(done.stdout.split())
 
 
 def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):

@@ -8,15 +8,18 @@
     noise: {vertex_sd, source}
     ladders: [{name, param, across, rungs, seeds, grid, runs, flops, prior {centre, spread, source, low, high},
                prior_at_target, expected_half_width, expected_at_target, proxy_value, target_value}]
-    total: {runs, flops, share}
-    verdict: {reached, line, needed}
+    own_curve: {name, widths, seeds, grid, runs, flops, width, depth, batch_size, tokens}, or null where not bought
+    total: {runs, flops, share}  (the ladders' and the own-curve runs')
+    verdict: {reached, line, needed, own_curve: the line saying why the own-curve runs were not bought, or ""}
 
 Running it (`execute`): each ladder is a `sweep verify --across AXIS=rungs` at the proxy width, its grid
 centre × 2^k for k = −K … K (K = (grid − 1)/2), μP only, the plan's seeds; rung by rung (the proxy's own rung and
 the next first, then one more per call: verify's studies are per rung and resume, so a call reruns nothing), and a
 ladder stops once the posterior verify records for the law (its measurement's conjugate update of the published
 prior, sweep/rules/prior.py), carried to the target, reaches the goal, or its rungs are spent. A rung that does not
-finish (Ctrl-C, trials left) stops the plan there, said as not finished rather than as an interval.
+finish (Ctrl-C, trials left) stops the plan there, said as not finished rather than as an interval. The own-curve
+runs (sweep/forecast/own_curve.py) follow the ladders, as one width ladder on the full run's schedule
+(sweep/verify/planned.py).
 """
 from __future__ import annotations
 
@@ -29,16 +32,20 @@ import yaml
 from sweep.errors import InputError
 from sweep.forecast.design import Ladder, total
 from sweep.forecast.interval import Z95, Noise, at_target
+from sweep.forecast.live import RATIO_RUNS
 from sweep.paths import named_inside
 from trainer import yaml_io
 from trainer.atomic import atomic_path
+from trainer.config import MAX_BATCH, MAX_DEPTH, MAX_TOKENS, MAX_WIDTH
 
 VERSION = 1
 
 
 def plan_dict(name: str, request, target, batch: int, full: float, kaplan: float, budget: float, sizer,
-              proxy: int, ladders: list[Ladder], noise: Noise, verdict: dict) -> dict:
+              proxy: int, ladders: list[Ladder], noise: Noise, verdict: dict, own: dict | None = None) -> dict:
     shape = sizer.shape(proxy)
+    runs = sum(ld.runs() for ld in ladders) + (own["runs"] if own else 0)
+    flops = total(ladders) + (own["flops"] if own else 0.0)
     return {
         "plan": VERSION, "study": name, "spec": str(request.spec),
         "target": {"width": target.width, "depth": target.depth, "params": target.params,
@@ -48,7 +55,8 @@ def plan_dict(name: str, request, target, batch: int, full: float, kaplan: float
                   "tokens": sizer.proxy_tokens()},
         "noise": {"vertex_sd": noise.vertex_sd, "source": noise.source},
         "ladders": [ladder_dict(ld, noise) for ld in ladders],
-        "total": {"runs": sum(ld.runs() for ld in ladders), "flops": total(ladders), "share": total(ladders) / full},
+        "own_curve": own,
+        "total": {"runs": runs, "flops": flops, "share": flops / full},
         "verdict": {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in verdict.items()},
     }
 
@@ -110,6 +118,8 @@ def read(path: Path, root: Path | None = None) -> dict:
     if not isinstance(plan.get("proxy"), dict):
         raise InputError(f"--plan: proxy: a mapping with the proxy's width, got {plan.get('proxy')!r}")
     _number_in(plan["proxy"].get("width"), "proxy.width", 1, 2 ** 20, whole=True)
+    if plan.get("own_curve") is not None:
+        _own_curve(plan["own_curve"])
     return plan
 
 
@@ -117,7 +127,9 @@ MAX_GRID = 63  # odd, within the 64 points `sweep verify` scans (sweep/verify/gr
 MAX_NAME = 80  # sweep plan's names are `lr × width` and the like
 AXES = ("width", "batch_size", "tokens", "depth")  # sweep plan's ladders (sweep/plan/command.py)
 PARAMS = ("optimizer.lr",)
-FIELDS = ("plan", "study", "spec", "target", "budget", "goal", "proxy", "noise", "ladders", "total", "verdict")
+FIELDS = ("plan", "study", "spec", "target", "budget", "goal", "proxy", "noise", "ladders", "own_curve", "total",
+          "verdict")
+OWN_FIELDS = ("name", "widths", "seeds", "grid", "runs", "flops", "width", "depth", "batch_size", "tokens")  # own_curve
 LADDER_FIELDS = ("name", "param", "across", "rungs", "seeds", "grid", "runs", "flops", "prior", "prior_at_target",
                  "expected_half_width", "expected_at_target", "proxy_value", "target_value")  # ladder_dict's
 REACH = 16  # a rung within [min(proxy, target) / REACH, 2 · max(proxy, target)] (`_in_reach`)
@@ -196,6 +208,33 @@ def _ladder(ld, field: str) -> None:
     if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
         raise InputError(f"--plan: {field}.name: the law's name, 1 to {MAX_NAME} printable characters, got "
                          f"{name!r:.{MAX_NAME}}")
+
+
+def _own_curve(own) -> None:
+    """The full run's schedule at two widths or more (sweep/forecast/own_curve.py), no field more: distinct widths under
+    the full run's, seeds enough for RATIO_RUNS runs, an odd grid, the full run's depth, batch and whole tokens."""
+    if not isinstance(own, dict):
+        raise InputError(f"--plan: own_curve: a mapping of the runs on the full run's schedule, got {own!r:.80}")
+    _fields(own, OWN_FIELDS, "own_curve.", "an own-curve")
+    full = _number_in(own.get("width"), "own_curve.width", 2, MAX_WIDTH, whole=True)
+    widths = own.get("widths")
+    if not (isinstance(widths, list) and 2 <= len(widths) <= 8 and len(set(map(str, widths))) == len(widths)):
+        raise InputError(f"--plan: own_curve.widths: two to 8 distinct widths, got {widths!r:.80}")
+    for j, width in enumerate(widths):
+        _number_in(width, f"own_curve.widths[{j}]", 1, full - 1, whole=True)
+    seeds = _number_in(own.get("seeds"), "own_curve.seeds", 1, 64, whole=True)
+    if seeds * len(widths) < RATIO_RUNS:
+        raise InputError(f"--plan: own_curve.seeds: {RATIO_RUNS} runs or more over the widths (the loss ratios' "
+                         f"least), got {seeds} × {len(widths)}")
+    grid = _number_in(own.get("grid"), "own_curve.grid", 3, MAX_GRID, whole=True)
+    if grid % 2 == 0:
+        raise InputError(f"--plan: own_curve.grid: an odd number of points (centre × 2^k, k = −K … K), got {grid}")
+    _number_in(own.get("depth"), "own_curve.depth", 1, MAX_DEPTH, whole=True)
+    _number_in(own.get("batch_size"), "own_curve.batch_size", 1, MAX_BATCH, whole=True)
+    _number_in(own.get("tokens"), "own_curve.tokens", 1, MAX_TOKENS, whole=True)
+    name = own.get("name")
+    if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
+        raise InputError(f"--plan: own_curve.name: 1 to {MAX_NAME} printable characters, got {name!r:.{MAX_NAME}}")
 
 
 def steps(ladder: dict) -> list[list]:

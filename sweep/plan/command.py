@@ -12,6 +12,10 @@ flag, what that ladder costs and the budget that buys it, exit 2, nothing writte
 types it back: `--share` up to the full run, `--flops` past it (`--share` stops at 1), rounded up so that it buys
 what the line says it buys.
 
+Beside the ladders, from what they leave of the budget, the plan buys the runs that let the full run predict its
+final loss from its own curve: its schedule at two proxy widths (sweep/forecast/own_curve.py), a row of its own, or
+one line naming the budget that would buy them.
+
 The plan is printed (rung values × runs × FLOPs × the interval each ladder is expected to buy at the target) and
 written atomically to ROOT/NAME/plan.yaml (or `--out` inside the results root): `sweep verify --plan` runs it,
 ladder by ladder, rung by rung, resumable, on any backend.
@@ -27,7 +31,7 @@ from rich.table import Table
 
 from proxies.registry import ModelError
 from sweep.errors import InputError
-from sweep.forecast import planfile
+from sweep.forecast import own_curve, planfile
 from sweep.forecast.design import Ladder, grow, objective, total
 from sweep.forecast.interval import Noise
 from sweep.forecast.planfile import octaves
@@ -94,9 +98,27 @@ def make_plan(request: PlanRequest, name: str) -> dict:
                            "source": ld.prior.source} for ld in stuck]
     verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
                              for ld in starting(proxy, 0.0) if ld.prior_at_target() <= goal]
+    own, verdict["own_curve"] = own_curve_runs(sizer, proxy, target, batch, request.tokens, ladders,
+                                               useful(starting(proxy)), budget, full, goal, noise)
     kaplan = 6 * target.params * request.tokens
     return planfile.plan_dict(name, request, target, batch, full, kaplan, budget, sizer, proxy, ladders, noise,
-                              verdict)
+                              verdict, own)
+
+
+def own_curve_runs(sizer: Sizer, proxy: int, target: Shape, batch: int, tokens: int, ladders: list[Ladder],
+                   start: list[Ladder], budget: float, full: float, goal: float, noise: Noise) -> tuple[dict | None,
+                                                                                                        str]:
+    """The full run's schedule at two proxy widths (sweep/forecast/own_curve.py), bought from what the `ladders` leave
+    of the budget, or the line naming the budget that buys them beside the ladders grown from `start`."""
+    entry = own_curve.runs(sizer, proxy, target, batch, tokens, MIN_WIDTH)
+
+    def named(extra: float) -> str:  # at this proxy width: a larger budget alone may pick a wider one, dearer rows
+        text, _ = suggest(total(grow(start, math.inf, goal, noise)) + extra, full,
+                          lambda b: total(grow(start, b, goal, noise)) + extra <= b)
+        return f"`{text} --proxy-width {proxy}`" if text else "no budget the plan can name"
+
+    return own_curve.afford(entry, total(ladders), budget, named, percent(entry["flops"] / full) if entry else "",
+                            any(ld.axis == "width" for ld in ladders))
 
 
 def useful(ladders: list[Ladder]) -> list[Ladder]:
@@ -306,15 +328,19 @@ def show(plan: dict, console: Console) -> None:
         console.print(f"{law['name']}: no ladder; the prior alone holds the LR to ±{law['prior_at_target']:.2f} "
                       f"octave at the target ({law['source']})" + (WITHOUT_WIDTHS if law["name"] == NAMES["width"]
                                                                     else ""))
-    if not plan["ladders"]:
+    if plan["verdict"].get("own_curve"):
+        console.print(plan["verdict"]["own_curve"], markup=False)
+    if not plan["ladders"]:  # no own-curve runs either (sweep/forecast/own_curve.py `afford`)
         return
     console.print(f"total {plan['total']['runs']} runs, {plan['total']['flops']:.3g} FLOPs = "
                   f"{percent(plan['total']['share'])} of the full run ({target['flops']:.3g} FLOPs; 6·N·D "
                   f"{target['kaplan_flops']:.3g}); budget {budget['flops']:.3g} ({percent(budget['share'])}). "
                   f"±oct: the LR's 95 % interval at the target, octaves (goal ±{plan['goal']:g})")
-    extra = sum(ld["flops"] * REFINE / ld["grid"] for ld in plan["ladders"])
+    rows = plan["ladders"] + ([plan["own_curve"]] if plan.get("own_curve") else [])
+    extra = sum(ld["flops"] * REFINE / ld["grid"] for ld in rows)
+    curves = sum(ld["seeds"] * len(ld.get("rungs") or ld["widths"]) for ld in rows)
     console.print(f"verify refines each curve by up to {REFINE} points until its optimum is bracketed (--refine): "
-                  f"at most {sum(ld['seeds'] * len(ld['rungs']) * REFINE for ld in plan['ladders'])} runs, "
+                  f"at most {curves * REFINE} runs, "
                   f"{extra:.3g} FLOPs ({percent(extra / target['flops'])}) more")
 
 
@@ -328,4 +354,9 @@ def ladder_table(plan: dict, title: str) -> Table:
                       str(ld["grid"]), str(ld["runs"]), f"{ld['flops']:.3g}",
                       percent(ld["flops"] / plan["target"]["flops"]), f"{ld['prior_at_target']:.2f}",
                       f"{ld['expected_at_target']:.2f}")
+    own = plan.get("own_curve")
+    if own:
+        table.add_row(own["name"], "width", ", ".join(map(str, own["widths"])),
+                      str(own["seeds"]), str(own["grid"]), str(own["runs"]), f"{own['flops']:.3g}",
+                      percent(own["flops"] / plan["target"]["flops"]), "-", own_curve.BUYS)
     return table

@@ -22,7 +22,7 @@ from sweep.rules.axis import label
 from sweep.rules.fitted import Law
 from sweep.rules.prior import prior_for
 from sweep.rules.scaling import held_out, predict
-from sweep.rules.summary import axis_folder, ladder_widths, load_summary, read_summary, shape_batches
+from sweep.rules.summary import axis_folder, ladder_widths, load_summary, read_summary, schedule_folders, shape_batches
 from trainer.config import RunConfig
 
 FITTED_PARAMS = ("optimizer.lr", "optimizer.weight_decay", "optimizer.beta2")
@@ -167,15 +167,17 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
 def ladder_runs(root: str, name: str, every_seed: bool = False) -> list[pd.DataFrame]:
     """The evaluations (step, tokens, val_loss, width, depth, batch_size, …) of the best μP run (its first seed, or
     `every_seed`) at every value of the LR ladders across width, tokens and steps (at the proxy's width and at any
-    other `--ladder-width`, as `ladder_points` reads them): the shapes the full run's predicted curve is collapsed
-    from, its ceiling, and its loss ratios (sweep/forecast/live.py)."""
+    other `--ladder-width`, as `ladder_points` reads them), and at every width of the ladders on a full run's
+    schedule (`sweep plan`'s own-curve runs, summary.py's `schedule_folder`): the shapes the full run's predicted
+    curve is collapsed from, its ceiling, and its loss ratios (sweep/forecast/live.py)."""
     from trainer.curves import read_run
 
-    curves = []
-    ladders = [(axis, None) for axis in ("width", "tokens", "steps")]
-    ladders += [(axis, w) for axis in ("tokens", "steps") for w in ladder_widths(root, name, "optimizer.lr", axis)]
-    for axis, ladder_width in ladders:
-        folder = axis_folder(name, "optimizer.lr", axis, ladder_width)
+    curves, lr = [], "optimizer.lr"
+    ladders = [(axis, axis_folder(name, lr, axis)) for axis in ("width", "tokens", "steps")]
+    ladders += [(axis, axis_folder(name, lr, axis, w)) for axis in ("tokens", "steps")
+                for w in ladder_widths(root, name, lr, axis)]
+    ladders += [("width", folder) for folder in schedule_folders(root, name, lr)]  # sweep plan's own-curve runs
+    for axis, folder in ladders:
         points_path = Path(root) / folder / "points.parquet"
         if not points_path.is_file():
             continue

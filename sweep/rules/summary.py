@@ -117,6 +117,19 @@ def finite(tree):
     return None if isinstance(tree, float) and not math.isfinite(tree) else tree
 
 
+def schedule_folder(spec_name: str, param: str, depth: int, batch: int, tokens: int) -> str:
+    """NAME-verify-SETTING-schedule-dDEPTH-bBATCH-tTOKENS: a width ladder on a full run's schedule (`sweep plan`'s
+    own-curve runs, sweep/forecast/own_curve.py), apart from the width ladder on the proxy's."""
+    return f"{verify_name(spec_name, param)}-schedule-d{depth}-b{batch}-t{tokens}"
+
+
+def schedule_folders(root: str | Path, spec_name: str, param: str) -> list[str]:
+    """The folders `schedule_folder` named that exist under `root`, by their names' pattern."""
+    stem = f"{verify_name(spec_name, param)}-schedule-"
+    return sorted(path.name for path in Path(root).glob(f"{stem}d*")
+                  if re.fullmatch(r"d[1-9][0-9]{0,5}-b[1-9][0-9]{0,7}-t[1-9][0-9]{0,15}", path.name[len(stem):]))
+
+
 def read_summary(root: str | Path, spec_name: str, param: str = "optimizer.lr", axis: str = "width",
                  width: int | None = None, batch: int | None = None) -> dict | None:
     """The summary of `param` across `axis` (at `width` or `batch` for a ladder at another width or batch than the

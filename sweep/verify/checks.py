@@ -12,7 +12,7 @@ from sweep.errors import InputError
 from sweep.paths import inside_root
 from sweep.rules.axis import Axis, label, moved_moments, parse_axis
 from sweep.rules.prior import check_prior_choice
-from sweep.rules.summary import axis_folder
+from sweep.rules.summary import axis_folder, schedule_folder
 from sweep.study.bounds import check_list
 from sweep.study.lookup import locate, pick_trial
 from sweep.study.preflight import prepare
@@ -23,7 +23,7 @@ from sweep.study.trial import base_run
 from sweep.verify.grid import base_values, grid_values, verify_spec
 from sweep.verify.plot import NAMES
 from sweep.verify.request import WIDTHS, VerifyRequest
-from trainer.config import MAX_BATCH, MAX_WIDTH, RunConfig, check_name
+from trainer.config import MAX_BATCH, MAX_WIDTH, ConfigError, RunConfig, check_name
 
 MAX_REFINE = 32  # extra points per axis value and parametrization: past it a typo, not a budget
 ROUNDS = 16  # refinement rounds at most (each adds at most two points per curve)
@@ -77,7 +77,8 @@ def check_request(r: VerifyRequest) -> Checked:
         raise InputError(f"--refine: extra grid points per axis value, 0 to {MAX_REFINE}, got {r.refine}")
     check_ladder(r, axis)
     check_search_path(r.param, f"--param {r.param}")  # before the folder its name makes is judged
-    longest = axis_folder(spec.name, r.param, axis.name, r.ladder_width, r.ladder_batch)
+    longest = schedule_folder(spec.name, r.param, *r.schedule) if r.schedule else \
+        axis_folder(spec.name, r.param, axis.name, r.ladder_width, r.ladder_batch)
     check_study_names(spec, longest, axis, f"-r{ROUNDS}" if r.refine else "")
     chosen, source, width = settings(r, spec, axis)
     ladder = None if r.ladder_width == width else r.ladder_width  # the proxy's own width: the default folder
@@ -85,6 +86,8 @@ def check_request(r: VerifyRequest) -> Checked:
     run, centre = base_values(spec, chosen, r.param, width)
     batch = None if r.ladder_batch == get_path(run, "batch_size") else r.ladder_batch  # the proxy's: the default
     folder = axis_folder(spec.name, r.param, axis.name, ladder, batch)
+    if r.schedule:
+        run, folder = on_schedule(spec, run, r, width)
     if axis.path == r.param:
         raise InputError(f"--across {axis.name}: the axis cannot be the setting on the grid (--param {r.param})")
     check_builder_named(model_name(run), spec, f"the settings from {source}")
@@ -127,6 +130,26 @@ def check_ladder(r: VerifyRequest, axis: Axis) -> None:
         raise InputError("--ladder-batch: not with --ladder-width (one ladder moves one thing from the proxy's point)")
     if not 1 <= r.ladder_batch <= MAX_BATCH:
         raise InputError(f"--ladder-batch: a batch size from 1 to {MAX_BATCH}, got {r.ladder_batch}")
+
+
+def on_schedule(spec: StudySpec, run: dict, r: VerifyRequest, width: int) -> tuple[dict, str]:
+    """(the base run, its folder) for a width ladder on a full run's schedule (`r.schedule`: its depth, batch and
+    tokens; `sweep plan`'s own-curve runs): the run at that depth, batch and token budget, AdamW's moments moved by
+    the SDE rule as `sweep transfer --batch-rule fitted` moves the full run's, in a folder of its own
+    (`schedule_folder`), so that the width ladder on the proxy's schedule is never mixed with it."""
+    if r.across and not r.across.startswith("width="):
+        raise InputError(f"--across {r.across}: a ladder on a full run's schedule is across width")
+    depth, batch, tokens = r.schedule
+    try:
+        base = RunConfig.parse(set_path(run, "model.width", width))
+    except ConfigError as err:
+        raise InputError(f"run.{err}") from None
+    at = {**set_path(set_path(run, "model.depth", depth), "batch_size", batch), "steps": None, "tokens": tokens}
+    try:
+        at = moved_moments(at, base, batch / base.batch_size)
+    except InputError as err:
+        raise InputError(f"batch {batch}: {err}") from None
+    return at, schedule_folder(spec.name, r.param, depth, batch, tokens)
 
 
 def check_study_names(spec: StudySpec, folder: str, axis: Axis, rounds: str = "") -> None:

@@ -12,9 +12,10 @@ from rich.console import Console
 
 from sweep.errors import InputError
 from sweep.forecast import planfile
+from sweep.forecast.own_curve import BUYS
 from sweep.paths import results_root
 from sweep.rules.axis import label, parse_axis
-from sweep.rules.summary import read_summary
+from sweep.rules.summary import load_summary, read_summary, schedule_folder
 from sweep.study.spec import load_spec
 from sweep.verify.checks import check_request, settings
 from sweep.verify.command import run_verify
@@ -43,29 +44,34 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
     if plan["study"] != spec.name:
         raise InputError(f"--plan: a plan for study {plan['study']!r}, not {spec.name!r} ({template.spec}); plan "
                          f"this spec with `sweep plan {template.spec}`")
-    if not plan["ladders"]:  # an outside tester's empty plan ran nothing, silently, exit 0
+    own = plan.get("own_curve")
+    if not plan["ladders"] and not own:  # an outside tester's empty plan ran nothing, silently, exit 0
         console.print(f"the plan {path} has no ladder to run: `sweep plan` found none needed or none with room (it "
                       "said which); transfer carries the priors")
         return 0
     width, failed = plan["proxy"]["width"], 0
 
-    def request_for(ladder: dict, rungs: list) -> VerifyRequest:
-        """This command over `rungs` of `ladder`: its axis, param, seeds and a grid of its size about the centre."""
-        across = f"{ladder['across']}={','.join(label(r) for r in rungs)}"
-        request = replace(template, across=across, param=ladder["param"], parametrizations="mup",
-                          seeds=ladder["seeds"], proxy_width=template.proxy_width or width, values=None)
+    def request_for(across: str, entry: dict, schedule: tuple | None = None) -> VerifyRequest:
+        """This command `across` the axis, with the plan `entry`'s param, seeds and a grid of its size about the
+        centre (on the full run's `schedule` for the own-curve runs)."""
+        param = entry.get("param", "optimizer.lr")
+        request = replace(template, across=across, param=param, parametrizations="mup", seeds=entry["seeds"],
+                          proxy_width=template.proxy_width or width, values=None, schedule=schedule)
         chosen, _, at_width = settings(request, spec, parse_axis(across))
-        _, centre = base_values(spec, chosen, ladder["param"], at_width)
-        k = (ladder["grid"] - 1) // 2
-        return replace(request, span=f"{centre * 2.0 ** -k},{centre * 2.0 ** k},{ladder['grid']}")
+        _, centre = base_values(spec, chosen, param, at_width)
+        k = (entry["grid"] - 1) // 2
+        return replace(request, span=f"{centre * 2.0 ** -k},{centre * 2.0 ** k},{entry['grid']}")
+
+    def ladder_request(ladder: dict, rungs: list) -> VerifyRequest:
+        return request_for(f"{ladder['across']}={','.join(label(r) for r in rungs)}", ladder)
 
     def run_one(ladder: dict, rungs: list) -> dict | None:
         nonlocal failed
         try:
-            request = request_for(ladder, rungs)
+            request = ladder_request(ladder, rungs)
             code = run_verify(request, console)
         except InputError as err:
-            raise planned_error(err, plan["ladders"].index(ladder), ladder) from None
+            raise planned_error(err, where(plan["ladders"].index(ladder), ladder)) from None
         summary = read_summary(results_root(), spec.name, ladder["param"], ladder["across"]) or {}
         values = list(parse_axis(request.across).values)
         if code not in (0, 1) or (code == 1 and [float(v) for v in summary.get("values", [])] != values):
@@ -73,30 +79,66 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
         failed = code or failed  # 1 with the rungs' summary written: μP drifted across width (its verdict printed)
         return (summary.get("laws") or {}).get("mup")
 
+    def own_request() -> VerifyRequest:
+        return request_for(f"width={','.join(map(str, own['widths']))}", own,
+                           (own["depth"], own["batch_size"], own["tokens"]))
+
     for index, ladder in enumerate(plan["ladders"]):  # every ladder's rungs checked before the first one trains
         try:
             if len(ladder["rungs"]) >= 2:
-                check_request(request_for(ladder, sorted(ladder["rungs"])))
+                check_request(ladder_request(ladder, sorted(ladder["rungs"])))
         except InputError as err:
-            raise planned_error(err, index, ladder) from None
+            raise planned_error(err, where(index, ladder)) from None
+    try:
+        if own:
+            check_request(own_request())
+    except InputError as err:
+        raise planned_error(err, f"own_curve ({own['name']})") from None
     try:
         planfile.execute(plan, run_one, lambda line: console.print(line, markup=False))  # names are the file's
     except planfile.Unfinished as stop:
         return stop.code
+    if own:
+        code = run_own_curve(own, own_request(), spec.name, console)
+        if code not in (0, 1):
+            return code
+        failed = code or failed
     return 1 if failed else 0
 
 
-def planned_error(err: InputError, index: int, ladder: dict) -> InputError:
-    """A refusal of a flag `run_one` set from the plan names the plan's ladder instead (the user typed --plan), and
+def run_own_curve(own: dict, request: VerifyRequest, name: str, console: Console) -> int:
+    """The full run's schedule at the plan's widths (sweep/forecast/own_curve.py), as a width ladder of verify's own
+    (its studies resume: a rerun trains nothing twice); verify's code, 1 also where trials are left (said)."""
+    try:
+        code = run_verify(request, console)
+    except InputError as err:
+        raise planned_error(err, f"own_curve ({own['name']})") from None
+    folder = results_root() / schedule_folder(name, "optimizer.lr", own["depth"], own["batch_size"], own["tokens"])
+    summary = load_summary(folder / "summary.json", results_root()) if (folder / "summary.json").exists() else {}
+    if code not in (0, 1) or (code == 1 and summary.get("values") != own["widths"]):  # interrupted, trials left
+        console.print(f"{own['name']}: not finished at widths {own['widths']}: the same command resumes it",
+                      markup=False)
+        return code or 1
+    console.print(f"{own['name']}: widths {', '.join(map(str, own['widths']))} ran on the full run's schedule; "
+                  f"`sweep transfer` records the loss ratios from which the trainer predicts {BUYS}", markup=False)
+    return code
+
+
+def where(index: int, ladder: dict) -> str:
+    return f"ladders[{index}] ({ladder['name']})"
+
+
+def planned_error(err: InputError, entry: str) -> InputError:
+    """A refusal of a flag `run_one` set from the plan names the plan's `entry` instead (the user typed --plan), and
     so does a rung's study refusing a grid other than the one an earlier plan ran it on (a plan made again)."""
     text = str(err)
     flag = next((f for f in PLANNED if text == f or text.startswith((f + " ", f + ":"))), None)
     if flag is None and "when study" in text:  # sweep/study/study.py's check_same_spec: a rung run before
-        return InputError(f"--plan: ladders[{index}] ({ladder['name']}): a rung of it was run before with other "
+        return InputError(f"--plan: {entry}: a rung of it was run before with other "
                           f"settings ({text.split('; ')[0]}); finish it with the plan or verify call that ran it, or "
                           "give this plan that call's grid (its `grid:`)")
     if flag is None:
         return err
     rest = text[len(flag):].lstrip()
-    return InputError(f"--plan: ladders[{index}] ({ladder['name']}){'' if rest.startswith(':') else ', '}{rest}")
+    return InputError(f"--plan: {entry}{'' if rest.startswith(':') else ', '}{rest}")
 

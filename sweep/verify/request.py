@@ -24,6 +24,8 @@ class VerifyRequest:
     proxy_width: int | None = None  # the sweep's width whose best trial is used [default: its only one]
     ladder_width: int | None = None  # the width a ladder across another axis runs at [default: the proxy's]
     ladder_batch: int | None = None  # the batch a ladder across tokens or steps runs at [default: the proxy's]
+    schedule: tuple[int, int, int] | None = None  # (depth, batch, tokens): a width ladder on a full run's schedule,
+    # sweep plan's own-curve runs (set by `verify --plan`, no flag; sweep/verify/checks.py `on_schedule`)
     max_drift: float = 1.0  # octaves
     refine: int = REFINE  # extra grid points per axis value until its optimum is bracketed (sweep/rules/bracket.py)
     prior: str = "published"  # each law's published prior (sweep/rules/prior.py), or none: the measurement alone

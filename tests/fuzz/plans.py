@@ -67,6 +67,7 @@ PLAN_OUT_OF_BOUNDS = {
     L + ("prior",): ["x", [], {"centre": math.nan, "spread": 0.1}, {"centre": 0, "spread": 0},
                      {"centre": 11, "spread": 0.1}],
     L + ("name",): [None, 1, "", "a\nb", "x" * 300, DROP],
+    ("own_curve",): ["x", 1, [32, 64], {}, {"name": "x", "widths": [32], "seeds": 2, "grid": 3}],  # the seed buys none
 }
 # values within those bounds that verify may still refuse (a width of 33.5, past the machine) or run, and the fields
 # verify does not read: refused in one line or run, never a traceback (`plan-edit:`)
@@ -77,7 +78,7 @@ PLAN_EDITS = {
     L + ("across",): ["width", "depth", "tokens", "batch_size"],
     ("proxy", "width"): [2**20, 1, 7, 16], ("goal",): [100, 1e-6],
     ("spec",): ["../../etc/passwd", None], ("target",): ["x", DROP], ("budget",): [None], ("noise",): [DROP],
-    ("verdict",): [{}], ("total",): [[]], ("hook",): [1],
+    ("verdict",): [{}], ("total",): [[]], ("hook",): [1], ("own_curve",): [None, DROP],
 }
 PLAN_YAML_SHAPES = ["duplicate-key", "alias-bomb", "list", "scalar", "empty", "null", "two-documents", "python-tag",
                     "tabs", "truncated", "latin1", "deep-lists", "deep-mappings", "long-line", "bom"]
