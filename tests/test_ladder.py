@@ -378,13 +378,16 @@ def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monke
     assert sorted(tmp_path.rglob("*")) == before
 
 
-def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_path):
-    """proxy sweep → verify across batch (tokens held) → transfer --batch-rule fitted → sweep train."""
+def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_path, run_cli, monkeypatch):
+    """proxy sweep → verify across batch (tokens held) → transfer --batch-rule fitted → sweep train. The sweeps run
+    as commands of their own (their workers spawn from them); transfer and train, in this process."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
     done = run_sweep(tmp_path, "verify", spec, "--across", "batch_size=16,64", "--range", "2^-11,2^-3,5",
-                     "--seeds", "2", "--workers", "2", "--refine", "0", timeout=600)  # one seed: no interval
+                     "--seeds", "2", "--refine", "0", timeout=600)  # one seed: no interval
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((tmp_path / "v-verify-lr-across-batch_size" / "summary.json").read_text())
     law = summary["laws"]["mup"]
@@ -394,42 +397,42 @@ def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_
     ran = RunConfig.load(next((tmp_path / "v-verify-lr-across-batch_size-64").rglob("config.yaml")))
     assert (ran.optimizer.beta1, ran.optimizer.beta2, ran.optimizer.eps) == pytest.approx((0.8, 0.9, 1e-8 / 2 ** 0.5))
     assert f"s = {law['slope']:.3f}" in done.stdout.replace("\n", "")
-    refused = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "256", "--batch-rule", "fitted")
-    assert refused.returncode == 2 and "pass --extrapolate" in refused.stderr and refused.stderr.count("\n") == 1
+    code, _, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "256", "--batch-rule", "fitted")
+    assert code == 2 and "pass --extrapolate" in err and err.count("\n") == 1, err
     assert not (tmp_path / "v" / "transfer").exists()
     out = tmp_path / "full.yaml"
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
-                     "--out", out)
-    assert done.returncode == 0, done.stderr
-    assert "optimizer.lr starts from the trial's value" in " ".join(done.stdout.split())  # batch 32 not on the ladder
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                              "--out", out)
+    assert code == 0, err
+    assert "optimizer.lr starts from the trial's value" in " ".join(said.split())  # batch 32 not on the ladder
     cfg = RunConfig.load(out)
     other = next(t.number for t in load(tmp_path, "v", 32).trials if t.number != cfg.provenance.trial)
-    warned = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
-                       "--trial", str(other), "--out", tmp_path / "other.yaml")
-    assert warned.returncode == 0, warned.stderr  # found by an outside tester: another trial's law, applied silently
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                              "--trial", str(other), "--out", tmp_path / "other.yaml")
+    assert code == 0, err  # found by an outside tester: another trial's law, applied silently
     assert (f"the law of optimizer.lr across batch_size was measured from the settings of v-w32-mup#"
-            f"{cfg.provenance.trial}, not this trial's (v-w32-mup#{other})") in " ".join(warned.stdout.split())
+            f"{cfg.provenance.trial}, not this trial's (v-w32-mup#{other})") in " ".join(said.split())
     (fitted,) = [r for r in cfg.provenance.laws if r["param"] == "optimizer.lr"]
     assert cfg.optimizer.lr == pytest.approx(fitted["after"]) and fitted["measurement"]["slope"] == law["slope"]
     assert fitted["slope"] == pytest.approx(law["posterior"]["centre"]) and fitted["prior"]["centre"] == 0.5
     assert fitted["before"] * 4 ** fitted["interval_slope"][0] == pytest.approx(min(fitted["interval"]))
     assert RunConfig.parse(yaml.safe_load(cfg.to_yaml())) == cfg  # the provenance round-trips
     assert 0 < cfg.provenance.tuning["share"]
-    trained = run_sweep(tmp_path, "train", out, timeout=300)
-    assert trained.returncode == 0, trained.stderr
+    code, _, err = run_cli("train", out, "--quiet")
+    assert code == 0, err
     assert json.loads((cfg.run_dir() / "result.json").read_text())["status"] == "completed"
-    refuses_broken_ladders(tmp_path, spec)
+    refuses_broken_ladders(tmp_path, spec, run_cli)
 
 
-def refuses_broken_ladders(root, spec):
+def refuses_broken_ladders(root, spec, run_cli):
     """Found by an outside tester: a budget below one step of the target was written; a corrupt summary.json was
     a traceback; a ladder folder linked out of the results root was read."""
     def one_line(*flags) -> str:
-        done = run_sweep(root, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
-                         "--out", root / "never.yaml", *flags)
-        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        code, _, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                               "--out", root / "never.yaml", *flags)
+        assert code == 2 and err.count("\n") == 1, err
         assert not (root / "never.yaml").exists()
-        return done.stderr
+        return err
 
     assert "--tokens: the budget 100 is below one step" in one_line("--tokens", "100")
     folder = root / "v-verify-lr-across-batch_size"
@@ -440,7 +443,8 @@ def refuses_broken_ladders(root, spec):
     folder.unlink()
     outside.rename(folder)
     (folder / "summary.json").write_text('{"laws": 5')
-    assert "verify summary" in one_line() and "unreadable" in one_line()
+    said = one_line()
+    assert "verify summary" in said and "unreadable" in said
 
 
 def test_the_tuning_compute_charges_every_study_of_the_sweep_at_its_own_width(tmp_path):
