@@ -351,7 +351,8 @@ def test_coord_check_readiness_reads_each_optimizers_table():
         refuse_unless_mup_ready(model, optimizer_of("muon", groups, lr=0.01), "muon")
 
 
-def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best_trials_optimizer(tmp_path):
+def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best_trials_optimizer(tmp_path, run_cli,
+                                                                                                   monkeypatch):
     """The classic bugs: verify or transfer falling back to the default optimizer (AdamW) because the best trial's
     choice and its branch were not carried, or reading a branch's Optuna name (`optimizer.lr[lion]`) as a path."""
     import optuna
@@ -378,8 +379,10 @@ def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best
     assert {c["optimizer"]["lr"] for c in configs} == {1e-3, 3e-3, 1e-2}
     assert {c["optimizer"]["lion"]["beta2"] for c in configs} == {0.97}
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in load(tmp_path).trials)
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64")  # and the full run is Lion's, width-scaled
-    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("transfer", spec, "--width", "64")  # and the full run is Lion's, width-scaled (here)
+    assert code == 0, err
     [full] = (tmp_path / "tiny" / "transfer").glob("w64-*.yaml")
     optimizer = yaml.safe_load(full.read_text())["optimizer"]
     assert (optimizer["name"], optimizer["lion"]["beta2"]) == ("lion", 0.97)

@@ -110,14 +110,17 @@ def test_the_local_form_reaches_no_farther_than_the_widths_where_its_term_is_mea
     assert len(p["forms"]) == 2 and p["source"].startswith("local")
 
 
-def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(tmp_path):
-    """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer: the
-    second width's studies and summary are its own (never the proxy's ladder resumed at another width), and its
-    points give the loss law the width × tokens term."""
+def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(
+        tmp_path, run_cli, monkeypatch):
+    """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer (in this
+    process): the second width's studies and summary are its own (never the proxy's ladder resumed at another width),
+    and its points give the loss law the width × tokens term."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
-    grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--workers", "2", "--refine", "0")
+    grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--refine", "0")
     for width in ((), ("--ladder-width", "64")):
         done = run_sweep(tmp_path, "verify", spec, *grid, *width, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -128,23 +131,23 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     n, d, _ = ladder_points(str(tmp_path), "v")
     assert len(set(zip(n, d, strict=True))) == 6 and len(set(n)) == 2 and len(set(d)) == 3
     out = tmp_path / "full.yaml"
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--steps", "160", "--out", out)  # within reach
-    assert done.returncode == 0, done.stderr
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--steps", "160", "--out", out)  # within reach
+    assert code == 0, err
     forms = [f["form"] for f in RunConfig.load(out).provenance.prediction["forms"]]  # the one with the smaller
     assert len(forms) == 2 and forms[1].startswith("local")  # residual standard error is the law: both are fitted
     prediction = RunConfig.load(out).provenance.prediction  # six tiny ladder points: an interval from 0 to 8×
     assert prediction["low"] == 0.0 and prediction["high"] > 2 * prediction["loss"]  # the loss, cut at 0
-    assert "curve" not in prediction and "no live band" in done.stdout  # a band no run could leave is refused
+    assert "curve" not in prediction and "no live band" in said  # a band no run could leave is refused
     assert prediction["no_band"].startswith("the ladder's curves scaled")  # and why, for the report
     held = prediction["held_out"]  # six points: the law fitted on five predicts the largest rung
-    assert held["params"] == max(n) and "held out: the largest rung" in done.stdout
+    assert held["params"] == max(n) and "held out: the largest rung" in said
     # found by an outside tester: the second width's ladder was not read for the run's own-curve ratios, and their
     # absence went unsaid; here one seed at widths 32 and 64 on the 80-step schedule: two runs, three needed
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
-    assert done.returncode == 0, done.stderr
+    code, said, err = run_cli("transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
+    assert code == 0, err
     said = RunConfig.load(tmp_path / "w128.yaml").provenance.prediction["no_refine"]
     assert said.startswith("the ladder ran 2 run(s) on its schedule (depth 2, batch") and "(widths: 32, 64)" in said
-    assert "no final loss from its own curve" in done.stdout
+    assert "no final loss from its own curve" in said
 
 
 def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):
