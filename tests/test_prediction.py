@@ -131,23 +131,23 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     n, d, _ = ladder_points(str(tmp_path), "v")
     assert len(set(zip(n, d, strict=True))) == 6 and len(set(n)) == 2 and len(set(d)) == 3
     out = tmp_path / "full.yaml"
-    code, said, err = run_cli("transfer", spec, "--width", "64", "--steps", "160", "--out", out)  # within reach
+    code, printed, err = run_cli("transfer", spec, "--width", "64", "--steps", "160", "--out", out)  # within reach
     assert code == 0, err
     forms = [f["form"] for f in RunConfig.load(out).provenance.prediction["forms"]]  # the one with the smaller
     assert len(forms) == 2 and forms[1].startswith("local")  # residual standard error is the law: both are fitted
     prediction = RunConfig.load(out).provenance.prediction  # six tiny ladder points: an interval from 0 to 8×
     assert prediction["low"] == 0.0 and prediction["high"] > 2 * prediction["loss"]  # the loss, cut at 0
-    assert "curve" not in prediction and "no live band" in said  # a band no run could leave is refused
+    assert "curve" not in prediction and "no live band" in printed  # a band no run could leave is refused
     assert prediction["no_band"].startswith("the ladder's curves scaled")  # and why, for the report
     held = prediction["held_out"]  # six points: the law fitted on five predicts the largest rung
-    assert held["params"] == max(n) and "held out: the largest rung" in said
+    assert held["params"] == max(n) and "held out: the largest rung" in printed
     # found by an outside tester: the second width's ladder was not read for the run's own-curve ratios, and their
     # absence went unsaid; here one seed at widths 32 and 64 on the 80-step schedule: two runs, three needed
-    code, said, err = run_cli("transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
+    code, printed, err = run_cli("transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
     assert code == 0, err
     said = RunConfig.load(tmp_path / "w128.yaml").provenance.prediction["no_refine"]
     assert said.startswith("the ladder ran 2 run(s) on its schedule (depth 2, batch") and "(widths: 32, 64)" in said
-    assert "no final loss from its own curve" in said
+    assert "no final loss from its own curve" in printed
 
 
 def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):
