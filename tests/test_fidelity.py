@@ -83,18 +83,19 @@ def test_a_bad_halving_rate_is_refused():
 def test_a_halving_rung_on_the_command_line_runs_the_best_of_the_narrower_width_as_they_are(tmp_path, run_cli,
                                                                                               monkeypatch):
     """`sweep proxy --width 32 --warm-start 16 --warm-start-top 5 --trials 2`: the width-32 study trains exactly the
-    width-16 study's best 2, with their settings, each naming where it came from. The sweeps run as commands of their
-    own; the refused ones, in this process."""
-    from tests.sweep_helpers import load, run_sweep, write_spec
+    width-16 study's best 2, with their settings, each naming where it came from. Each command runs in this process
+    (the sweeps' workers spawn from it)."""
+    from tests.sweep_helpers import load, write_spec
 
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     monkeypatch.chdir(tmp_path)
 
     spec = write_spec(tmp_path, trials=3)
-    assert run_sweep(tmp_path, "proxy", spec, "--width", "16", timeout=600).returncode == 0  # a bound for a loaded host
-    done = run_sweep(tmp_path, "proxy", spec, "--width", "32", "--warm-start", "16", "--warm-start-top", "5",
-                     "--trials", "2", timeout=600)  # a top past the trials asked enqueues only what runs (tester)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, said, err = run_cli("proxy", spec, "--width", "16")
+    assert code == 0, said + err
+    code, said, err = run_cli("proxy", spec, "--width", "32", "--warm-start", "16", "--warm-start-top", "5",
+                              "--trials", "2")  # a top past the trials asked enqueues only what runs (tester)
+    assert code == 0, said + err
     narrow = sorted(load(tmp_path, width=16).trials, key=lambda t: (t.value, t.number))[:2]
     wide = load(tmp_path, width=32).trials
     assert [t.params for t in wide] == [t.params for t in narrow]

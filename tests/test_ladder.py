@@ -24,7 +24,7 @@ from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
 from sweep.verify.law import LEVEL, fit_law
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
-from tests.sweep_helpers import load, run_sweep
+from tests.sweep_helpers import load
 from trainer.config import Provenance, RunConfig
 
 
@@ -379,16 +379,17 @@ def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monke
 
 
 def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_path, run_cli, monkeypatch):
-    """proxy sweep → verify across batch (tokens held) → transfer --batch-rule fitted → sweep train. The sweeps run
-    as commands of their own (their workers spawn from them); transfer and train, in this process."""
+    """proxy sweep → verify across batch (tokens held) → transfer --batch-rule fitted → sweep train, each command in
+    this process (a process of its own would import torch again; the sweeps' workers spawn from it)."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
-    done = run_sweep(tmp_path, "verify", spec, "--across", "batch_size=16,64", "--range", "2^-11,2^-3,5",
-                     "--seeds", "2", "--refine", "0", timeout=600)  # one seed: no interval
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, printed, err = run_cli("proxy", spec, "--width", "32")
+    assert code == 0, printed + err
+    code, printed, err = run_cli("verify", spec, "--across", "batch_size=16,64", "--range", "2^-11,2^-3,5",
+                                 "--seeds", "2", "--refine", "0")  # one seed: no interval
+    assert code == 0, printed + err
     summary = json.loads((tmp_path / "v-verify-lr-across-batch_size" / "summary.json").read_text())
     law = summary["laws"]["mup"]
     assert law["at"] == [16, 64] and law["low"] <= law["slope"] <= law["high"]
@@ -396,7 +397,7 @@ def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_
     # found by an outside tester: the ladder kept Adam's moments while transfer moved them by the SDE rule
     ran = RunConfig.load(next((tmp_path / "v-verify-lr-across-batch_size-64").rglob("config.yaml")))
     assert (ran.optimizer.beta1, ran.optimizer.beta2, ran.optimizer.eps) == pytest.approx((0.8, 0.9, 1e-8 / 2 ** 0.5))
-    assert f"s = {law['slope']:.3f}" in done.stdout.replace("\n", "")
+    assert f"s = {law['slope']:.3f}" in printed.replace("\n", "")
     code, _, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "256", "--batch-rule", "fitted")
     assert code == 2 and "pass --extrapolate" in err and err.count("\n") == 1, err
     assert not (tmp_path / "v" / "transfer").exists()
@@ -536,11 +537,12 @@ def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_appli
     monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
-    done = run_sweep(tmp_path, "verify", spec, "--across", "steps=20,40,80", "--ladder-batch", "64", "--range",
-                     "2^-11,2^-3,5", "--seeds", "1", "--refine", "0", timeout=600)  # one seed: the prior holds
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "steps 20, 40, 80 at width 32, batch 64 × μP" in " ".join(done.stdout.split())  # the batch it ran at
+    code, printed, err = run_cli("proxy", spec, "--width", "32")  # each command in this process
+    assert code == 0, printed + err
+    code, printed, err = run_cli("verify", spec, "--across", "steps=20,40,80", "--ladder-batch", "64", "--range",
+                                 "2^-11,2^-3,5", "--seeds", "1", "--refine", "0")  # one seed: the prior holds
+    assert code == 0, printed + err
+    assert "steps 20, 40, 80 at width 32, batch 64 × μP" in " ".join(printed.split())  # the batch it ran at
     folder = tmp_path / "v-verify-lr-across-steps-b64"
     summary = json.loads((folder / "summary.json").read_text())
     assert {s["batch_size"] for s in summary["shapes"]} == {64} and not (tmp_path / "v-verify-lr-across-steps").exists()
@@ -551,7 +553,7 @@ def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_appli
     assert measured_laws(str(tmp_path), "v", batch=128) == ()  # no horizon ladder at the proxy's batch
     out = tmp_path / "full.yaml"
     code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "64", "--tokens", str(2 * 40 * 32),
-                              "--batch-rule", "sqrt", "--horizon-rule", "fitted", "--out", out)  # in this process
+                              "--batch-rule", "sqrt", "--horizon-rule", "fitted", "--out", out)
     assert code == 0, said + err
     (law,) = RunConfig.load(out).provenance.laws
     assert law["source"] == "v-verify-lr-across-steps-b64" and law["axis"] == "tokens"

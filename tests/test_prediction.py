@@ -15,7 +15,6 @@ from sweep.rules.scaling import held_out, predict
 from sweep.rules.summary import write_summary
 from sweep.transfer.command import reach_lines
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
-from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig
 
 
@@ -112,18 +111,19 @@ def test_the_local_form_reaches_no_farther_than_the_widths_where_its_term_is_mea
 
 def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(
         tmp_path, run_cli, monkeypatch):
-    """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer (in this
-    process): the second width's studies and summary are its own (never the proxy's ladder resumed at another width),
-    and its points give the loss law the width × tokens term."""
+    """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer, each
+    command in this process (the sweeps' workers spawn from it): the second width's studies and summary are its own
+    (never the proxy's ladder resumed at another width), and its points give the loss law the width × tokens term."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
+    code, printed, err = run_cli("proxy", spec, "--width", "32")
+    assert code == 0, printed + err
     grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--refine", "0")
     for width in ((), ("--ladder-width", "64")):
-        done = run_sweep(tmp_path, "verify", spec, *grid, *width, timeout=600)
-        assert done.returncode == 0, done.stdout + done.stderr
+        code, printed, err = run_cli("verify", spec, *grid, *width)
+        assert code == 0, printed + err
     summary = json.loads((tmp_path / "v-verify-lr-across-steps-w64" / "summary.json").read_text())
     assert summary["widths"] == [64] and {s["width"] for s in summary["shapes"]} == {64}
     assert (tmp_path / "v-verify-lr-across-steps-w64-80").is_dir()

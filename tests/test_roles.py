@@ -314,9 +314,9 @@ def test_a_decay_multiplier_in_the_branch_that_decays_embeddings_is_accepted(tmp
 
 def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp_path, run_cli, monkeypatch):
     """`sweep verify --param optimizer.roles.embedding.lr_mult` runs its grid (centred on 1, the default) in its own
-    study; `sweep transfer` (run in this process) carries the trial's role settings, records each one's verify drift
-    in provenance and names a setting that drifted past the bound or was never verified."""
-    from tests.sweep_helpers import run_sweep, spec_dict, write_spec
+    study; `sweep transfer` carries the trial's role settings, records each one's verify drift in provenance and
+    names a setting that drifted past the bound or was never verified. Each command runs in this process."""
+    from tests.sweep_helpers import spec_dict, write_spec
 
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     monkeypatch.chdir(tmp_path)
@@ -324,12 +324,13 @@ def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp
     search = {**spec_dict()["search"], "optimizer.roles.embedding.lr_mult": {"low": 0.5, "high": 4.0, "log": True},
               "model.init.embedding": {"low": 0.5, "high": 2.0, "log": True}}
     spec = write_spec(tmp_path, trials=2, search=search)
-    assert run_sweep(tmp_path, "proxy", spec, "--width", "16").returncode == 0
+    code, said, err = run_cli("proxy", spec, "--width", "16")
+    assert code == 0, said + err
     param = "optimizer.roles.embedding.lr_mult"
-    done = run_sweep(tmp_path, "verify", spec, "--param", param, "--widths", "16,32", "--values", "0.25,1,4",
-                     "--parametrizations", "mup", "--seeds", "1", "--trials-from", "spec", "--max-drift", "0.001",
-                     "--refine", "0")
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+    code, said, err = run_cli("verify", spec, "--param", param, "--widths", "16,32", "--values", "0.25,1,4",
+                              "--parametrizations", "mup", "--seeds", "1", "--trials-from", "spec", "--max-drift",
+                              "0.001", "--refine", "0")
+    assert code in (0, 1), said + err
     summary = json.loads((tmp_path / "tiny-verify-embedding-lr_mult" / "summary.json").read_text())
     assert summary["param"] == param and summary["grid"] == [0.25, 1.0, 4.0]
     drift = summary["parametrizations"]["mup"]["drift"]
