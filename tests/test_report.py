@@ -15,8 +15,8 @@ SECTIONS = ("coord-check", "history", "importance", "parallel", "verify", "trans
 
 
 def in_process(root, *args) -> tuple[int, str]:
-    """`sweep ARGS…` in this process with SWEEP_ROOT=root, for a command that starts no worker (a process of its
-    own would import torch again); (exit code, stdout + stderr)."""
+    """`sweep ARGS…` in this process with SWEEP_ROOT=root (a process of its own would import torch again; a sweep's
+    workers spawn from this one); (exit code, stdout + stderr)."""
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         patch.setenv("SWEEP_ROOT", str(root))
@@ -29,18 +29,16 @@ def in_process(root, *args) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
-    """coordinate check → proxy sweep → verify → transfer → the full run, on a tiny budget: the sweeps as commands
-    of their own (their workers spawn from them), the rest in this process."""
+    """coordinate check → proxy sweep → verify → transfer → the full run, on a tiny budget, in this process."""
     root = tmp_path_factory.mktemp("report")
     spec = write_spec(root, trials=3)
-    code, said = in_process(root, "coord-check", "--model", "gpt", "--widths", "32,64", "--steps", "3", "--seeds", "1",
-                            "--opt", "head_dim=16")
-    assert code in (0, 1), said  # its verdict may fail this small
-    for args in (("proxy", spec, "--width", "16"),
+    for args in (("coord-check", "--model", "gpt", "--widths", "32,64", "--steps", "3", "--seeds", "1",
+                  "--opt", "head_dim=16"),
+                 ("proxy", spec, "--width", "16"),
                  ("verify", spec, "--widths", "16,32", "--values", "3e-3,1e-2,3e-2", "--seeds", "1",
                   "--refine", "0")):
-        done = run_sweep(root, *args)
-        assert done.returncode in (0, 1), done.stdout + done.stderr  # verify's verdict may fail this small
+        code, said = in_process(root, *args)
+        assert code in (0, 1), said  # coord-check / verify verdicts may fail this small
     code, said = in_process(root, "transfer", spec, "--width", "32", "--steps", "10")
     assert code == 0, said
     code, said = in_process(root, "train", next((root / "tiny" / "transfer").glob("*.yaml")), "--quiet")
