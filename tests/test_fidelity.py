@@ -80,16 +80,22 @@ def test_a_bad_halving_rate_is_refused():
         fidelity.halving([32, 64], COSTS, n0=4, eta=1, space=SPACE, make_sampler=tpe, evaluate=objective)
 
 
-def test_a_halving_rung_on_the_command_line_runs_the_best_of_the_narrower_width_as_they_are(tmp_path):
+def test_a_halving_rung_on_the_command_line_runs_the_best_of_the_narrower_width_as_they_are(tmp_path, run_cli,
+                                                                                              monkeypatch):
     """`sweep proxy --width 32 --warm-start 16 --warm-start-top 5 --trials 2`: the width-32 study trains exactly the
-    width-16 study's best 2, with their settings, each naming where it came from."""
-    from tests.sweep_helpers import load, run_sweep, write_spec
+    width-16 study's best 2, with their settings, each naming where it came from. Each command runs in this process
+    (the sweeps' workers spawn from it)."""
+    from tests.sweep_helpers import load, write_spec
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
 
     spec = write_spec(tmp_path, trials=3)
-    assert run_sweep(tmp_path, "proxy", spec, "--width", "16", timeout=600).returncode == 0  # a bound for a loaded host
-    done = run_sweep(tmp_path, "proxy", spec, "--width", "32", "--warm-start", "16", "--warm-start-top", "5",
-                     "--trials", "2", timeout=600)  # a top past the trials asked enqueues only what runs (tester)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, said, err = run_cli("proxy", spec, "--width", "16")
+    assert code == 0, said + err
+    code, said, err = run_cli("proxy", spec, "--width", "32", "--warm-start", "16", "--warm-start-top", "5",
+                              "--trials", "2")  # a top past the trials asked enqueues only what runs (tester)
+    assert code == 0, said + err
     narrow = sorted(load(tmp_path, width=16).trials, key=lambda t: (t.value, t.number))[:2]
     wide = load(tmp_path, width=32).trials
     assert [t.params for t in wide] == [t.params for t in narrow]
@@ -103,10 +109,9 @@ def test_a_halving_rung_on_the_command_line_runs_the_best_of_the_narrower_width_
                         (["--width", "16", "--warm-start", "32"], "--warm-start: 32 is not narrower"),
                         (["--width", "48", "--warm-start-top", "2"], "--warm-start-top: only with --warm-start"),
                         (["--width", "48", "--warm-start", "0"], "--warm-start")):
-        refused = run_sweep(tmp_path, "proxy", spec, *flags)
-        assert refused.returncode == 2 and line in refused.stderr and len(refused.stderr.splitlines()) == 1, \
-            refused.stderr
-    refused = run_sweep(tmp_path, "proxy", other, "--width", "48", "--warm-start", "16")
-    assert refused.returncode == 2 and "made from a different spec" in refused.stderr, refused.stderr
+        code, _, err = run_cli("proxy", spec, *flags)
+        assert code == 2 and line in err and len(err.splitlines()) == 1, err
+    code, _, err = run_cli("proxy", other, "--width", "48", "--warm-start", "16")
+    assert code == 2 and "made from a different spec" in err, err
     assert sorted(s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{tmp_path}/tiny/optuna.db")) \
         == names

@@ -24,7 +24,7 @@ from sweep.verify.fit import vertex
 from sweep.verify.grid import parse_number
 from sweep.verify.law import LEVEL, fit_law
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
-from tests.sweep_helpers import load, run_sweep
+from tests.sweep_helpers import load
 from trainer.config import Provenance, RunConfig
 
 
@@ -378,14 +378,18 @@ def test_bad_axes_are_one_line_exit_2_and_write_nothing(tmp_path, run_cli, monke
     assert sorted(tmp_path.rglob("*")) == before
 
 
-def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_path):
-    """proxy sweep → verify across batch (tokens held) → transfer --batch-rule fitted → sweep train."""
+def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_path, run_cli, monkeypatch):
+    """proxy sweep → verify across batch (tokens held) → transfer --batch-rule fitted → sweep train, each command in
+    this process (a process of its own would import torch again; the sweeps' workers spawn from it)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
-    done = run_sweep(tmp_path, "verify", spec, "--across", "batch_size=16,64", "--range", "2^-11,2^-3,5",
-                     "--seeds", "2", "--workers", "2", "--refine", "0", timeout=600)  # one seed: no interval
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, printed, err = run_cli("proxy", spec, "--width", "32")
+    assert code == 0, printed + err
+    code, printed, err = run_cli("verify", spec, "--across", "batch_size=16,64", "--range", "2^-11,2^-3,5",
+                                 "--seeds", "2", "--refine", "0")  # one seed: no interval
+    assert code == 0, printed + err
     summary = json.loads((tmp_path / "v-verify-lr-across-batch_size" / "summary.json").read_text())
     law = summary["laws"]["mup"]
     assert law["at"] == [16, 64] and law["low"] <= law["slope"] <= law["high"]
@@ -393,43 +397,43 @@ def test_a_fitted_transfer_from_a_measured_batch_law_round_trips_and_trains(tmp_
     # found by an outside tester: the ladder kept Adam's moments while transfer moved them by the SDE rule
     ran = RunConfig.load(next((tmp_path / "v-verify-lr-across-batch_size-64").rglob("config.yaml")))
     assert (ran.optimizer.beta1, ran.optimizer.beta2, ran.optimizer.eps) == pytest.approx((0.8, 0.9, 1e-8 / 2 ** 0.5))
-    assert f"s = {law['slope']:.3f}" in done.stdout.replace("\n", "")
-    refused = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "256", "--batch-rule", "fitted")
-    assert refused.returncode == 2 and "pass --extrapolate" in refused.stderr and refused.stderr.count("\n") == 1
+    assert f"s = {law['slope']:.3f}" in printed.replace("\n", "")
+    code, _, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "256", "--batch-rule", "fitted")
+    assert code == 2 and "pass --extrapolate" in err and err.count("\n") == 1, err
     assert not (tmp_path / "v" / "transfer").exists()
     out = tmp_path / "full.yaml"
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
-                     "--out", out)
-    assert done.returncode == 0, done.stderr
-    assert "optimizer.lr starts from the trial's value" in " ".join(done.stdout.split())  # batch 32 not on the ladder
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                              "--out", out)
+    assert code == 0, err
+    assert "optimizer.lr starts from the trial's value" in " ".join(said.split())  # batch 32 not on the ladder
     cfg = RunConfig.load(out)
     other = next(t.number for t in load(tmp_path, "v", 32).trials if t.number != cfg.provenance.trial)
-    warned = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
-                       "--trial", str(other), "--out", tmp_path / "other.yaml")
-    assert warned.returncode == 0, warned.stderr  # found by an outside tester: another trial's law, applied silently
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                              "--trial", str(other), "--out", tmp_path / "other.yaml")
+    assert code == 0, err  # found by an outside tester: another trial's law, applied silently
     assert (f"the law of optimizer.lr across batch_size was measured from the settings of v-w32-mup#"
-            f"{cfg.provenance.trial}, not this trial's (v-w32-mup#{other})") in " ".join(warned.stdout.split())
+            f"{cfg.provenance.trial}, not this trial's (v-w32-mup#{other})") in " ".join(said.split())
     (fitted,) = [r for r in cfg.provenance.laws if r["param"] == "optimizer.lr"]
     assert cfg.optimizer.lr == pytest.approx(fitted["after"]) and fitted["measurement"]["slope"] == law["slope"]
     assert fitted["slope"] == pytest.approx(law["posterior"]["centre"]) and fitted["prior"]["centre"] == 0.5
     assert fitted["before"] * 4 ** fitted["interval_slope"][0] == pytest.approx(min(fitted["interval"]))
     assert RunConfig.parse(yaml.safe_load(cfg.to_yaml())) == cfg  # the provenance round-trips
     assert 0 < cfg.provenance.tuning["share"]
-    trained = run_sweep(tmp_path, "train", out, timeout=300)
-    assert trained.returncode == 0, trained.stderr
+    code, _, err = run_cli("train", out, "--quiet")
+    assert code == 0, err
     assert json.loads((cfg.run_dir() / "result.json").read_text())["status"] == "completed"
-    refuses_broken_ladders(tmp_path, spec)
+    refuses_broken_ladders(tmp_path, spec, run_cli)
 
 
-def refuses_broken_ladders(root, spec):
+def refuses_broken_ladders(root, spec, run_cli):
     """Found by an outside tester: a budget below one step of the target was written; a corrupt summary.json was
     a traceback; a ladder folder linked out of the results root was read."""
     def one_line(*flags) -> str:
-        done = run_sweep(root, "transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
-                         "--out", root / "never.yaml", *flags)
-        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        code, _, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "128", "--batch-rule", "fitted",
+                               "--out", root / "never.yaml", *flags)
+        assert code == 2 and err.count("\n") == 1, err
         assert not (root / "never.yaml").exists()
-        return done.stderr
+        return err
 
     assert "--tokens: the budget 100 is below one step" in one_line("--tokens", "100")
     folder = root / "v-verify-lr-across-batch_size"
@@ -440,7 +444,8 @@ def refuses_broken_ladders(root, spec):
     folder.unlink()
     outside.rename(folder)
     (folder / "summary.json").write_text('{"laws": 5')
-    assert "verify summary" in one_line() and "unreadable" in one_line()
+    said = one_line()
+    assert "verify summary" in said and "unreadable" in said
 
 
 def test_the_tuning_compute_charges_every_study_of_the_sweep_at_its_own_width(tmp_path):
@@ -524,17 +529,20 @@ def test_an_integer_builder_option_can_be_an_axis():
     assert parse_axis("model.options.output_mult=0.5,2").apply(run, 0.5, 0)["model"]["options"]["output_mult"] == 0.5
 
 
-def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_applies(tmp_path):
+def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_applies(tmp_path, run_cli, monkeypatch):
     """Found by the transfer benchmark: a horizon law measured at the proxy's batch 8 and applied at batch 32 set the
     LR 0.55 octave low. `verify --ladder-batch B` runs the horizon ladder at B in its own folder (AdamW's moments
     moved by the SDE rule, as across batch), and transfer to batch B takes that law; to any other batch the proxy's."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
-    done = run_sweep(tmp_path, "verify", spec, "--across", "steps=20,40,80", "--ladder-batch", "64", "--range",
-                     "2^-11,2^-3,5", "--seeds", "2", "--workers", "2", "--refine", "0", timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "steps 20, 40, 80 at width 32, batch 64 × μP" in " ".join(done.stdout.split())  # the batch it ran at
+    code, printed, err = run_cli("proxy", spec, "--width", "32")  # each command in this process
+    assert code == 0, printed + err
+    code, printed, err = run_cli("verify", spec, "--across", "steps=20,40,80", "--ladder-batch", "64", "--range",
+                                 "2^-11,2^-3,5", "--seeds", "1", "--refine", "0")  # one seed: the prior holds
+    assert code == 0, printed + err
+    assert "steps 20, 40, 80 at width 32, batch 64 × μP" in " ".join(printed.split())  # the batch it ran at
     folder = tmp_path / "v-verify-lr-across-steps-b64"
     summary = json.loads((folder / "summary.json").read_text())
     assert {s["batch_size"] for s in summary["shapes"]} == {64} and not (tmp_path / "v-verify-lr-across-steps").exists()
@@ -544,8 +552,8 @@ def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_appli
     assert (horizon.source, horizon.batch) == ("v-verify-lr-across-steps-b64", 64)
     assert measured_laws(str(tmp_path), "v", batch=128) == ()  # no horizon ladder at the proxy's batch
     out = tmp_path / "full.yaml"
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--batch-size", "64", "--tokens", str(2 * 40 * 32),
-                     "--batch-rule", "sqrt", "--horizon-rule", "fitted", "--out", out)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "64", "--tokens", str(2 * 40 * 32),
+                              "--batch-rule", "sqrt", "--horizon-rule", "fitted", "--out", out)
+    assert code == 0, said + err
     (law,) = RunConfig.load(out).provenance.laws
     assert law["source"] == "v-verify-lr-across-steps-b64" and law["axis"] == "tokens"

@@ -203,28 +203,32 @@ def test_refinement_stops_at_its_budget_and_says_it_is_not_bracketed():
     assert next_values(np.array([0.0, 1.0, 2.0]), np.array([2.0, 1.995, 2.0]), 0.01) == [-1.0, 3.0]  # flat: both
 
 
-def test_verify_refines_each_grid_by_default_until_its_optimum_is_bracketed_and_resumes_without_rerunning(tmp_path):
+def test_verify_refines_each_grid_by_default_until_its_optimum_is_bracketed_and_resumes_without_rerunning(
+        tmp_path, run_cli, monkeypatch):
     """A coarse grid two octaves apart, no --refine given: refinement adds points around each width's best (its own
     studies, …-rK), within the default budget; the same command again runs nothing and writes the same summary, and
-    so does it with --refine 0 (no more points): the points already run are kept, not refitted away."""
+    so does it with --refine 0 (no more points): the points already run are kept, not refitted away. Each command
+    runs in this process (the first one's workers spawn from it)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
     flags = ["--trials-from", "spec", "--widths", "32,64", "--parametrizations", "mup", "--range", "2^-12,2^-2,6",
-             "--seeds", "1", "--workers", "2"]
-    done = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+             "--seeds", "1"]
+    first, printed, err = run_cli("verify", spec, *flags)
+    assert first in (0, 1), printed + err
     summary = json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text())
     points = pd.read_parquet(tmp_path / "v-verify-lr" / "points.parquet")
     for row in summary["refined"]:
         assert 1 <= len(row["added"]) <= REFINE, row
         assert len(points[points["width"] == row["at"]]) == 6 + len(row["added"])
-        assert row["bracketed"] or "not bracketed" in done.stdout
-    again = run_sweep(tmp_path, "verify", spec, *flags, timeout=900)
-    assert again.returncode == done.returncode and "COMPLETE" not in again.stdout
+        assert row["bracketed"] or "not bracketed" in printed
+    code, again, err = run_cli("verify", spec, *flags)
+    assert code == first and "COMPLETE" not in again, again + err
     assert json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text()) == summary
-    kept = run_sweep(tmp_path, "verify", spec, *flags, "--refine", "0", timeout=900)
-    assert kept.returncode == done.returncode and "COMPLETE" not in kept.stdout, kept.stdout + kept.stderr
-    assert "kept from an earlier run (round 1)" in " ".join(kept.stdout.split())
+    code, kept, err = run_cli("verify", spec, *flags, "--refine", "0")
+    assert code == first and "COMPLETE" not in kept, kept + err
+    assert "kept from an earlier run (round 1)" in " ".join(kept.split())
     assert json.loads((tmp_path / "v-verify-lr" / "summary.json").read_text()) == summary
     assert pd.read_parquet(tmp_path / "v-verify-lr" / "points.parquet").equals(points)
 

@@ -351,13 +351,18 @@ def test_coord_check_readiness_reads_each_optimizers_table():
         refuse_unless_mup_ready(model, optimizer_of("muon", groups, lr=0.01), "muon")
 
 
-def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best_trials_optimizer(tmp_path):
+def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best_trials_optimizer(tmp_path, run_cli,
+                                                                                                   monkeypatch):
     """The classic bugs: verify or transfer falling back to the default optimizer (AdamW) because the best trial's
-    choice and its branch were not carried, or reading a branch's Optuna name (`optimizer.lr[lion]`) as a path."""
+    choice and its branch were not carried, or reading a branch's Optuna name (`optimizer.lr[lion]`) as a path. Each
+    command runs in this process (the sweeps' workers spawn from it)."""
     import optuna
     import yaml
 
-    from tests.sweep_helpers import load, run_sweep, write_spec
+    from tests.sweep_helpers import load, write_spec
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
 
     spec = write_spec(tmp_path, trials=2, sampler={"name": "grid", "seed": 0, "options": {"points": 1}},
                       run={"schedule": {"kind": "constant"}},
@@ -365,21 +370,21 @@ def test_verify_and_transfer_of_a_study_that_searched_the_optimizer_use_the_best
                           "adamw": {"optimizer.lr": {"low": 1e-6, "high": 1e-5, "log": True}},  # lion wins
                           "lion": {"optimizer.lr": {"low": 1e-3, "high": 1e-2, "log": True},
                                    "optimizer.lion.beta2": 0.97}}}})
-    done = run_sweep(tmp_path, "proxy", spec, "--width", "16")
-    assert done.returncode == 0, done.stderr
+    code, said, err = run_cli("proxy", spec, "--width", "16")
+    assert code == 0, said + err
     best = load(tmp_path).best_trial
     assert best.params["optimizer.name"] == "lion"
-    done = run_sweep(tmp_path, "verify", spec, "--trials-from", "best", "--widths", "16,32", "--parametrizations",
-                     "mup", "--values", "1e-3,3e-3,1e-2", "--seeds", "1", "--refine", "0")
-    assert done.returncode in (0, 1) and f"settings from tiny-w16-mup#{best.number}" in done.stdout, done.stderr
+    code, said, err = run_cli("verify", spec, "--trials-from", "best", "--widths", "16,32", "--parametrizations",
+                              "mup", "--values", "1e-3,3e-3,1e-2", "--seeds", "1", "--refine", "0")
+    assert code in (0, 1) and f"settings from tiny-w16-mup#{best.number}" in said, said + err
     configs = [yaml.safe_load(p.read_text()) for p in (tmp_path / "tiny-verify-lr" / "runs").glob("*/config.yaml")]
     assert len(configs) == 2 * 3
     assert {c["optimizer"]["name"] for c in configs} == {"lion"}
     assert {c["optimizer"]["lr"] for c in configs} == {1e-3, 3e-3, 1e-2}
     assert {c["optimizer"]["lion"]["beta2"] for c in configs} == {0.97}
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in load(tmp_path).trials)
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64")  # and the full run is Lion's, width-scaled
-    assert done.returncode == 0, done.stderr
+    code, _, err = run_cli("transfer", spec, "--width", "64")  # and the full run is Lion's, width-scaled
+    assert code == 0, err
     [full] = (tmp_path / "tiny" / "transfer").glob("w64-*.yaml")
     optimizer = yaml.safe_load(full.read_text())["optimizer"]
     assert (optimizer["name"], optimizer["lion"]["beta2"]) == ("lion", 0.97)

@@ -16,7 +16,6 @@ from sweep.rules.scaling import held_out, predict
 from sweep.rules.summary import write_summary
 from sweep.transfer.command import reach_lines
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
-from tests.sweep_helpers import run_sweep
 from trainer.config import RunConfig
 
 
@@ -111,18 +110,23 @@ def test_the_local_form_reaches_no_farther_than_the_widths_where_its_term_is_mea
     assert len(p["forms"]) == 2 and p["source"].startswith("local")
 
 
-def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(tmp_path):
-    """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer: the
-    second width's studies and summary are its own (never the proxy's ladder resumed at another width), and its
-    points give the loss law the width × tokens term; then the own-curve runs `sweep plan` buys, run by `sweep verify
-    --plan`, give transfer the loss ratios of the full run's own curve."""
+def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_prediction_its_term(
+        tmp_path, run_cli, monkeypatch):
+    """proxy sweep → verify across steps at the proxy's width and at a second width (real runs) → transfer, each
+    command in this process (the sweeps' workers spawn from it): the second width's studies and summary are its own
+    (never the proxy's ladder resumed at another width), and its points give the loss law the width × tokens term;
+    then the own-curve runs `sweep plan` buys, run by `sweep verify --plan`, give transfer the loss ratios of the
+    full run's own curve."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    assert (done := run_sweep(tmp_path, "proxy", spec, "--width", "32")).returncode == 0, done.stderr
-    grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--workers", "2", "--refine", "0")
+    code, printed, err = run_cli("proxy", spec, "--width", "32")
+    assert code == 0, printed + err
+    grid = ("--across", "steps=20,40,80", "--range", "2^-9,2^-5,3", "--seeds", "1", "--refine", "0")
     for width in ((), ("--ladder-width", "64")):
-        done = run_sweep(tmp_path, "verify", spec, *grid, *width, timeout=600)
-        assert done.returncode == 0, done.stdout + done.stderr
+        code, printed, err = run_cli("verify", spec, *grid, *width)
+        assert code == 0, printed + err
     summary = json.loads((tmp_path / "v-verify-lr-across-steps-w64" / "summary.json").read_text())
     assert summary["widths"] == [64] and {s["width"] for s in summary["shapes"]} == {64}
     assert (tmp_path / "v-verify-lr-across-steps-w64-80").is_dir()
@@ -130,35 +134,34 @@ def test_a_steps_ladder_at_a_second_width_lands_in_its_own_folder_and_gives_the_
     n, d, _ = ladder_points(str(tmp_path), "v")
     assert len(set(zip(n, d, strict=True))) == 6 and len(set(n)) == 2 and len(set(d)) == 3
     out = tmp_path / "full.yaml"
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--steps", "160", "--out", out)  # within reach
-    assert done.returncode == 0, done.stderr
+    code, printed, err = run_cli("transfer", spec, "--width", "64", "--steps", "160", "--out", out)  # within reach
+    assert code == 0, err
     forms = [f["form"] for f in RunConfig.load(out).provenance.prediction["forms"]]  # the one with the smaller
     assert len(forms) == 2 and forms[1].startswith("local")  # residual standard error is the law: both are fitted
     prediction = RunConfig.load(out).provenance.prediction  # six tiny ladder points: an interval from 0 to 8×
     assert prediction["low"] == 0.0 and prediction["high"] > 2 * prediction["loss"]  # the loss, cut at 0
-    assert "curve" not in prediction and "no live band" in done.stdout  # a band no run could leave is refused
+    assert "curve" not in prediction and "no live band" in printed  # a band no run could leave is refused
     assert prediction["no_band"].startswith("the ladder's curves scaled")  # and why, for the report
     held = prediction["held_out"]  # six points: the law fitted on five predicts the largest rung
-    assert held["params"] == max(n) and "held out: the largest rung" in done.stdout
+    assert held["params"] == max(n) and "held out: the largest rung" in printed
     # found by an outside tester: the second width's ladder was not read for the run's own-curve ratios, and their
     # absence went unsaid; here one seed at widths 32 and 64 on the 80-step schedule: two runs, three needed
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
-    assert done.returncode == 0, done.stderr
+    code, printed, err = run_cli("transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
+    assert code == 0, err
     said = RunConfig.load(tmp_path / "w128.yaml").provenance.prediction["no_refine"]
     assert said.startswith("the ladder ran 2 run(s) on its schedule (depth 2, batch") and "(widths: 32, 64)" in said
-    assert "no final loss from its own curve" in done.stdout
+    assert "no final loss from its own curve" in printed
     # `sweep plan` buys the runs on that schedule at two widths and `sweep verify --plan` runs them (the plan's law
     # ladder dropped here: the steps ladders above give the law); transfer then records the ratios
     plan = make_plan(PlanRequest(spec, 80 * 32, width=128, flops=1e12, proxy_width=32, goal=0.3), "v")
     assert plan["own_curve"]["widths"] == [32, 64]
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump({**plan, "ladders": []}, sort_keys=False, allow_unicode=True))
-    done = run_sweep(tmp_path, "verify", spec, "--plan", tmp_path / "plan.yaml", "--workers", "2", "--refine", "0",
-                     timeout=600)
-    assert done.returncode in (0, 1) and "ran on the full run's schedule" in done.stdout, done.stdout + done.stderr
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
+    code, printed, err = run_cli("verify", spec, "--plan", tmp_path / "plan.yaml", "--refine", "0")
+    assert code in (0, 1) and "ran on the full run's schedule" in printed, printed + err
+    code, printed, err = run_cli("transfer", spec, "--width", "128", "--steps", "80", "--out", tmp_path / "w128.yaml")
     refine = RunConfig.load(tmp_path / "w128.yaml").provenance.prediction["refine"]
     assert refine["widths"] == [32, 64] and refine["runs"] == 6  # the plan's 2 seeds × 2 widths, the ladders' 2
-    assert "the trainer predicts the final loss from its own curve" in " ".join(done.stdout.split())
+    assert "the trainer predicts the final loss from its own curve" in " ".join(printed.split())
 
 
 def test_a_prediction_no_run_can_reach_is_none_and_the_local_form_keeps_to_its_reach(tmp_path):

@@ -1,37 +1,55 @@
 """`sweep report`: one offline HTML file whose every section renders in headless Chromium."""
+import contextlib
+import io
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
+from sweep.cli import main
 from tests.sweep_helpers import run_sweep, write_spec
 
 SECTIONS = ("coord-check", "history", "importance", "parallel", "verify", "transfer", "curves")
 
 
+def in_process(root, *args) -> tuple[int, str]:
+    """`sweep ARGS…` in this process with SWEEP_ROOT=root (a process of its own would import torch again; a sweep's
+    workers spawn from this one); (exit code, stdout + stderr)."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        patch.setenv("SWEEP_ROOT", str(root))
+        patch.chdir(root)
+        patch.setattr(sys, "argv", ["sweep", *map(str, args)])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+    return exit_info.value.code, out.getvalue()
+
+
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
-    """coordinate check → proxy sweep → verify → transfer → the full run, on a tiny budget."""
+    """coordinate check → proxy sweep → verify → transfer → the full run, on a tiny budget, in this process."""
     root = tmp_path_factory.mktemp("report")
     spec = write_spec(root, trials=3)
     for args in (("coord-check", "--model", "gpt", "--widths", "32,64", "--steps", "3", "--seeds", "1",
                   "--opt", "head_dim=16"),
                  ("proxy", spec, "--width", "16"),
                  ("verify", spec, "--widths", "16,32", "--values", "3e-3,1e-2,3e-2", "--seeds", "1",
-                  "--refine", "0"),
-                 ("transfer", spec, "--width", "32", "--steps", "50")):
-        done = run_sweep(root, *args)
-        assert done.returncode in (0, 1), done.stdout + done.stderr  # coord-check / verify verdicts may fail this small
-    config = next((root / "tiny" / "transfer").glob("*.yaml"))
-    assert run_sweep(root, "train", config, "--quiet").returncode == 0
+                  "--refine", "0")):
+        code, said = in_process(root, *args)
+        assert code in (0, 1), said  # coord-check / verify verdicts may fail this small
+    code, said = in_process(root, "transfer", spec, "--width", "32", "--steps", "50")
+    assert code == 0, said
+    code, said = in_process(root, "train", next((root / "tiny" / "transfer").glob("*.yaml")), "--quiet")
+    assert code == 0, said
     return root, spec
 
 
 def test_the_report_renders_every_section_offline_in_chromium(pipeline, browser):
     root, spec = pipeline
-    done = run_sweep(root, "report", spec)
-    assert done.returncode == 0, done.stderr
+    code, said = in_process(root, "report", spec)
+    assert code == 0, said
     page = root / "tiny" / "report.html"
     text = page.read_text()
     assert 'src="http' not in text and "<link" not in text  # nothing fetched

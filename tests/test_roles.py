@@ -312,28 +312,32 @@ def test_a_decay_multiplier_in_the_branch_that_decays_embeddings_is_accepted(tmp
             root=str(tmp_path))
 
 
-def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp_path):
+def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp_path, run_cli, monkeypatch):
     """`sweep verify --param optimizer.roles.embedding.lr_mult` runs its grid (centred on 1, the default) in its own
     study; `sweep transfer` carries the trial's role settings, records each one's verify drift in provenance and
-    names a setting that drifted past the bound or was never verified."""
-    from tests.sweep_helpers import run_sweep, spec_dict, write_spec
+    names a setting that drifted past the bound or was never verified. Each command runs in this process."""
+    from tests.sweep_helpers import spec_dict, write_spec
+
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
 
     search = {**spec_dict()["search"], "optimizer.roles.embedding.lr_mult": {"low": 0.5, "high": 4.0, "log": True},
               "model.init.embedding": {"low": 0.5, "high": 2.0, "log": True}}
     spec = write_spec(tmp_path, trials=2, search=search)
-    assert run_sweep(tmp_path, "proxy", spec, "--width", "16").returncode == 0
+    code, said, err = run_cli("proxy", spec, "--width", "16")
+    assert code == 0, said + err
     param = "optimizer.roles.embedding.lr_mult"
-    done = run_sweep(tmp_path, "verify", spec, "--param", param, "--widths", "16,32", "--values", "0.25,1,4",
-                     "--parametrizations", "mup", "--seeds", "1", "--trials-from", "spec", "--max-drift", "0.001",
-                     "--refine", "0")
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+    code, said, err = run_cli("verify", spec, "--param", param, "--widths", "16,32", "--values", "0.25,1,4",
+                              "--parametrizations", "mup", "--seeds", "1", "--trials-from", "spec", "--max-drift",
+                              "0.001", "--refine", "0")
+    assert code in (0, 1), said + err
     summary = json.loads((tmp_path / "tiny-verify-embedding-lr_mult" / "summary.json").read_text())
     assert summary["param"] == param and summary["grid"] == [0.25, 1.0, 4.0]
     drift = summary["parametrizations"]["mup"]["drift"]
 
     out = tmp_path / "full.yaml"
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--out", out)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--out", out)
+    assert code == 0, said + err
     cfg = RunConfig.load(out)
     proxy = RunConfig.from_yaml(next(t for t in load_trials(tmp_path) if t.number == cfg.provenance.trial)
                                 .user_attrs["config"])
@@ -341,12 +345,12 @@ def test_verify_scans_a_role_setting_and_transfer_carries_it_with_provenance(tmp
     roles = cfg.provenance.verify["roles"]
     assert roles[param]["value"] == proxy.optimizer.roles.embedding.lr_mult and roles[param]["drift"] == drift
     assert roles["model.init.embedding"] == {"value": proxy.model.init.embedding}
-    text = " ".join(done.stdout.split())
+    text = " ".join(said.split())
     assert "not verified: model.init.embedding" in text
     assert (f"drifts: {param}" in text) == (drift > 0.001) and (f"carried {param}" in text) == (drift <= 0.001)
-    done = run_sweep(tmp_path, "transfer", spec, "--width", "64", "--role-rule", "fitted", "--out", out)
-    assert done.returncode == 0, done.stdout + done.stderr  # one seed on 3 values: a law without an interval
-    assert "--role-rule fitted: no per-role setting of the trial has a width law" in " ".join(done.stdout.split())
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--role-rule", "fitted", "--out", out)
+    assert code == 0, said + err  # one seed on 3 values: a law without an interval
+    assert "--role-rule fitted: no per-role setting of the trial has a width law" in " ".join(said.split())
     assert RunConfig.load(out).optimizer.roles == proxy.optimizer.roles
 
 
