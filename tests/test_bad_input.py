@@ -376,7 +376,7 @@ CASES = {
         ("data.vocab_size:", "256 is too small", "token id 299")),
     "data-bin-in-a-run-config": Case(lambda root: ["train", run_config(
         root, data={"kind": "tokens", "path": tokens(root, np.arange(1001, dtype=np.uint8).tobytes()),
-                    "vocab_size": 256, "options": {}})], ("data.path:", "not a multiple of 2")),
+                    "vocab_size": 256, "seq_len": 16, "options": {}})], ("data.path:", "not a multiple of 2")),
     # ---- storage URLs
     "storage-malformed": Case(proxy("--width", "16", "--storage", "postgres:/db"),
                               ("storage:", "not a storage URL", "sqlite:///PATH")),

@@ -262,18 +262,18 @@ def test_a_law_through_poor_optima_says_so_and_two_laws_on_one_setting_show_thei
                   {"laws": {"mup": {"slope": 0.4, "low": 0.3, "high": 0.5, "at": [16, 64], "poor_at": [64.0]}}})
     (batch_law,) = measured_laws(str(tmp_path), "v", prior="none")  # the measured figures, as they are
     assert batch_law.poor_at == (64.0,)
-    tokens = Law("optimizer.lr", "tokens", -0.5, -0.7, -0.3, (640.0, 2560.0), "v-verify-lr-across-tokens")
-    target = Target(width=64, batch_size=64, steps=40, batch_rule="fitted", horizon="fitted")  # 2× batch, 2× tokens
+    tokens = Law("optimizer.lr", "tokens", -0.5, -0.7, -0.3, (640.0, 5120.0), "v-verify-lr-across-tokens")
+    target = Target(width=64, batch_size=64, steps=80, batch_rule="fitted", horizon="fitted")  # 2× batch, 4× tokens
     result = transfer_run(PROXY, target, 1, laws=(batch_law, tokens))
     (*values, axes), = combined(result.laws).values()
-    assert values == pytest.approx((0.01, 0.01 * 2 ** -0.1, 0.01 * 2 ** (0.3 - 0.7), 0.01 * 2 ** (0.5 - 0.3)))
+    assert values == pytest.approx((0.01, 0.01 * 2 ** -0.6, 0.01 * 2 ** (0.3 - 1.4), 0.01 * 2 ** (0.5 - 0.6)))
     assert list(combined(result.laws)) == ["optimizer.lr"] and axes == ["batch_size", "tokens"]
     console = Console(width=300, record=True)
     explain(Provenance(laws=result.laws, tuning={"proxy_flops": 1, "verify_flops": 1, "full_flops": 4, "share": 0.5}),
             None, [], Path("spec.yaml"), console)
     shown = console.export_text()
     assert "fitted through poor optima at batch_size 64" in shown
-    assert f"fitted optimizer.lr across batch_size and tokens: 0.01 → {0.01 * 2 ** -0.1:.4g}" in shown
+    assert f"fitted optimizer.lr across batch_size and tokens: 0.01 → {0.01 * 2 ** -0.6:.4g}" in shown
 
 
 def test_batch_and_horizon_laws_composed_at_a_batch_the_horizon_was_not_measured_at_say_the_interaction_is_unmeasured(
@@ -282,15 +282,15 @@ def test_batch_and_horizon_laws_composed_at_a_batch_the_horizon_was_not_measured
     (measured at the proxy's batch 8) set the LR 0.55 octave below the target's optimum, outside the compounded
     interval: at batch 32 the optimum barely moved with the horizon. The horizon law records its ladder's batch, and
     transfer says where the product assumes a slope that no ladder measured at the target's batch."""
-    shapes = [{"at": v, "params": 1000, "tokens": v * 32, "batch_size": 32} for v in (20, 40, 80)]
+    shapes = [{"at": v, "params": 1000, "tokens": v * 32, "batch_size": 32} for v in (40, 80, 160)]
     write_summary(tmp_path / "v-verify-lr-across-steps", {"axis": "steps", "shapes": shapes, "laws": {
-        "mup": {"slope": -0.4, "low": -0.5, "high": -0.3, "at": [20, 40, 80]}}})
+        "mup": {"slope": -0.4, "low": -0.5, "high": -0.3, "at": [40, 80, 160]}}})
     (horizon,) = measured_laws(str(tmp_path), "v")
     assert horizon.batch == 32 and LR_BATCH.batch is None
     said = "the horizon law was measured at batch 32 and the target trains at batch 64"
-    both = Target(width=64, batch_size=64, steps=40, batch_rule="fitted", horizon="fitted")  # 2× batch, 2× tokens
+    both = Target(width=64, batch_size=64, steps=80, batch_rule="fitted", horizon="fitted")  # 2× batch, 4× tokens
     assert any(said in w for w in transfer_run(PROXY, both, 1, laws=(LR_BATCH, horizon)).warnings)
-    at_its_batch = Target(width=64, batch_size=32, steps=80, batch_rule="fitted", horizon="fitted")  # 2× tokens
+    at_its_batch = Target(width=64, batch_size=32, steps=160, batch_rule="fitted", horizon="fitted")  # 4× tokens
     longer = transfer_run(PROXY, at_its_batch, 1, laws=(LR_BATCH, horizon))
     assert not any("compose as independent" in w for w in longer.warnings)
     measured_there = Law(**{**horizon.__dict__, "batch": 64})
@@ -435,7 +435,7 @@ def refuses_broken_ladders(root, spec, run_cli):
         assert not (root / "never.yaml").exists()
         return err
 
-    assert "--tokens: the budget 100 is below one step" in one_line("--tokens", "100")
+    assert "--tokens: at least 50 steps of the full run's batch 128" in one_line("--tokens", "100")
     folder = root / "v-verify-lr-across-batch_size"
     outside = root.parent / f"{root.name}-outside"
     folder.rename(outside)
@@ -552,7 +552,7 @@ def test_a_horizon_ladder_at_the_targets_batch_is_the_horizon_law_transfer_appli
     assert (horizon.source, horizon.batch) == ("v-verify-lr-across-steps-b64", 64)
     assert measured_laws(str(tmp_path), "v", batch=128) == ()  # no horizon ladder at the proxy's batch
     out = tmp_path / "full.yaml"
-    code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "64", "--tokens", str(2 * 40 * 32),
+    code, said, err = run_cli("transfer", spec, "--width", "64", "--batch-size", "64", "--tokens", str(2 * 80 * 32),
                               "--batch-rule", "sqrt", "--horizon-rule", "fitted", "--out", out)
     assert code == 0, said + err
     (law,) = RunConfig.load(out).provenance.laws

@@ -212,9 +212,10 @@ class RunConfig(Strict):
     @model_validator(mode="after")
     def _block_holds_a_sequence(self) -> RunConfig:
         """A model's block_size (its positions) is at least the data's seq_len: shorter, the first forward pass failed
-        with a traceback, after the run's folder was made (found by the fuzzer through `sweep doctor`)."""
+        with a traceback, after the run's folder was made (found by the fuzzer through `sweep doctor`). A block_size
+        that is not a positive integer is the builder's to refuse."""
         block = self.model.options.get("block_size")
-        if isinstance(block, int) and not isinstance(block, bool) and block < self.data.seq_len:
+        if isinstance(block, int) and not isinstance(block, bool) and 0 < block < self.data.seq_len:
             raise ValueError(f"model.options.block_size: {block} is shorter than data.seq_len {self.data.seq_len}; "
                              "at least the sequence length")
         return self
