@@ -102,7 +102,7 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     law = fit(n, d, loss)
     vp = float(value(law, tn, td))
     low, high = bootstrap(n, d, loss, tn, td, args.resamples)
-    end = {"width": tw, "depth": SHAPE.depth, "batch_size": SHAPE.batch, "step": ts, "tokens": td}
+    end = {"width": tw, "depth": SHAPE.depth, "batch_size": SHAPE.batch, "step": ts, "tokens": td, "lr": LR}
     cap = ceiling(firsts, end)
     today = capped(predict(n, d, loss, tn, td), cap)  # the law `sweep transfer` writes, and the band it builds on it
     final = {k: today[k] for k in ("loss", "low", "high")}

@@ -16,7 +16,11 @@ is the final interval (`capped`). Measured on the benchmark's ladders (benchmark
 2 seeds): past the first tenth an honest run 2× wider than the rung rose at most 0.05 % above it (0.3–8 % below it
 at most evaluations), while a seed of a rung moved its curve by up to 2.1 %; in the first tenth (warmup, the
 steepest descent) an honest run rose up to 4.4 % above it. A run forced off (LR × 4) rose 3–7 % above it at its
-first evaluation (10 %) and 6–14 % at its second.
+first evaluation (10 %) and 6–14 % at its second. All of that was at one LR: the ceiling run bounds the full run
+only where it ran at the full run's LR (its peak within LR_MATCH, where the target names one). Found by an outside
+tester: a full run at the LR transfer carried from the proxy by a fitted horizon law, past the ladder, sat 2.6 %
+above the ladder's run at its own grid's best LR at 37 % of the run, and was flagged although it ended inside its
+final interval; an LR × 4 run was flagged at the same step, so the flag told nothing there.
 
 The final loss from the run's own curve (`ratios`): on one schedule, a run's loss at a fraction f of its steps over
 its final loss, r(f) = L(f)/L(1), moves little and smoothly with width (the curves collapse, "Scaling with
@@ -49,6 +53,7 @@ FRACTIONS = np.linspace(0.02, 1.0, 50)
 INFORMATIVE = 0.25  # the widest band kept, as a half-width relative to the predicted loss
 TOLERANCE = 0.02  # above the ceiling run's curve: a seed moved a rung's curve by up to 2.1 % (module docstring)
 CEILING_FROM = 0.1  # the ceiling holds past the warmup and the steepest descent (module docstring)
+LR_MATCH = 2 ** 0.25  # the ceiling run's peak LR within a quarter octave of the full run's (module docstring)
 RATIO_RUNS = 3  # a line in ln width through 3 runs leaves one residual to price its interval with
 SCHEDULE = {"width", "depth", "batch_size", "step", "tokens"}  # what a run's last evaluation must name to bound
 
@@ -74,14 +79,22 @@ def on_schedule(runs: list[pd.DataFrame], target: dict) -> list[pd.DataFrame]:
 def ceiling(runs: list[pd.DataFrame], target: dict) -> tuple[np.ndarray, np.ndarray] | None:
     """(fractions, losses) bounding the full run's curve from above (module docstring): the widest of the ladder's
     μP runs (each its evaluation rows) narrower than the full run and on its schedule (`target`: its width, depth,
-    batch_size, step and tokens at its end; the tokens within 1 %), × (1 + TOLERANCE), from CEILING_FROM on; None
-    when no run is."""
-    same = on_schedule(runs, target)
+    batch_size, step and tokens at its end; the tokens within 1 %), and at its LR where `target` names one ("lr",
+    its peak), × (1 + TOLERANCE), from CEILING_FROM on; None when no run is."""
+    same = [rows for rows in on_schedule(runs, target) if at_lr(rows, target.get("lr"))]
     if not same:
         return None
     fraction, loss = shape(max(same, key=lambda rows: int(rows["width"].iloc[-1])))
     kept = fraction >= CEILING_FROM
     return fraction[kept], loss[kept] * (1 + TOLERANCE)
+
+
+def at_lr(rows: pd.DataFrame, lr: float | None) -> bool:
+    """Whether a run's peak logged LR is within LR_MATCH of `lr` (None: any LR; a run that logged none: not)."""
+    if lr is None:
+        return True
+    peak = float(rows["lr"].max()) if "lr" in rows.columns else float("nan")
+    return bool(np.isfinite(peak) and peak > 0 and 1 / LR_MATCH <= peak / lr <= LR_MATCH)
 
 
 def capped(final: dict, cap: tuple[np.ndarray, np.ndarray] | None) -> dict:

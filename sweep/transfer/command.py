@@ -176,7 +176,7 @@ def live_band(root: str, name: str, prediction: dict, config: RunConfig, tokens_
     steps = config.total_steps(tokens_per_example)
     end = {"width": config.model.width, "depth": config.model.depth, "batch_size": config.batch_size, "step": steps,
            "tokens": steps * config.batch_size * tokens_per_example}
-    cap = ceiling(runs, end)
+    cap = ceiling(runs, {**end, "lr": config.optimizer.lr})  # the ceiling holds at the full run's own LR
     prediction.update(capped(prediction, cap))  # the interval `sweep status` shows is the one the band ends at
     curve = band([shape(rows) for rows in runs], prediction, float(prediction.get("E", 0.0)), cap) if runs else None
     every = ladder_runs(root, name, every_seed=True)
