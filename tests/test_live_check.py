@@ -142,7 +142,7 @@ def test_the_ceiling_is_the_widest_narrower_run_on_the_full_runs_schedule():
     assert ceiling(runs[2:], end) is None
     # found by an outside tester: a full run at another LR than the ladder's run (transfer's fitted horizon law) sat
     # 2.6 % above it at 37 % of the run and was flagged, honest; the ceiling is measured at one LR only
-    at = [rows.assign(lr=lr) for rows, lr in zip(runs[:2], (0.01, 0.02))]
+    at = [rows.assign(lr=lr) for rows, lr in zip(runs[:2], (0.01, 0.02), strict=True)]
     assert ceiling(at, {**end, "lr": 0.04}) is None  # neither narrower run at the full run's LR: no ceiling
     # the widest at it (within LR_MATCH) bounds it: width 64 at 0.01, not width 128 at 0.02
     np.testing.assert_allclose(ceiling(at, {**end, "lr": 0.011})[1], ceiling(runs[:1], end)[1])
