@@ -56,13 +56,23 @@ def load_run_config(path: Path) -> RunConfig:
     """The RunConfig in `path`, writing under its `output.root` if it names one, else under `results_root()`; a
     `path` under the results root is read only inside it (`named_inside`)."""
     cfg = RunConfig.load(named_inside(path, results_root(), "CONFIG"))
-    if "root" in cfg.output.model_fields_set:
-        return cfg
-    try:  # the root reaches folders and a SLURM script's lines: the config's own rule for it
-        output = OutputConfig.model_validate({**cfg.output.model_dump(), "root": str(results_root())})
-    except ValidationError as err:
-        raise InputError(f"results root ($SWEEP_ROOT): {one_line(err, OutputConfig)}") from None
-    return cfg.model_copy(update={"output": output})
+    if "root" not in cfg.output.model_fields_set:
+        try:  # the root reaches folders and a SLURM script's lines: the config's own rule for it
+            output = OutputConfig.model_validate({**cfg.output.model_dump(), "root": str(results_root())})
+        except ValidationError as err:
+            raise InputError(f"results root ($SWEEP_ROOT): {one_line(err, OutputConfig)}") from None
+        cfg = cfg.model_copy(update={"output": output})
+    return kept_inside_root(cfg)
+
+
+def kept_inside_root(cfg: RunConfig) -> RunConfig:
+    """`cfg`, whose run's folders (ROOT/STUDY/runs/RUN, its curves and events) stay inside its root once links are
+    resolved: ROOT/STUDY/runs linked elsewhere had `sweep launch` write the run's checkpoints and result there."""
+    root = Path(cfg.output.root)
+    for folder, field in ((cfg.run_dir(), "output.run"), (cfg.curves_root(), "output.study"),
+                          (cfg.events_root(), "output.study")):
+        inside_root(folder, root, field)
+    return cfg
 
 
 def sweep_name(name: str, field: str) -> str:

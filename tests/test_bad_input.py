@@ -187,6 +187,17 @@ def config_linked_out(command: str) -> Callable[[Path], list]:
     return make
 
 
+def runs_linked_out(command: str) -> Callable[[Path], list]:
+    """`sweep COMMAND CONFIG`, its study's runs folder (ROOT/bad/runs) a link to a folder outside the results root."""
+    def make(root: Path) -> list:
+        outside = root / "outside-runs"
+        outside.mkdir()
+        (root / "results" / "bad").mkdir(parents=True)
+        (root / "results" / "bad" / "runs").symlink_to(outside, target_is_directory=True)
+        return [command, run_config(root)]
+    return make
+
+
 def reading(link: str, *args: str) -> Callable[[Path], list]:
     return lambda root: (run_folder_linked_out(link)(root), list(args))[1]
 
@@ -431,6 +442,10 @@ CASES = {
     # a config named under the root is read only inside it (one named elsewhere is the user's): launch trained it
     **{f"{command}-config-linked-out": Case(config_linked_out(command), ("CONFIG:", "leads out of the results root"))
        for command in ("launch", "train", "doctor")},
+    # found by an outside tester: the checkpoints and the result were written through the link
+    **{f"{command}-into-a-runs-folder-linked-out": Case(runs_linked_out(command),
+                                                       ("output.run:", "leads out of the results root"))
+       for command in ("launch", "train")},
     "launch-into-a-run-folder-whose-config-is-linked-out": Case(
         lambda root: (run_folder_linked_out("config.yaml")(root),
                       ["launch", run_config(root, **{"output.run": "r"})])[1],

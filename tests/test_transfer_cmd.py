@@ -81,6 +81,26 @@ def test_out_replaces_only_a_config_transfer_wrote(swept):
     assert not (run_dir / "new.yaml").exists() and not (trained / "checkpoints" / "x.yaml").exists()
 
 
+def test_a_transfer_folder_linked_out_of_the_root_is_not_written_through(swept, tmp_path):
+    """Found by an outside tester: ROOT/NAME/transfer a link to a folder elsewhere, transfer wrote its config there."""
+    root, spec = swept
+    folder, kept = root / "tiny" / "transfer", root / "tiny" / "transfer-kept"
+    if folder.exists():
+        folder.rename(kept)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder.symlink_to(outside, target_is_directory=True)
+    try:
+        done = run_sweep(root, "transfer", spec, "--width", "32")
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stdout + done.stderr
+        assert "--out:" in done.stderr and "leads out of the results root" in done.stderr
+        assert not any(outside.iterdir())
+    finally:
+        folder.unlink()
+        if kept.exists():
+            kept.rename(folder)
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--width", "0"], "--width: must be a positive integer"),
     (["--width", "64", "--batch-rule", "cubic"], "--batch-rule: 'cubic' is not one of none, linear, sqrt, noise"),

@@ -141,6 +141,9 @@ def compile_for_run(module: torch.nn.Module, **options) -> torch.nn.Module:
 
 
 def check_start(cfg: RunConfig, run: rt.Runtime, resume: bool) -> None:
+    root = Path(cfg.output.root)
+    for folder in (cfg.run_dir(), cfg.curves_root(), cfg.events_root()):  # ROOT/STUDY/runs linked out: written there
+        inside_root(folder, root, "output.run" if folder == cfg.run_dir() else "output.study")
     check_writable(cfg.run_dir() / "checkpoints", "output.run")  # a file where the folder goes, a read-only disk
     if list_checkpoints(cfg.run_dir() / "checkpoints") and not resume:
         raise RunExists(f"output.run: {cfg.run_dir()} already has checkpoints; pass --resume to continue it, "

@@ -19,7 +19,7 @@ from rich.table import Table
 from proxies.registry import count_parameters
 from sweep.errors import InputError
 from sweep.forecast.live import INFORMATIVE, band, capped, ceiling, ratios, shape, without_ratios
-from sweep.paths import results_root
+from sweep.paths import named_inside, results_root
 from sweep.rules import Change, Target
 from sweep.rules.fitted import EXTRAPOLATION
 from sweep.rules.ladder import ladder_runs, measured_anchors, measured_laws, predicted_loss, tuning_compute
@@ -99,6 +99,7 @@ def run_transfer(spec_path: Path, target: Target, *, trial: str, proxy_width: in
                                        "run": None},
                             "provenance": provenance.model_dump(mode="json")})
     path = out or Path(root) / name / "transfer" / f"w{full.model.width}-d{full.model.depth}-b{full.batch_size}.yaml"
+    named_inside(path, Path(root), "--out")  # ROOT/NAME/transfer linked out of the root was written through
     with atomic_path(path) as tmp:
         tmp.write_text(full.to_yaml())
     console.print(f"from trial {chosen.number} of {study.study_name} (objective {chosen.value:.4f})")
