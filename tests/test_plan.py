@@ -107,6 +107,19 @@ def test_a_1p3b_llama_on_26b_tokens_is_planned_on_paper(tmp_path, monkeypatch):
     assert "lr × batch" in text and "of the full run" in text
     refinement = sum(ld["seeds"] * len(ld["rungs"]) * REFINE for ld in plan["ladders"])
     assert f"up to {REFINE} points until its optimum is bracketed (--refine): at most {refinement} runs" in text
+    # found by an outside tester: `verify --plan` then stopped at "no study at width 128"; the plan says it first
+    width = plan["proxy"]["width"]
+    assert f"first: `sweep proxy {request.spec} --width {width}`, since sweep 'llama' has no study at width " \
+           f"{width} (it has none yet)" in " ".join(text.split())
+
+
+def test_a_plan_at_a_width_not_yet_swept_names_the_sweep_to_run_or_the_widths_there_are():
+    from sweep.plan.command import unswept
+
+    assert unswept("s", "s.yaml", 64, [32, 64]) == ""
+    assert unswept("s", "s.yaml", 128, [16, 32]) == ("first: `sweep proxy s.yaml --width 128`, since sweep 's' has no "
+                                                     "study at width 128 (it has 16, 32: or plan from one with "
+                                                     "`--proxy-width 32`)")
 
 
 def test_a_budget_below_the_smallest_ladder_is_one_line_exit_2_and_nothing_written(tmp_path):

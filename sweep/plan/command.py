@@ -41,6 +41,7 @@ from sweep.plan.shapes import Shape, Sizer
 from sweep.rules.bracket import REFINE
 from sweep.rules.prior import Prior, prior_for
 from sweep.rules.target import MIN_STEPS
+from sweep.study.lookup import swept_widths
 from sweep.study.spec import load_spec
 
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
@@ -61,7 +62,11 @@ def run_plan(request: PlanRequest, console: Console) -> int:
     plan = make_plan(request, spec.name)
     show(plan, console)
     planfile.write(out, plan)
-    console.print(f"plan written to {out}; run it with `sweep verify {request.spec} --plan {out}`")
+    console.print(f"plan written to {out}")
+    if not spec.storage and (first := unswept(spec.name, request.spec, plan["proxy"]["width"],
+                                              swept_widths(spec.name, root))):
+        console.print(first, markup=False)  # a storage of the spec's own is not opened for a plan on paper
+    console.print(f"run it with `sweep verify {request.spec} --plan {out}`", markup=False)
     if plan["ladders"]:
         console.print(f"then `{transfer_command(plan, request.spec)}`: the measured laws carried to the full run, "
                       "past the rungs, as the plan priced them", markup=False)
@@ -69,6 +74,16 @@ def run_plan(request: PlanRequest, console: Console) -> int:
         return 0
     print(plan["verdict"]["line"])
     return 1
+
+
+def unswept(name: str, spec, width: int, widths: list[int]) -> str:
+    """"" where the sweep has a study at the plan's proxy width, else what to run first (found by an outside tester:
+    `sweep verify --plan` then stopped at "no study at width 256")."""
+    if width in widths:
+        return ""
+    has = (f"it has {', '.join(map(str, widths))}: or plan from one with `--proxy-width {widths[-1]}`" if widths
+           else "it has none yet")
+    return f"first: `sweep proxy {spec} --width {width}`, since sweep {name!r} has no study at width {width} ({has})"
 
 
 def make_plan(request: PlanRequest, name: str) -> dict:

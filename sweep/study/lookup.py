@@ -29,6 +29,18 @@ def locate(spec_or_name: str, *, storage: str | None, password_env: str | None,
     return name, storage_url(given, password_env, default_sqlite=default)
 
 
+def swept_widths(name: str, root: Path) -> list[int]:
+    """The widths sweep `name` has a study at in its default storage under `root` ([] where it has none yet)."""
+    default = default_storage(root, name)
+    if not default.is_file():
+        return []
+    try:
+        studies = load_studies(name, storage_url(None, None, default_sqlite=default))
+    except InputError:  # no study of this sweep in it
+        return []
+    return sorted({s.user_attrs["width"] for s in studies if isinstance(s.user_attrs.get("width"), int)})
+
+
 def load_studies(name: str, url: StorageURL, width: int | None = None) -> list[optuna.Study]:
     """The studies of sweep `name` (all widths and parametrizations, or one width), narrowest first; a study whose
     stored name is not a NAME (`../x`, markup) is refused, one line."""
