@@ -39,6 +39,9 @@ def resolve_builder(name: str) -> Callable[..., nn.Module]:
         raise ModelError(f"model.name: cannot import builder {name!r} ({type(err).__name__}: {err})") from None
     if not callable(builder):
         raise ModelError(f"model.name: {name!r} is not callable")
+    if not hasattr(builder, "base_width"):  # never called: `os:system` was (found by an outside tester)
+        raise ModelError(f"model.name: {name!r} is not a μP builder (it declares no base_width); decorate it with "
+                         "@proxies.mup_builder(base_width=...)")
     return builder
 
 

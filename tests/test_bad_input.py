@@ -337,6 +337,9 @@ CASES = {
                                                   ("model.options.block_size:", "shorter than data.seq_len 32")),
     "doctor-block-shorter-than-its-sequence": Case(lambda root: ["doctor", run_config(root, **{"data.seq_len": 32})],
                                                    ("model.options.block_size:", "shorter than data.seq_len 32")),
+    # found by an outside tester: `sweep plan` imported and called os.system, then blamed model.options
+    "train-builder-that-is-not-a-mup-builder": Case(train(**{"model.name": "os:system"}),
+                                                    ("model.name:", "'os:system' is not a μP builder")),
     "train-steps-zero": Case(train("--steps", "0"), ("'--steps'", "greater than or equal to 1")),
     "status-unknown-format": Case(lambda root: ["status", "--format", "xml"],
                                   ("--format:", "'xml' is not one of table, json")),
