@@ -16,7 +16,7 @@ from rich.console import Console
 
 from sweep import errors
 from sweep.argv.repeats import TYPED, OnceEach
-from sweep.argv.values import checked_flags
+from sweep.argv.values import checked_flags, whole_number
 from sweep.cluster.settings import RUN, WORKERS, options
 from sweep.coords import DEFAULT_BATCH, DEFAULT_STEPS, OTHER_BATCH
 from sweep.errors import as_fault, is_bad_input
@@ -375,7 +375,7 @@ def transfer_cmd(
     width: int = typer.Option(..., help="the full run's width"),
     depth: int | None = typer.Option(None, help="the full run's depth (needs the proxy's depth rule) [default: kept]"),
     batch_size: int | None = typer.Option(None, help="the full run's batch, in examples [default: kept]"),
-    tokens: int | None = typer.Option(None, help="the full run's token budget [default: the proxy's]"),
+    tokens: float | None = typer.Option(None, help="the full run's token budget, e.g. 26e9 [default: the proxy's]"),
     steps: int | None = typer.Option(None, help="the full run's steps (instead of --tokens)"),
     batch_rule: str = typer.Option(Target.batch_rule, help="how the LR follows the batch: none, linear, sqrt, noise, "
                                    "or fitted (the law `sweep verify --across batch_size=…` measured)"),
@@ -407,6 +407,7 @@ def transfer_cmd(
     """Apply width, depth, batch and horizon rules to the proxy trial's RunConfig; print what changed and why."""
     from sweep.transfer.command import run_transfer
 
+    tokens = whole_number(tokens, "--tokens")  # 26e9 as `sweep plan` takes it
     target = Target(width=width, depth=depth, batch_size=batch_size, steps=steps, tokens=tokens, batch_rule=batch_rule,
                     warmup=warmup_rule, beta2=beta2_rule, weight_decay=wd_rule, horizon=horizon_rule,
                     depth_rule=depth_rule, role_rule=role_rule, extrapolate=extrapolate, prior=prior)

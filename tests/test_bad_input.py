@@ -305,6 +305,12 @@ CASES = {
                                                               ("--gpus-per-node/--gpus-per-task:", "given 2")),
     "results-switch-and-its-negation": Case(lambda root: ["results", "x", "--plots", "--no-plots"],
                                             ("--plots/--no-plots:", "given 2 times")),
+    # found by an outside tester: `plan` takes --tokens 26e9, transfer read "unable to parse string as an integer"
+    "transfer-tokens-not-whole": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--tokens",
+                                                    "2500.5"], ("--tokens:", "a whole number (e.g. 26e9), got 2500.5")),
+    # found by an outside tester: the spec was given, and the line asked for it
+    "transfer-of-a-sweep-never-run": Case(lambda root: ["transfer", write_spec(root), "--width", "64"],
+                                          ("study: no sweep named 'tiny'", "run `sweep proxy", "--width W` first")),
     "transfer-out-given-twice": Case(lambda root: ["transfer", write_spec(root), "--width", "64", "--out", "a.yaml",
                                                    "--out", "b.yaml"], ("--out:", "given 2 times")),
     "device-memory-past-any-device": Case(lambda root: ["transfer", write_spec(root), "--width", "64",

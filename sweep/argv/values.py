@@ -76,3 +76,13 @@ def allowed_range(param) -> str:
     if low is not None and high is not None:
         return f" from {shown(low)} to {shown(high)}"
     return f" of at least {shown(low)}" if low is not None else f" of at most {shown(high)}" if high is not None else ""
+
+
+def whole_number(value: float | None, flag: str) -> int | None:
+    """A count typed as a float (`--tokens 26e9`, as `sweep plan` takes it) as an int; one that is not whole is refused
+    (found by an outside tester: `transfer --tokens 26e9` read "unable to parse string as an integer")."""
+    if value is None:
+        return None
+    if value != int(value):
+        raise InputError(f"{flag}: a whole number (e.g. 26e9), got {value:g}")
+    return int(value)

@@ -25,7 +25,9 @@ def locate(spec_or_name: str, *, storage: str | None, password_env: str | None,
         name, given = sweep_name(spec_or_name, "study"), storage
     default = default_storage(results_root(root), name) if not given else Path()
     if not given and not default.is_file():
-        raise InputError(f"study: no sweep named {name!r} ({default} does not exist; give the spec or --storage)")
+        fix = (f"run `sweep proxy {spec_or_name} --width W` first" if path.suffix in (".yaml", ".yml")
+               or path.is_file() else "give the spec or --storage")  # the spec given: its sweep was never run
+        raise InputError(f"study: no sweep named {name!r} ({default} does not exist; {fix})")
     return name, storage_url(given, password_env, default_sqlite=default)
 
 
