@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sweep.cluster.processes import machine_id
 from sweep.runs.record import RECORD
 from trainer.checkpoint_names import FOLDER, RING, checkpoint_path
+from trainer.config import RunConfig
 
 
 def ended_run(root: Path, name: str) -> Path:
@@ -100,3 +102,24 @@ def test_a_run_that_trained_without_its_config_is_named_after_the_others_are_lis
     assert code == 2 and err.count("\n") == 1, err
     assert "lost/config.yaml is missing, though the run lost trained" in err and "config it was launched with" in err
     assert "│ kept " in out and "│ unstarted " in out and "│ lost " not in out, out
+
+
+def test_a_finished_run_run_again_puts_back_its_deleted_config(tmp_path, monkeypatch, run_cli):
+    """Found by an outside tester: the run's config.yaml deleted, the same config launched again said "done" and
+    left it missing, so `sweep status` kept refusing the run. Run again, it is put back, the result untouched."""
+    run = {"model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
+           "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 20000}}, "batch_size": 4,
+           "steps": 2, "eval": {"every": 2, "batches": 1, "noise_scale_batches": 0},
+           "output": {"root": str(tmp_path), "study": "full"}}
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump(run))
+    code, _, err = run_cli("train", config, "--quiet")
+    assert code == 0, err
+    (run_dir,) = (tmp_path / "full" / "runs").iterdir()
+    result = (run_dir / "result.json").read_text()
+    (run_dir / "config.yaml").unlink()
+    code, _, err = run_cli("train", config, "--quiet", "--resume")
+    assert code == 0, err
+    assert RunConfig.load(run_dir / "config.yaml").run_id() == run_dir.name
+    assert (run_dir / "result.json").read_text() == result

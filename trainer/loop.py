@@ -196,7 +196,9 @@ class Trainer:
         if self.state.step >= self.total_steps and recorded.exists():  # resumed a finished run: what it recorded
             inside_root(recorded, Path(self.cfg.output.root), "output.run")  # not through a link out of the root
             with reading(recorded, "run result"):  # read before anything is written
-                return RunResult(**json.loads(recorded.read_text()))
+                result = RunResult(**json.loads(recorded.read_text()))
+            self.keep_config()
+            return result
         if self.guard is not None:
             self.guard.write_events()  # events of a branch lost with the kill are dropped, as curve rows are
         self.open_outputs()
@@ -233,6 +235,14 @@ class Trainer:
             return preemption.received is not None
         received = torch.tensor(float(preemption.received is not None), device=self.run.device)
         return rt.mean_across(self.run, received).item() > 0
+
+    def keep_config(self) -> None:
+        """Rank 0: a finished run's config.yaml, deleted by hand, put back by running it again (`sweep status` names
+        a trained run without it; an outside tester relaunched, and the run said "done" and stayed without it). The
+        checkpoint it resumed from was of this model and run (the checkpointer's check)."""
+        if self.run.main and not (self.run_dir / "config.yaml").exists():
+            with atomic_path(self.run_dir / "config.yaml") as tmp:
+                tmp.write_text(self.cfg.to_yaml())
 
     def open_outputs(self) -> None:
         """Rank 0: the curve writer (rows past the checkpoint dropped: they will be logged again), the config and

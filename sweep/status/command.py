@@ -147,7 +147,8 @@ def config_kept(run_dir: Path, record: dict, logged: dict | None) -> None:
         return
     if logged or (run_dir / "result.json").exists() or latest_checkpoint(*checkpoint_folders(run_dir, record)):
         raise InputError(f"runs: {config} is missing, though the run {record['run']} trained (its curve, result or "
-                         "checkpoints are there); put back the config it was launched with")
+                         "checkpoints are there); put back the config it was launched with, or launch that config "
+                         "again")
 
 
 def scheduler_state(record: dict) -> tuple[str | None, str]:
