@@ -39,7 +39,7 @@ doubling wider at the longest steps), the additive form missed by −0.5 % to +5
 +2.1 %, the truth lay between them on 11 of 13, and the midpoint missed by −2.0 % to +3.0 % (median |error| 1.3 %,
 against 2.9 % for the better-fitting form, which was the local one on 12 of 13). The rule was chosen on those
 ladders; on 200 synthetic ladders of the same shape drawn from Kaplan et al. 2020's L(N, D), whose terms interact
-and saturate (tests/test_prediction.py), it errs no more than the better-fitting form. A local form that fits
+and saturate (tests/test_bracketed.py), it errs no more than the better-fitting form. A local form that fits
 worse than that is not the smooth surface it assumes: the additive form's point stands.
 
 The interval of a form linear in its unknowns (the reduced form, the local one above) is least squares'
