@@ -124,7 +124,7 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
           f"{today['rms']:.4f}")
     print(f"  transfer's law: {today['loss']:.4f} [{today['low']:.4f}, {today['high']:.4f}] "
           f"±{(today['high'] - today['low']) / 2 / today['loss']:.2%}, error {err_today:+.2%}, "
-          f"holds: {today['low'] <= measured <= today['high']} ({today['form'][:30]})")
+          f"holds: {today['low'] <= measured <= today['high']} ({today.get('point') or today['form'][:30]})")
     for form in today["forms"]:
         print(f"    form {form['form'][:30]:<30} {form['loss']:.4f} [{form['low']:.4f}, {form['high']:.4f}] "
               f"error {form['loss'] / measured - 1:+.2%}")
