@@ -122,7 +122,9 @@ def _edited(path: Path, edit) -> Path:
     (lambda p: p.update(extra=1), "extra: not a plan field; a plan's fields are plan, study"),
     (lambda p: p.update({"a\nb": 1}), "'a\\nb': not a plan field"),  # said on one line
     (lambda p: p["ladders"][0].update(range="0.001,0.1,9"), "ladders[0].range: not a ladder field"),
-    (lambda p: p["ladders"].append({**p["ladders"][0], "name": "again"}),
+    (lambda p: p["ladders"][0].update(name="lr × batch"),  # a tokens ladder said to be the batch law in every line
+     "ladders[0].name: 'lr × tokens', the name of the law across tokens, got 'lr × batch'"),
+    (lambda p: p["ladders"].append(dict(p["ladders"][0])),
      "ladders[1]: a second ladder of optimizer.lr across tokens (as ladders[0])"),
     (lambda p: p["ladders"][0]["rungs"].append(10 ** 14), "ladders[0].rungs: within [9600, 1.2288e+06]"),
     (lambda p: p["ladders"][0]["rungs"].append(1228801), "ladders[0].rungs: within"),  # 2 × the target's 614400

@@ -127,6 +127,7 @@ MAX_GRID = 63  # odd, within the 64 points `sweep verify` scans (sweep/verify/gr
 MAX_NAME = 80  # sweep plan's names are `lr × width` and the like
 AXES = ("width", "batch_size", "tokens", "depth")  # sweep plan's ladders (sweep/plan/command.py)
 PARAMS = ("optimizer.lr",)
+LAW_NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
 FIELDS = ("plan", "study", "spec", "target", "budget", "goal", "proxy", "noise", "ladders", "own_curve", "total",
           "verdict")
 OWN_FIELDS = ("name", "widths", "seeds", "grid", "runs", "flops", "width", "depth", "batch_size", "tokens")  # own_curve
@@ -179,7 +180,7 @@ def _number_in(x, field: str, low: float, high: float, whole: bool = False) -> f
 def _ladder(ld, field: str) -> None:
     """One ladder as `sweep plan` writes it, no field more: its setting and axis, 2–64 positive rungs within reach of
     the proxy's and the target's axis values (`_in_reach`), seeds, an odd grid, its prior and its name (said in every
-    line about the ladder)."""
+    line about the ladder: the one `sweep plan` gives a law across its axis, LAW_NAMES)."""
     if not isinstance(ld, dict):
         raise InputError(f"--plan: {field}: a ladder mapping, got {type(ld).__name__}")
     _fields(ld, LADDER_FIELDS, f"{field}.", "a ladder")
@@ -205,9 +206,9 @@ def _ladder(ld, field: str) -> None:
         _number_in(prior.get("centre"), f"{field}.prior.centre", -10, 10)
         _number_in(prior.get("spread"), f"{field}.prior.spread", 1e-6, 10)
     name = ld.get("name")
-    if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
-        raise InputError(f"--plan: {field}.name: the law's name, 1 to {MAX_NAME} printable characters, got "
-                         f"{name!r:.{MAX_NAME}}")
+    if name != LAW_NAMES[ld["across"]]:  # said in every line about the ladder: one across width named "lr × batch" lied
+        raise InputError(f"--plan: {field}.name: {LAW_NAMES[ld['across']]!r}, the name of the law across "
+                         f"{ld['across']}, got {name!r:.{MAX_NAME}}")
 
 
 def _own_curve(own) -> None:
