@@ -7,7 +7,8 @@
   back from a file or a storage (an Optuna study's name, launch.json's run and study) is input too: `stored_name`.
 - Nothing read or written under the root may leave it once symlinks are resolved (`inside_root`): a run's
   `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed; so is a file a user names under the root
-  (`named_inside`: a RunConfig to launch, a plan), which may lie anywhere else.
+  (`named_inside`: a RunConfig to launch), which may lie anywhere else. A plan is read inside the root only
+  (sweep/forecast/planfile.py `inside`), where `sweep plan` writes it.
 - An output file (`--out`) is checked before any work: not an existing folder, its parent a writable folder
   (`check_writable`, shared with the trainer's own folders); and it replaces only what the same command wrote
   there before, never the tool's own state (`check_replaceable`). Found by an outside tester: `sweep plan --out

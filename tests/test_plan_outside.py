@@ -194,6 +194,19 @@ def test_a_planted_plan_is_refused_before_it_is_read(tmp_path, monkeypatch):
             planfile.read(root / name, root)
 
 
+def test_a_plan_outside_the_results_root_is_refused_however_it_is_named(tmp_path, monkeypatch):
+    """A copy of the plan outside the root, named by its own path or as ROOT/../copy.yaml, was read and run, while
+    the same file through a link under the root was refused (outside tester): a plan is read inside the root only."""
+    root = tmp_path / "root"
+    plan = _plan_own(root, monkeypatch)
+    copy = tmp_path / "copy.yaml"
+    copy.write_bytes(plan.read_bytes())
+    for named in (copy, root / ".." / "copy.yaml"):
+        with pytest.raises(InputError, match=f"^--plan: a plan inside the results root {root} .*, got {named}$"):
+            planfile.read(named, root)
+    assert planfile.read(plan, root)["study"] == "demo"  # the plan where sweep plan wrote it
+
+
 def _verify_faked(monkeypatch, verify) -> list:
     """`sweep verify --plan` with verify itself replaced by `verify(request)` (its studies are what cost): the calls."""
     import sweep.verify.planned as planned

@@ -24,6 +24,7 @@ runs (sweep/forecast/own_curve.py) follow the ladders, as one width ladder on th
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from sweep.errors import InputError
 from sweep.forecast.design import Ladder, total
 from sweep.forecast.interval import Z95, Noise, at_target
 from sweep.forecast.live import RATIO_RUNS
-from sweep.paths import named_inside
+from sweep.paths import inside_root
 from trainer import yaml_io
 from trainer.atomic import atomic_path
 from trainer.config import MAX_BATCH, MAX_DEPTH, MAX_TOKENS, MAX_WIDTH
@@ -82,14 +83,23 @@ def write(path: Path, plan: dict) -> None:
 MAX_BYTES = 1 << 20  # a plan is a few kB
 
 
+def inside(path: Path, root: Path) -> None:
+    """A plan is read from inside the results `root` only, where `sweep plan --out` writes it, and stays inside once
+    links are resolved: named by a path outside (a copy elsewhere, ROOT/../x.yaml) it was read, through a link out of
+    the root refused (outside tester); now both are."""
+    if not Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root))):
+        raise InputError(f"--plan: a plan inside the results root {root} (where `sweep plan` writes it), got {path}")
+    inside_root(path, root, "--plan")
+
+
 def read(path: Path, root: Path | None = None) -> dict:
-    """The plan in `path`; anything but a plan this tool wrote is an InputError naming the field. A plan under the
-    results `root` must stay inside it once links are resolved; a FIFO, device or folder is refused before it is
+    """The plan in `path`; anything but a plan this tool wrote is an InputError naming the field. A plan is read
+    from inside the results `root` only (`inside`); a FIFO, device or folder is refused before it is
     opened (reading one would hang or never end), and so is a file too large to be a plan; its YAML is read as every
     command reads a spec (trainer/yaml_io.py: nested past 100 levels was a RecursionError)."""
     path = Path(path)
     if root is not None:
-        named_inside(path, root, "--plan")
+        inside(path, root)
     try:
         if not path.exists():
             raise FileNotFoundError(path)
