@@ -162,7 +162,7 @@ class Planted:
 
 @st.composite
 def plan_argument(draw) -> tuple[object, list[str]]:
-    """`--plan`: the seed's plan as `sweep plan` wrote it (in the root, or copied out of it, which verify reads), with
+    """`--plan`: the seed's plan as `sweep plan` wrote it (in the root, or copied out of it, which verify refuses), with
     0–2 of its fields out of bounds (`plan:`) or edited within them (`plan-edit:`), maybe reshaped as YAML text
     (`plan-yaml:`); or a path that is no plan (`plan-path:`)."""
     kind = draw(st.sampled_from(["seed", "copy", "copy", "copy", "planted"]))
@@ -181,9 +181,9 @@ def plan_argument(draw) -> tuple[object, list[str]]:
         edits.append((path, value))
         classes.append(f"{'plan' if bad else 'plan-edit'}:{'.'.join(map(str, path))}")
     shape = draw(st.sampled_from(PLAN_YAML_SHAPES)) if draw(st.integers(0, 3)) == 0 else None
-    name = draw(st.sampled_from(["results/edited-plan.yaml", "plan.yaml"]))  # plan.yaml: outside the root
+    name = draw(st.sampled_from(["results/edited-plan.yaml", "plan.yaml"]))  # plan.yaml: outside the root, refused
     return PlanFile(name, edits, shape), classes + ([f"plan-yaml:{shape}"] if shape else []) + \
-        (["plan-file:outside-root"] if name == "plan.yaml" else [])
+        (["plan-path:outside-root"] if name == "plan.yaml" else [])
 
 
 @st.composite
