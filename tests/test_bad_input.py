@@ -205,8 +205,8 @@ def reading(link: str, *args: str) -> Callable[[Path], list]:
 def verify_plan(edit: Callable[[dict], object] = lambda plan: None, tail: str = "",
                 flags: tuple = ()) -> Callable[[Path], list]:
     """`sweep verify SPEC --plan edited.yaml [flags]` of the tiny spec: the plan `sweep plan` wrote for it (under the
-    results root, before the case's snapshot), `edit`ed, `tail` added to its text. Every case is refused before a
-    run."""
+    results root, before the case's snapshot), `edit`ed, `tail` added to its text, written beside it (a plan is read
+    inside the root only). Every case is refused before a run."""
     def make(root: Path) -> list:
         from rich.console import Console
 
@@ -216,8 +216,8 @@ def verify_plan(edit: Callable[[dict], object] = lambda plan: None, tail: str = 
         run_plan(PlanRequest(spec, 6400, width=256, depth=4, goal=0.45, share=0.5), Console(file=open(os.devnull, "w")))
         plan = yaml.safe_load((root / "results" / "tiny" / "plan.yaml").read_text())
         edit(plan)
-        return ["verify", spec, "--plan", file(root, "edited.yaml", yaml.safe_dump(plan) + tail), "--trials-from",
-                "spec", *flags]
+        edited = file(root, "results/edited.yaml", yaml.safe_dump(plan) + tail)
+        return ["verify", spec, "--plan", edited, "--trials-from", "spec", *flags]
     return make
 
 
@@ -481,7 +481,7 @@ CASES = {
     "plan-nested-past-the-yaml-bound": Case(verify_plan(tail="deep: " + "[" * 50_000 + "]" * 50_000 + "\n"),
                                             ("--plan:", "not valid YAML", "nests deeper than 100 levels")),
     "plan-ladder-without-a-name": Case(verify_plan(far_rung_without_a_name),
-                                       ("--plan: ladders[0].name:", "printable characters", "got None")),
+                                       ("--plan: ladders[0].name:", "the name of the law across width", "got None")),
     # a flag the plan sets, typed beside --plan, was ignored for the plan's own (exit 0, the plan run as written);
     # --widths was refused naming `--across width=…`, which the user never typed
     **{f"plan-with{flag}={value}": Case(verify_plan(flags=(flag, value)),

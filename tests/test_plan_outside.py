@@ -258,15 +258,15 @@ def test_a_rung_verify_refuses_names_the_plans_ladder_not_a_flag_the_user_never_
     assert "--across" not in str(err.value)
 
 
-def test_a_ladder_name_is_said_as_written_not_read_as_console_markup(tmp_path, monkeypatch):
-    """A hand-edited name `[/]` (printable, so the reader takes it) ended the plan, after its runs, in rich's
-    MarkupError when the ladder's line was said (found beside the fuzzer's name edits, tests/fuzz/plans.py,
-    which stop before any run and so cannot reach that line)."""
+def test_a_ladder_name_that_is_console_markup_is_refused_before_any_run(tmp_path, monkeypatch):
+    """A hand-edited name `[/]` (printable, so the reader took it) ended the plan, after its runs, in rich's
+    MarkupError when the ladder's line was said (found beside the fuzzer's name edits, tests/fuzz/plans.py). A
+    ladder's name is now the one `sweep plan` gives its law (planfile.LAW_NAMES): refused in one line, nothing run."""
     path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"][0].update(name="[/]"))
-    _verify_faked(monkeypatch, lambda request: 0)
-    console = Console(record=True, width=300, file=open(os.devnull, "w"))
-    assert run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), console) == 0
-    assert "[/]: no interval measured" in console.export_text()
+    calls = _verify_faked(monkeypatch, lambda request: 0)
+    with pytest.raises(InputError, match=r"^--plan: ladders\[0\]\.name: 'lr × tokens', .*, got '\[/\]'$"):
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+    assert calls == []
 
 
 def test_a_plan_whose_version_is_a_boolean_is_refused(tmp_path, monkeypatch):
@@ -297,7 +297,7 @@ def test_a_later_ladders_refused_rung_is_said_before_the_first_ladder_trains(tmp
     import sweep.verify.planned as planned
 
     path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"].append(
-        {**p["ladders"][0], "name": "second", "across": "width", "rungs": [64, 128], "proxy_value": 64,
+        {**p["ladders"][0], "name": "lr × width", "across": "width", "rungs": [64, 128], "proxy_value": 64,
          "target_value": 256}))
     calls, checked = _verify_faked(monkeypatch, lambda request: 0), []
 
@@ -306,7 +306,7 @@ def test_a_later_ladders_refused_rung_is_said_before_the_first_ladder_trains(tmp
         if len(checked) == 2:
             raise InputError("--across: one step is more than a rung's tokens")
     monkeypatch.setattr(planned, "check_request", check)
-    with pytest.raises(InputError, match=r"^--plan: ladders\[1\] \(second\)"):
+    with pytest.raises(InputError, match=r"^--plan: ladders\[1\] \(lr × width\)"):
         run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
     assert calls == [] and len(checked) == 2
 

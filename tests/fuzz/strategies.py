@@ -4,8 +4,8 @@
 Each mutation carries its class, `KIND:DETAIL` (`type:`, `range:`, `name:`, `path:`, `url:`, `yaml:`, `flag:`,
 `space:`, `key:`, `count:` (huge counts and numbers past machine range), `damaged:` (a file the tool wrote, damaged
 before the command reads it), and for `sweep verify --plan` `plan:` (a field it reads out of its bounds), `plan-edit:`
-(edited within them, or a field it does not read), `plan-yaml:`, `plan-path:` (no plan at all, or a copy outside the root) and `plan-file:`
-(the seed's plan)): the contract's failures are reported by class, and `PENDING`
+(edited within them, or a field it does not read), `plan-yaml:`, `plan-path:` (no plan at all, or a copy outside
+the root) and `plan-file:` (the seed's plan)): the contract's failures are reported by class, and `PENDING`
 (tests/fuzz/pending.py) names the classes another lane fixes. A case only writes files into the example's own
 folder, given to `Case.make`.
 
