@@ -400,3 +400,8 @@ def test_the_own_curve_runs_are_not_bought_where_no_ladder_across_width_gives_tr
     assert plan["verdict"]["own_curve"] == ("final loss × own curve: not bought: transfer records the loss ratios "
                                             "beside the loss law's final loss, which needs a ladder across width, and "
                                             "the plan has none")
+
+
+def test_a_plan_whose_ladders_give_four_points_says_nothing_of_the_final_loss():
+    plan = make_plan(PlanRequest(EXAMPLES / "demo.yaml", 10 ** 7, width=512, share=0.5), "demo")
+    assert plan["verdict"]["final_loss"] == ""

@@ -395,3 +395,45 @@ def test_the_own_curve_ladder_runs_the_full_runs_schedule_in_a_folder_of_its_own
     with pytest.raises(InputError, match="^name: this verify's study n+… is longer than 100 characters"):
         check_request(VerifyRequest(long, across="width=64,128", parametrizations="mup", trials_from="spec",
                                     span="0.0005,0.002,3", schedule=(3, 32, 614400)))
+
+
+def _short_spec(tmp_path: Path) -> Path:
+    """The demo spec at 60 steps: a full run of 61440 tokens at batch 16 has the proxy's very schedule."""
+    spec = tmp_path / "short.yaml"
+    spec.write_text((EXAMPLES / "demo.yaml").read_text().replace("steps: 150", "steps: 60"))
+    return spec
+
+
+def test_the_own_curve_row_is_not_bought_where_the_width_ladder_runs_the_full_runs_schedule(tmp_path):
+    """Found by an outside tester: the full run at the proxy's depth, batch and tokens, its width ladder at 16 and 32
+    already on that schedule, yet the plan priced 12 more runs there and named --flops 9.56e+12 to buy them."""
+    plan = make_plan(PlanRequest(_short_spec(tmp_path), 61440, width=128, flops=3.8e11, proxy_width=16), "demo")
+    assert plan["own_curve"] is None and plan["ladders"][0]["rungs"] == [16, 32]
+    assert plan["verdict"]["own_curve"] == ("final loss × own curve: not bought: the lr × width ladder's 4 runs "
+                                            "(widths 16, 32) already run the full run's schedule, and give the final "
+                                            "loss from the run's own curve, from 50 % of the run on")
+
+
+def test_the_own_curve_line_names_no_budget_where_the_ladders_grow_into_any(tmp_path):
+    """Found by an outside tester: lr × tokens reaches ±0.5 at no budget, so the greedy grows the ladders into any
+    budget; the line named --flops 4.5e+13 (892 % of the full run, 685 % of it on lr × width)."""
+    plan = make_plan(PlanRequest(_short_spec(tmp_path), 491520, width=256, share=0.4, proxy_width=16), "demo")
+    assert plan["own_curve"] is None and "--flops" not in plan["verdict"]["own_curve"]
+    assert plan["verdict"]["own_curve"].endswith("more than the ladders leave of the budget; no budget would: "
+                                                 "lr × tokens reaches ±0.5 octave at none, so the ladders grow into "
+                                                 "any budget")
+
+
+def test_the_plan_says_its_ladders_leave_transfer_no_final_loss(tmp_path, monkeypatch):
+    """Found by an outside tester: a width ladder at 16 and 32 alone gives the loss law 2 points, and transfer said
+    "no prediction" after the plan had run, the plan silent; with a tokens ladder, 3 points (one shared)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    spec, console = _short_spec(tmp_path), Console(record=True, width=1000)
+    run_plan(PlanRequest(spec, 61440, width=128, flops=3.8e11, proxy_width=16), console)
+    line = planfile.read(tmp_path / "demo" / "plan.yaml")["verdict"]["final_loss"]
+    assert line == ("`sweep transfer` predicts no final loss from these ladders (it fits the loss law across width "
+                    "and tokens): they give the law 2 points, and its 3 unknowns need 4 or more; 2 more width "
+                    "rung(s) or a ladder across tokens add them")
+    assert line in console.export_text().splitlines()
+    both = make_plan(PlanRequest(spec, 491520, width=256, share=0.4, proxy_width=16), "demo")
+    assert "they give the law 3 points" in both["verdict"]["final_loss"]

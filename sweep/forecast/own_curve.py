@@ -19,7 +19,11 @@ The laws keep priority: the rows are bought only from what the ladders leave of 
 goal, or to the budget's end); where that is too little, one line names the budget that buys both at this proxy
 width (a larger budget alone may pick a wider proxy, and dearer rows), and the plan buys none of it. Nor where the
 plan has no ladder across width: `sweep transfer` records the ratios beside the loss law's final loss, which is
-fitted across width and tokens, so without one the runs would buy nothing.
+fitted across width and tokens, so without one the runs would buy nothing. Where the goal is out of every budget's
+reach, the ladders grow into any budget, so the line names none. Nor where the plan's width ladder already runs the
+full run's schedule (the full run has the proxy's depth, batch and tokens): transfer reads its best run at each
+rung, every seed, as it reads this row's (`given`; found by an outside tester: the plan priced 12 more runs at
+widths 16 and 32 beside a width ladder at 16 and 32 on that very schedule).
 """
 from __future__ import annotations
 
@@ -56,12 +60,28 @@ def runs(sizer, proxy: int, target, batch: int, tokens: int, smallest: int) -> d
             "tokens": int(tokens)}
 
 
+def given(ladders, target: int, same_schedule: bool) -> str:
+    """The line saying the plan's width ladder gives the ratios itself, or "": where the proxy's schedule is the full
+    run's (`same_schedule`: its depth, batch and tokens within 1 %, live.py `on_schedule`) and the ladder (sweep/
+    forecast/design.py `Ladder`s) has two rungs or more narrower than the full run's width `target`, RATIO_RUNS runs
+    or more counting seeds."""
+    width = next((ld for ld in ladders if ld.axis == "width"), None)
+    narrower = [int(r) for r in width.rungs if r < target] if width and same_schedule else []
+    if len(narrower) < 2 or len(narrower) * width.seeds < RATIO_RUNS:
+        return ""
+    return (f"{NAME}: not bought: the {width.name} ladder's {len(narrower) * width.seeds} runs (widths "
+            f"{', '.join(map(str, narrower))}) already run the full run's schedule, and give {BUYS}")
+
+
 def afford(entry: dict | None, spent: float, budget: float, named: Callable[[float], str], share: str,
-           widths_ladder: bool) -> tuple[dict | None, str]:
+           widths_ladder: bool, by_ladder: str = "") -> tuple[dict | None, str]:
     """(the entry, bought, or None; the line saying why not, or ""): bought where the ladders' FLOPs (`spent`) and
     its own fit the budget, and the plan has a ladder across width (`widths_ladder`: transfer records the ratios
-    beside the loss law's final loss, which needs one). `named(flops)`: the budget, as the user types it, whose
-    grown ladders leave `flops` (sweep/plan/command.py); `share`: the entry's FLOPs as a share of the full run's."""
+    beside the loss law's final loss, which needs one), and not where the width ladder gives the ratios itself
+    (`by_ladder`: `given`'s line). `named(flops)`: what would buy `flops` beside the grown ladders, the budget as the
+    user types it or why none does (sweep/plan/command.py); `share`: the entry's FLOPs as a share of the full run's."""
+    if by_ladder:
+        return None, by_ladder
     if entry is None:
         return None, (f"{NAME}: not planned: no two proxy widths fit under the full run's; transfer will not give "
                       f"{BUYS}")
@@ -72,5 +92,4 @@ def afford(entry: dict | None, spent: float, budget: float, named: Callable[[flo
         return entry, ""
     return None, (f"{NAME}: not bought: its {entry['runs']} runs on the full run's schedule (widths "
                   f"{', '.join(map(str, entry['widths']))}) cost {entry['flops']:.3g} FLOPs ({share} of the full run), "
-                  f"more than the ladders leave of the budget; {named(entry['flops'])} would buy them beside the "
-                  f"ladders, and with them {BUYS}")
+                  f"more than the ladders leave of the budget; {named(entry['flops'])}")

@@ -10,7 +10,8 @@
                prior_at_target, expected_half_width, expected_at_target, proxy_value, target_value}]
     own_curve: {name, widths, seeds, grid, runs, flops, width, depth, batch_size, tokens}, or null where not bought
     total: {runs, flops, share}  (the ladders' and the own-curve runs')
-    verdict: {reached, line, needed, own_curve: the line saying why the own-curve runs were not bought, or ""}
+    verdict: {reached, line, needed, final_loss: the line saying transfer will predict no final loss, or "",
+              own_curve: the line saying why the own-curve runs were not bought, or ""}
 
 Running it (`execute`): each ladder is a `sweep verify --across AXIS=rungs` at the proxy width, its grid
 centre × 2^k for k = −K … K (K = (grid − 1)/2), μP only, the plan's seeds; rung by rung (the proxy's own rung and

@@ -113,6 +113,7 @@ def make_plan(request: PlanRequest, name: str) -> dict:
                            "source": ld.prior.source} for ld in stuck]
     verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
                              for ld in starting(proxy, 0.0) if ld.prior_at_target() <= goal]
+    verdict["final_loss"] = final_loss(sizer, proxy, target, request.tokens, ladders)
     own, verdict["own_curve"] = own_curve_runs(sizer, proxy, target, batch, request.tokens, ladders,
                                                useful(starting(proxy)), budget, full, goal, noise)
     kaplan = 6 * target.params * request.tokens
@@ -126,14 +127,41 @@ def own_curve_runs(sizer: Sizer, proxy: int, target: Shape, batch: int, tokens: 
     """The full run's schedule at two proxy widths (sweep/forecast/own_curve.py), bought from what the `ladders` leave
     of the budget, or the line naming the budget that buys them beside the ladders grown from `start`."""
     entry = own_curve.runs(sizer, proxy, target, batch, tokens, MIN_WIDTH)
+    same = (sizer.shape(proxy).depth == target.depth and sizer.run.batch_size == batch
+            and abs(sizer.proxy_tokens() / tokens - 1) <= 0.01)
+    unlimited = grow(start, math.inf, goal, noise)
 
     def named(extra: float) -> str:  # at this proxy width: a larger budget alone may pick a wider one, dearer rows
-        text, _ = suggest(total(grow(start, math.inf, goal, noise)) + extra, full,
-                          lambda b: total(grow(start, b, goal, noise)) + extra <= b)
-        return f"`{text} --proxy-width {proxy}`" if text else "no budget the plan can name"
+        if not reaches(unlimited, goal, noise):
+            short = "; ".join(ld.name for ld in unlimited if ld.at_target(noise) > goal)
+            return f"no budget would: {short} reaches ±{goal:g} octave at none, so the ladders grow into any budget"
+        text, _ = suggest(total(unlimited) + extra, full, lambda b: total(grow(start, b, goal, noise)) + extra <= b)
+        return (f"`{text} --proxy-width {proxy}` would buy them beside the ladders, and with them {own_curve.BUYS}"
+                if text else "no budget the plan can name would")
 
     return own_curve.afford(entry, total(ladders), budget, named, percent(entry["flops"] / full) if entry else "",
-                            any(ld.axis == "width" for ld in ladders))
+                            any(ld.axis == "width" for ld in ladders), own_curve.given(ladders, target.width, same))
+
+
+def final_loss(sizer: Sizer, proxy: int, target: Shape, tokens: int, ladders: list[Ladder]) -> str:
+    """The line saying `sweep transfer` will predict no final loss from the plan's ladders, or "": the loss law's
+    points are one per distinct (N, D), as sweep/rules/ladder.py `ladder_points` counts them (the width ladder's rungs
+    at the proxy's tokens, the tokens ladder's at the proxy's width; batch and depth ladders give none), and
+    `predicted_loss` predicts nothing with one N (or D) where the full run's differs, or under 4 points (found by an
+    outside tester: a width ladder at 16 and 32 alone left transfer no prediction, unsaid)."""
+    p_tokens, rungs = sizer.proxy_tokens(), {ld.axis: ld.rungs for ld in ladders}
+    points = {(sizer.shape(int(w)).params, p_tokens) for w in rungs.get("width", [proxy])}
+    points |= {(sizer.shape(proxy).params, d) for d in rungs.get("tokens", [])}
+    n, d = {p for p, _ in points}, {t for _, t in points}
+    lead = "`sweep transfer` predicts no final loss from these ladders (it fits the loss law across width and tokens)"
+    if len(n) < 2 and target.params not in n:
+        return f"{lead}: they give one width; `sweep verify SPEC --widths W1,W2,W3` adds them"
+    if len(d) < 2 and tokens not in d:
+        return f"{lead}: they give one token count; a ladder across tokens (`--across tokens=D1,D2`) adds them"
+    if len(points) < 4:
+        return (f"{lead}: they give the law {len(points)} points, and its 3 unknowns need 4 or more; "
+                f"{4 - len(points)} more width rung(s) or a ladder across tokens add them")
+    return ""
 
 
 def useful(ladders: list[Ladder]) -> list[Ladder]:
@@ -303,8 +331,6 @@ def percent(share: float) -> str:
     return f"{value:.{max(0, 2 - math.floor(math.log10(rounded)))}f} %"
 
 
-WITHOUT_WIDTHS = ("; without a ladder across width, `sweep transfer` predicts no final loss (it fits the loss law "
-                  "across width and tokens): `sweep verify SPEC --widths W1,W2,W3` adds one")
 RULES = {"batch_size": "--batch-rule fitted", "tokens": "--horizon-rule fitted", "depth": "--depth-rule fitted"}
 
 
@@ -341,8 +367,9 @@ def show(plan: dict, console: Console) -> None:
                           "and transfer carries the measured slope alone")
     for law in plan["verdict"]["prior_only"]:
         console.print(f"{law['name']}: no ladder; the prior alone holds the LR to ±{law['prior_at_target']:.2f} "
-                      f"octave at the target ({law['source']})" + (WITHOUT_WIDTHS if law["name"] == NAMES["width"]
-                                                                    else ""))
+                      f"octave at the target ({law['source']})")
+    if plan["verdict"].get("final_loss"):
+        console.print(plan["verdict"]["final_loss"], markup=False)
     if plan["verdict"].get("own_curve"):
         console.print(plan["verdict"]["own_curve"], markup=False)
     if not plan["ladders"]:  # no own-curve runs either (sweep/forecast/own_curve.py `afford`)
