@@ -437,3 +437,22 @@ def test_the_plan_says_its_ladders_leave_transfer_no_final_loss(tmp_path, monkey
     assert line in console.export_text().splitlines()
     both = make_plan(PlanRequest(spec, 491520, width=256, share=0.4, proxy_width=16), "demo")
     assert "they give the law 3 points" in both["verdict"]["final_loss"]
+
+
+def test_a_narrower_proxy_that_reaches_the_goal_for_less_is_named(tmp_path, monkeypatch):
+    """Found by an outside tester: at 5 % the 1.3B llama plan took proxy width 128 (1.99 % of the full run) where
+    width 64 reached every law's goal for 0.8 %, unsaid. The plan keeps the widest (its laws are carried least far)
+    and names the cheaper width; typed back, that width reaches the goal for the share the line says."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "llama.yaml", int(26e9), params=1.3e9, depth=24, batch_size=512)
+    plan = make_plan(request, "llama")
+    line = plan["verdict"]["cheaper"]
+    width, share = re.search(r"`--proxy-width (\d+)`'s ladders reach it too, for ([0-9.]+) % of the full",
+                             line).groups()
+    assert plan["proxy"]["width"] == 128 and int(width) < 128 and plan["verdict"]["reached"]
+    narrow = make_plan(replace(request, proxy_width=int(width)), "llama")  # its own-curve runs fit the rest too
+    ladders = sum(ld["flops"] for ld in narrow["ladders"]) / narrow["target"]["flops"]
+    assert narrow["verdict"]["reached"] and f"{100 * ladders:.3g}" == share
+    assert ladders < sum(ld["flops"] for ld in plan["ladders"]) / plan["target"]["flops"]
+    alone = make_plan(replace(request, proxy_width=128), "llama")
+    assert alone["verdict"]["cheaper"] == ""  # a proxy the user chose: no other width was weighed
