@@ -50,25 +50,37 @@ def test_a_target_or_budget_that_is_no_run_is_refused_before_anything_is_written
     assert list(tmp_path.iterdir()) == []
 
 
+def _short_spec(tmp_path: Path) -> Path:
+    """The demo spec at 60 steps (61440 tokens): half its tokens are under 50 steps, so a full run 1.5× as long
+    leaves the horizon ladder room for the proxy's own rung only (its bounds [51200, 92160])."""
+    spec = tmp_path / "spec" / "demo.yaml"
+    spec.parent.mkdir()
+    spec.write_text((EXAMPLES / "demo.yaml").read_text().replace("steps: 150", "steps: 60"))
+    return spec
+
+
 def test_a_law_with_room_for_one_rung_is_not_written_as_a_ladder_the_reader_refuses(tmp_path, monkeypatch):
     """1.5× the proxy's tokens: the horizon ladder's bounds hold only the proxy's own rung. It was written as a
-    one-rung ladder that `sweep verify --plan` then refused; now it is said (the prior stands) and left out."""
+    one-rung ladder that `sweep verify --plan` then refused; now it is said, with its bounds (the prior stands), and
+    left out."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    spec = _short_spec(tmp_path)
     console = Console(record=True, width=300, file=open(os.devnull, "w"))
-    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e16), console)
+    run_plan(PlanRequest(spec, 92160, width=256, goal=0.1, flops=1e16), console)
     plan = planfile.read(tmp_path / "demo" / "plan.yaml", tmp_path)
     assert all(len(ld["rungs"]) >= 2 for ld in plan["ladders"])
     assert [law["name"] for law in plan["verdict"]["no_room"]] == ["lr × tokens"]
     text = console.export_text()
-    assert "lr × tokens: no ladder; no second rung fits" in text
-    assert f"sweep verify {EXAMPLES / 'demo.yaml'} --plan {tmp_path / 'demo' / 'plan.yaml'}" in text.replace("\n", "")
+    assert "lr × tokens: no ladder; no second rung an octave from 6.144e+04 fits within its bounds [5.12e+04, " \
+           "9.216e+04]" in text
+    assert f"sweep verify {spec} --plan {tmp_path / 'demo' / 'plan.yaml'}" in text.replace("\n", "")
 
 
 def test_a_law_with_room_for_one_rung_is_not_charged_to_the_budget(tmp_path, monkeypatch):
     """Its rung is left out of plan.yaml, so the smallest useful ladder the refusal prices is the width ladder alone,
     and that figure typed back plans it (the one-rung ladder was charged, and the budget named too high)."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
-    request = PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e10)
+    request = PlanRequest(_short_spec(tmp_path), 92160, width=256, goal=0.1, flops=1e10)
     with pytest.raises(InputError, match="^--flops: the budget 1e\\+10 FLOPs") as refused:
         make_plan(request, "demo")
     named = float(re.search(r"; --flops ([0-9.e+]+) would buy it", str(refused.value)).group(1))
@@ -380,3 +392,48 @@ def test_the_own_curve_ladder_runs_the_full_runs_schedule_in_a_folder_of_its_own
     with pytest.raises(InputError, match="^name: this verify's study n+… is longer than 100 characters"):
         check_request(VerifyRequest(long, across="width=64,128", parametrizations="mup", trials_from="spec",
                                     span="0.0005,0.002,3", schedule=(3, 32, 614400)))
+
+
+def test_a_full_run_four_times_the_proxys_tokens_gets_the_rungs_between_them(tmp_path, monkeypatch):
+    """Found by an outside tester: at 4× the proxy's tokens the horizon ladder stopped at a quarter of the full run's
+    tokens, the proxy's own, and the plan said no second rung fits between the bounds (by the guide's, 2× and 4× do)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    plan = make_plan(PlanRequest(_short_spec(tmp_path), 245760, width=256, share=0.5, proxy_width=16), "demo")
+    tokens = next(ld for ld in plan["ladders"] if ld["across"] == "tokens")
+    assert tokens["rungs"][:2] == [61440, 122880] and max(tokens["rungs"]) <= 245760
+    assert plan["verdict"]["no_room"] == []
+
+
+def test_a_plan_without_a_ladder_names_no_proxy_sweep_to_run(tmp_path, monkeypatch):
+    """Found by an outside tester: a plan with no ladder still said `first: sweep proxy … --width 64` (and `run it
+    with sweep verify`), for a plan with nothing to run."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    assert run_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=256), console) == 0
+    text = console.export_text()
+    assert "no ladder is needed" in text and "sweep proxy" not in text and "sweep verify" not in text
+
+
+def test_a_plan_whose_priors_are_within_the_goal_says_so_in_one_line(tmp_path, monkeypatch):
+    """Found by an outside tester: the guide promises one line; it was a headline, a line per law and the own-curve
+    line. The one line names each law's prior at the target."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    console = Console(record=True, width=1000, file=open(os.devnull, "w"))
+    run_plan(PlanRequest(EXAMPLES / "llama.yaml", 26 * 10 ** 9, params=1.3e9, depth=24, batch_size=512, goal=100),
+             console)
+    said, written = console.export_text().strip().splitlines()
+    assert said.endswith("no ladder is needed: every law's published prior already holds the LR within ±100 octave "
+                         "at the target (lr × width ±0.58, lr × batch ±1.96, lr × tokens ±3.04, lr × depth ±1.27)")
+    assert written.startswith("plan written to ")
+
+
+def test_an_explicit_proxy_width_under_32_lets_a_full_run_of_32_be_planned(tmp_path, monkeypatch):
+    """Found by an outside tester: `--width 32 --proxy-width 16` was refused as leaving no narrower proxy (widths
+    start at 32), while `--width 128 --proxy-width 16` planned rungs 16 and 32. Without --proxy-width the line says
+    the real rule."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 153600, width=32, proxy_width=16, flops=1e13)
+    assert make_plan(request, "demo")["proxy"]["width"] == 16
+    with pytest.raises(InputError, match=r"^--width: the full run's width 32 leaves no narrower proxy \(the plan "
+                                         r"picks proxy widths from 32; --proxy-width names a narrower one\)$"):
+        make_plan(replace(request, proxy_width=None), "demo")
