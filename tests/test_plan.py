@@ -170,13 +170,14 @@ def test_a_share_of_1e_300_is_one_short_line_not_280_zeros(tmp_path, monkeypatch
 
 
 def test_a_budget_that_buys_less_than_the_goal_names_one_the_user_can_type_back(tmp_path, monkeypatch, capsys):
-    """--flops 4e12 buys the smallest ladder but not ±½ octave, which needs 15× the full run: the line named it as
-    a share, 1471.20 %, which --share refuses (at most 1); past the full run it is named as --flops."""
+    """--flops 5e12 buys the smallest ladder but not ±½ octave, which needs 15× the full run: the line named it as
+    a share, 1471.20 %, which --share refuses (at most 1); past the full run it is named as --flops. (It was 4e12
+    until the horizon ladder's second rung went up toward the full run's tokens, not down.)"""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
-    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=4e12)
+    request = PlanRequest(EXAMPLES / "demo.yaml", 614400, width=256, flops=5e12)
     assert run_plan(request, Console(width=200, file=open("/dev/null", "w"))) == 1
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("--flops: the budget 4e+12 FLOPs (63.4 % of the full run) buys")
+    assert len(lines) == 1 and lines[0].startswith("--flops: the budget 5e+12 FLOPs (79.3 % of the full run) buys")
     named = re.search(r"; --flops ([0-9.e+]+) would$", lines[0]).group(1)
     plan = planfile.read(tmp_path / "demo" / "plan.yaml")
     assert float(named) > plan["target"]["flops"] and plan["verdict"]["needed"] == float(named)
@@ -319,7 +320,7 @@ def test_a_plan_without_a_ladder_says_why_in_one_line_instead_of_an_empty_table(
     assert run_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=128), console) == 0
     text = console.export_text()
     assert planfile.read(tmp_path / "demo" / "plan.yaml")["ladders"] == []
-    assert "no ladder is needed: every law's published prior already holds the LR to ±0.5 octave" in text
+    assert "no ladder is needed: every law's published prior already holds the LR within ±0.5 octave" in text
     assert "┃" not in text and "expected ±oct" not in text and "total 0 runs" not in text
     # a second outside tester: `sweep verify --plan` of it printed nothing, exit 0
     code, out, err = run_cli("verify", EXAMPLES / "demo.yaml", "--plan", tmp_path / "demo" / "plan.yaml")

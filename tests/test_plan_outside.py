@@ -50,25 +50,38 @@ def test_a_target_or_budget_that_is_no_run_is_refused_before_anything_is_written
     assert list(tmp_path.iterdir()) == []
 
 
+def _short_spec(tmp_path: Path) -> Path:
+    """The demo spec at 60 steps (61440 tokens): half its tokens are under 50 steps, so a full run 1.5× as long
+    leaves the horizon ladder room for the proxy's own rung only (its bounds [51200, 92160]); a full run of 61440
+    tokens at batch 16 has the proxy's very schedule."""
+    spec = tmp_path / "spec" / "demo.yaml"
+    spec.parent.mkdir(exist_ok=True)
+    spec.write_text((EXAMPLES / "demo.yaml").read_text().replace("steps: 150", "steps: 60"))
+    return spec
+
+
 def test_a_law_with_room_for_one_rung_is_not_written_as_a_ladder_the_reader_refuses(tmp_path, monkeypatch):
     """1.5× the proxy's tokens: the horizon ladder's bounds hold only the proxy's own rung. It was written as a
-    one-rung ladder that `sweep verify --plan` then refused; now it is said (the prior stands) and left out."""
+    one-rung ladder that `sweep verify --plan` then refused; now it is said, with its bounds (the prior stands), and
+    left out."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    spec = _short_spec(tmp_path)
     console = Console(record=True, width=300, file=open(os.devnull, "w"))
-    run_plan(PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e16), console)
+    run_plan(PlanRequest(spec, 92160, width=256, goal=0.1, flops=1e16), console)
     plan = planfile.read(tmp_path / "demo" / "plan.yaml", tmp_path)
     assert all(len(ld["rungs"]) >= 2 for ld in plan["ladders"])
     assert [law["name"] for law in plan["verdict"]["no_room"]] == ["lr × tokens"]
     text = console.export_text()
-    assert "lr × tokens: no ladder; no second rung fits" in text
-    assert f"sweep verify {EXAMPLES / 'demo.yaml'} --plan {tmp_path / 'demo' / 'plan.yaml'}" in text.replace("\n", "")
+    assert "lr × tokens: no ladder; no second rung an octave from 6.144e+04 fits within its bounds [5.12e+04, " \
+           "9.216e+04]" in text
+    assert f"sweep verify {spec} --plan {tmp_path / 'demo' / 'plan.yaml'}" in text.replace("\n", "")
 
 
 def test_a_law_with_room_for_one_rung_is_not_charged_to_the_budget(tmp_path, monkeypatch):
     """Its rung is left out of plan.yaml, so the smallest useful ladder the refusal prices is the width ladder alone,
     and that figure typed back plans it (the one-rung ladder was charged, and the budget named too high)."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
-    request = PlanRequest(EXAMPLES / "demo.yaml", 230400, width=256, goal=0.1, flops=1e10)
+    request = PlanRequest(_short_spec(tmp_path), 92160, width=256, goal=0.1, flops=1e10)
     with pytest.raises(InputError, match="^--flops: the budget 1e\\+10 FLOPs") as refused:
         make_plan(request, "demo")
     named = float(re.search(r"; --flops ([0-9.e+]+) would buy it", str(refused.value)).group(1))
@@ -397,13 +410,6 @@ def test_the_own_curve_ladder_runs_the_full_runs_schedule_in_a_folder_of_its_own
                                     span="0.0005,0.002,3", schedule=(3, 32, 614400)))
 
 
-def _short_spec(tmp_path: Path) -> Path:
-    """The demo spec at 60 steps: a full run of 61440 tokens at batch 16 has the proxy's very schedule."""
-    spec = tmp_path / "short.yaml"
-    spec.write_text((EXAMPLES / "demo.yaml").read_text().replace("steps: 150", "steps: 60"))
-    return spec
-
-
 def test_the_own_curve_row_is_not_bought_where_the_width_ladder_runs_the_full_runs_schedule(tmp_path):
     """Found by an outside tester: the full run at the proxy's depth, batch and tokens, its width ladder at 16 and 32
     already on that schedule, yet the plan priced 12 more runs there and named --flops 9.56e+12 to buy them."""
@@ -415,13 +421,14 @@ def test_the_own_curve_row_is_not_bought_where_the_width_ladder_runs_the_full_ru
 
 
 def test_the_own_curve_line_names_no_budget_where_the_ladders_grow_into_any(tmp_path):
-    """Found by an outside tester: lr × tokens reaches ±0.5 at no budget, so the greedy grows the ladders into any
+    """Found by an outside tester: where a law reaches the goal at no budget the greedy grows the ladders into any
     budget; the line named --flops 4.5e+13 (892 % of the full run, 685 % of it on lr × width)."""
-    plan = make_plan(PlanRequest(_short_spec(tmp_path), 491520, width=256, share=0.4, proxy_width=16), "demo")
+    plan = make_plan(PlanRequest(_short_spec(tmp_path), 491520, width=256, share=0.4, proxy_width=16, goal=0.2),
+                     "demo")
     assert plan["own_curve"] is None and "--flops" not in plan["verdict"]["own_curve"]
-    assert plan["verdict"]["own_curve"].endswith("more than the ladders leave of the budget; no budget would: "
-                                                 "lr × tokens reaches ±0.5 octave at none, so the ladders grow into "
-                                                 "any budget")
+    assert plan["verdict"]["own_curve"].endswith("more than the ladders leave of the budget; no budget would: the "
+                                                 "ladders grow into any budget, as none brings lr × width; lr × "
+                                                 "tokens to ±0.2 octave")
 
 
 def test_the_plan_says_its_ladders_leave_transfer_no_final_loss(tmp_path, monkeypatch):
@@ -432,11 +439,13 @@ def test_the_plan_says_its_ladders_leave_transfer_no_final_loss(tmp_path, monkey
     run_plan(PlanRequest(spec, 61440, width=128, flops=3.8e11, proxy_width=16), console)
     line = planfile.read(tmp_path / "demo" / "plan.yaml")["verdict"]["final_loss"]
     assert line == ("`sweep transfer` predicts no final loss from these ladders (it fits the loss law across width "
-                    "and tokens): they give the law 2 points, and its 3 unknowns need 4 or more; 2 more width "
-                    "rung(s) or a ladder across tokens add them")
+                    "and tokens): they give the law 2 points, and its 3 unknowns need 4 or more; 2 more rung(s) "
+                    "across width or tokens add them")
     assert line in console.export_text().splitlines()
-    both = make_plan(PlanRequest(spec, 491520, width=256, share=0.4, proxy_width=16), "demo")
-    assert "they give the law 3 points" in both["verdict"]["final_loss"]
+    both = make_plan(PlanRequest(spec, 245760, width=256, share=0.4, proxy_width=16), "demo")
+    assert "they give the law 3 points" in both["verdict"]["final_loss"]  # one of the tokens ladder's is the proxy's
+    longer = make_plan(PlanRequest(spec, 491520, width=256, share=0.4, proxy_width=16), "demo")
+    assert [len(ld["rungs"]) for ld in longer["ladders"]] == [2, 3] and longer["verdict"]["final_loss"] == ""
 
 
 def test_a_narrower_proxy_that_reaches_the_goal_for_less_is_named(tmp_path, monkeypatch):
@@ -456,3 +465,48 @@ def test_a_narrower_proxy_that_reaches_the_goal_for_less_is_named(tmp_path, monk
     assert ladders < sum(ld["flops"] for ld in plan["ladders"]) / plan["target"]["flops"]
     alone = make_plan(replace(request, proxy_width=128), "llama")
     assert alone["verdict"]["cheaper"] == ""  # a proxy the user chose: no other width was weighed
+
+
+def test_a_full_run_four_times_the_proxys_tokens_gets_the_rungs_between_them(tmp_path, monkeypatch):
+    """Found by an outside tester: at 4× the proxy's tokens the horizon ladder stopped at a quarter of the full run's
+    tokens, the proxy's own, and the plan said no second rung fits between the bounds (by the guide's, 2× and 4× do)."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    plan = make_plan(PlanRequest(_short_spec(tmp_path), 245760, width=256, share=0.5, proxy_width=16), "demo")
+    tokens = next(ld for ld in plan["ladders"] if ld["across"] == "tokens")
+    assert tokens["rungs"][:2] == [61440, 122880] and max(tokens["rungs"]) <= 245760
+    assert plan["verdict"]["no_room"] == []
+
+
+def test_a_plan_without_a_ladder_names_no_proxy_sweep_to_run(tmp_path, monkeypatch):
+    """Found by an outside tester: a plan with no ladder still said `first: sweep proxy … --width 64` (and `run it
+    with sweep verify`), for a plan with nothing to run."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    assert run_plan(PlanRequest(EXAMPLES / "demo.yaml", 2 * 153600, width=256), console) == 0
+    text = console.export_text()
+    assert "no ladder is needed" in text and "sweep proxy" not in text and "sweep verify" not in text
+
+
+def test_a_plan_whose_priors_are_within_the_goal_says_so_in_one_line(tmp_path, monkeypatch):
+    """Found by an outside tester: the guide promises one line; it was a headline, a line per law and the own-curve
+    line. The one line names each law's prior at the target."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    console = Console(record=True, width=1000, file=open(os.devnull, "w"))
+    run_plan(PlanRequest(EXAMPLES / "llama.yaml", 26 * 10 ** 9, params=1.3e9, depth=24, batch_size=512, goal=100),
+             console)
+    said, written = console.export_text().strip().splitlines()
+    assert said.endswith("no ladder is needed: every law's published prior already holds the LR within ±100 octave "
+                         "at the target (lr × width ±0.58, lr × batch ±1.96, lr × tokens ±3.04, lr × depth ±1.27)")
+    assert written.startswith("plan written to ")
+
+
+def test_an_explicit_proxy_width_under_32_lets_a_full_run_of_32_be_planned(tmp_path, monkeypatch):
+    """Found by an outside tester: `--width 32 --proxy-width 16` was refused as leaving no narrower proxy (widths
+    start at 32), while `--width 128 --proxy-width 16` planned rungs 16 and 32. Without --proxy-width the line says
+    the real rule."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    request = PlanRequest(EXAMPLES / "demo.yaml", 153600, width=32, proxy_width=16, flops=1e13)
+    assert make_plan(request, "demo")["proxy"]["width"] == 16
+    with pytest.raises(InputError, match=r"^--width: the full run's width 32 leaves no narrower proxy \(the plan "
+                                         r"picks proxy widths from 32; --proxy-width names a narrower one\)$"):
+        make_plan(replace(request, proxy_width=None), "demo")

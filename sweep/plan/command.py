@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -42,7 +43,7 @@ from sweep.rules.bracket import REFINE
 from sweep.rules.prior import Prior, prior_for
 from sweep.rules.target import MIN_STEPS
 from sweep.study.lookup import swept_widths
-from sweep.study.spec import load_spec
+from sweep.study.spec import StudySpec, load_spec
 
 NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
 MIN_WIDTH = 32
@@ -63,17 +64,25 @@ def run_plan(request: PlanRequest, console: Console) -> int:
     show(plan, console)
     planfile.write(out, plan)
     console.print(f"plan written to {out}")
-    if not spec.storage and (first := unswept(spec.name, request.spec, plan["proxy"]["width"],
-                                              swept_widths(spec.name, root))):
-        console.print(first, markup=False)  # a storage of the spec's own is not opened for a plan on paper
-    console.print(f"run it with `sweep verify {request.spec} --plan {out}`", markup=False)
     if plan["ladders"]:
-        console.print(f"then `{transfer_command(plan, request.spec)}`: the measured laws carried to the full run, "
-                      "past the rungs, as the plan priced them", markup=False)
+        console.print(next_steps(plan, request, spec, root, out), markup=False)
     if plan["verdict"]["reached"]:
         return 0
     print(plan["verdict"]["line"])
     return 1
+
+
+def next_steps(plan: dict, request: PlanRequest, spec: StudySpec, root: Path, out: Path) -> str:
+    """What to run for a plan with ladders: the proxy sweep it starts from where the sweep has none, verify, then
+    transfer (a plan without a ladder has nothing to run: found by an outside tester, it named a proxy sweep)."""
+    lines = []
+    if not spec.storage and (first := unswept(spec.name, request.spec, plan["proxy"]["width"],
+                                              swept_widths(spec.name, root))):
+        lines.append(first)  # a storage of the spec's own is not opened for a plan on paper
+    lines.append(f"run it with `sweep verify {request.spec} --plan {out}`")
+    lines.append(f"then `{transfer_command(plan, request.spec)}`: the measured laws carried to the full run, past the "
+                 "rungs, as the plan priced them")
+    return "\n".join(lines)
 
 
 def unswept(name: str, spec, width: int, widths: list[int]) -> str:
@@ -111,7 +120,7 @@ def make_plan(request: PlanRequest, name: str) -> dict:
     stuck = [ld for ld in starting(proxy) if len(ld.rungs) < 2]
     verdict = judge(request, ladders, useful(starting(proxy)), stuck, budget, full, noise)
     verdict["no_room"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs,
-                           "source": ld.prior.source} for ld in stuck]
+                           "bounds": [ld.low, ld.high], "source": ld.prior.source} for ld in stuck]
     verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
                              for ld in starting(proxy, 0.0) if ld.prior_at_target() <= goal]
     verdict["final_loss"] = final_loss(sizer, proxy, target, request.tokens, ladders)
@@ -149,7 +158,7 @@ def own_curve_runs(sizer: Sizer, proxy: int, target: Shape, batch: int, tokens: 
     def named(extra: float) -> str:  # at this proxy width: a larger budget alone may pick a wider one, dearer rows
         if not reaches(unlimited, goal, noise):
             short = "; ".join(ld.name for ld in unlimited if ld.at_target(noise) > goal)
-            return f"no budget would: {short} reaches ±{goal:g} octave at none, so the ladders grow into any budget"
+            return f"no budget would: the ladders grow into any budget, as none brings {short} to ±{goal:g} octave"
         text, _ = suggest(total(unlimited) + extra, full, lambda b: total(grow(start, b, goal, noise)) + extra <= b)
         return (f"`{text} --proxy-width {proxy}` would buy them beside the ladders, and with them {own_curve.BUYS}"
                 if text else "no budget the plan can name would")
@@ -175,7 +184,7 @@ def final_loss(sizer: Sizer, proxy: int, target: Shape, tokens: int, ladders: li
         return f"{lead}: they give one token count; a ladder across tokens (`--across tokens=D1,D2`) adds them"
     if len(points) < 4:
         return (f"{lead}: they give the law {len(points)} points, and its 3 unknowns need 4 or more; "
-                f"{4 - len(points)} more width rung(s) or a ladder across tokens add them")
+                f"{4 - len(points)} more rung(s) across width or tokens add them")
     return ""
 
 
@@ -189,9 +198,9 @@ def full_run(request: PlanRequest, sizer: Sizer) -> tuple[Shape, int]:
     """The full run's shape and batch, checked (`check_target`)."""
     depth = request.depth or sizer.run.model.depth
     width = request.width or sizer.width_for(request.params, depth, WIDTH_QUANTUM)
-    if width <= MIN_WIDTH:
-        raise InputError(f"--width: the full run's width {width} leaves no narrower proxy (widths start at "
-                         f"{MIN_WIDTH})")
+    if request.proxy_width is None and width <= MIN_WIDTH:  # a narrower --proxy-width is checked with the target
+        raise InputError(f"--width: the full run's width {width} leaves no narrower proxy (the plan picks proxy "
+                         f"widths from {MIN_WIDTH}; --proxy-width names a narrower one)")
     try:
         target = sizer.shape(width, depth)
     except ModelError as err:  # the model names its field; the user typed a flag
@@ -221,7 +230,10 @@ def check_target(request: PlanRequest, sizer: Sizer, target, batch: int) -> None
 
 def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, goal: float = 0.0) -> list[Ladder]:
     """The starting ladders at a proxy width: each law's first two rungs, two seeds; a law whose prior alone is
-    within `goal` at the target gets none (the textbook rule already pins the setting down there)."""
+    within `goal` at the target gets none (the textbook rule already pins the setting down there). Rungs stay within
+    [min(proxy, target) / 8, max(proxy, target)] (planfile's `_in_reach`): width up to half the target's, tokens from
+    MIN_STEPS steps up to the longer of the proxy's and the full run's tokens (it was a quarter of that: a full run 4×
+    the proxy's tokens had no rung at 2×, found by an outside tester)."""
     prior = {axis: lr_prior(axis, sizer.run.optimizer.name) for axis in NAMES}
     proxy = sizer.shape(proxy_width)
     p_tokens, p_batch = sizer.proxy_tokens(), sizer.run.batch_size
@@ -237,7 +249,7 @@ def ladders_at(sizer: Sizer, proxy_width: int, target, batch: int, tokens: int, 
                           lambda b: fpt * p_tokens))
     if tokens != p_tokens:
         out.append(Ladder(NAMES["tokens"], "optimizer.lr", "tokens", prior["tokens"], p_tokens, tokens,
-                          max(MIN_STEPS * step, min(tokens, p_tokens / 8)), max(tokens, p_tokens) / 4,
+                          max(MIN_STEPS * step, min(tokens, p_tokens / 8)), max(tokens, p_tokens),
                           lambda d: fpt * d, quantum=step))
     if target.depth != proxy.depth:
         out.append(Ladder(NAMES["depth"], "optimizer.lr", "depth", prior["depth"], proxy.depth, target.depth,
@@ -361,20 +373,24 @@ def transfer_command(plan: dict, spec) -> str:
 
 def show(plan: dict, console: Console) -> None:
     """The plan's table, the laws it plans no ladder for, its total against the budget and verify's refinement;
-    without a ladder, one line saying why instead of an empty table."""
+    without a ladder, one line saying why instead of an empty table (with each law's prior at the target), and the
+    laws without room for two rungs after it, if any."""
     target, budget = plan["target"], plan["budget"]
     title = (f"plan for {plan['study']}: width {target['width']}, depth {target['depth']}, {target['params']:.3g} "
              f"params, {target['tokens']:.3g} tokens, batch {target['batch_size']}")
     if plan["ladders"]:
         console.print(ladder_table(plan, f"{title}; proxy width {plan['proxy']['width']}"))
-    else:
-        console.print(f"{title}: no ladder is needed (no law both needs one and has room for two rungs)"
-                      if plan["verdict"].get("no_room") else
-                      f"{title}: no ladder is needed: every law's published prior already holds the LR to "
-                      f"±{plan['goal']:g} octave at the target")
+    elif plan["verdict"].get("no_room"):
+        console.print(f"{title}: no ladder is needed (no law both needs one and has room for two rungs)")
+    else:  # the one line the guide promises (found by an outside tester: it was six)
+        priors = ", ".join(f"{law['name']} ±{law['prior_at_target']:.2f}" for law in plan["verdict"]["prior_only"])
+        console.print(f"{title}: no ladder is needed: every law's published prior already holds the LR within "
+                      f"±{plan['goal']:g} octave at the target ({priors})")
+        return
     for law in plan["verdict"].get("no_room", []):
-        console.print(f"{law['name']}: no ladder; no second rung fits between the bounds (rungs "
-                      f"{', '.join(f'{r:.4g}' for r in law['rungs'])}): the prior's ±{law['prior_at_target']:.2f} "
+        console.print(f"{law['name']}: no ladder; no second rung an octave from "
+                      f"{', '.join(f'{r:.4g}' for r in law['rungs'])} fits within its bounds "
+                      f"[{law['bounds'][0]:.4g}, {law['bounds'][1]:.4g}]: the prior's ±{law['prior_at_target']:.2f} "
                       f"octave at the target stands ({law['source']})")
     for ld in plan["ladders"]:
         if ld["prior"]["source"].startswith(VAGUE_SOURCE):
