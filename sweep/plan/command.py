@@ -35,6 +35,7 @@ from sweep.errors import InputError
 from sweep.forecast import own_curve, planfile
 from sweep.forecast.design import Ladder, grow, objective, total
 from sweep.forecast.interval import Noise
+from sweep.forecast.planfile import LAW_NAMES as NAMES
 from sweep.forecast.planfile import octaves
 from sweep.paths import inside_root, results_root
 from sweep.plan.request import SHARE, PlanRequest
@@ -45,7 +46,6 @@ from sweep.rules.target import MIN_STEPS
 from sweep.study.lookup import swept_widths
 from sweep.study.spec import StudySpec, load_spec
 
-NAMES = {"width": "lr × width", "batch_size": "lr × batch", "tokens": "lr × tokens", "depth": "lr × depth"}
 MIN_WIDTH = 32
 WIDTH_QUANTUM = 64  # --params: the width searched in steps of this
 VAGUE = 1.0  # the slope's prior sd where none is published: 0 ± 2 at 95 % (the published ones span −0.5 to 1)
