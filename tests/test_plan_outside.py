@@ -324,6 +324,27 @@ def test_a_later_ladders_refused_rung_is_said_before_the_first_ladder_trains(tmp
     assert calls == [] and len(checked) == 2
 
 
+def test_a_rung_no_model_has_names_the_plans_ladder_not_a_spec_field(tmp_path, monkeypatch):
+    """Found by an outside tester: a hand-edited width rung of 24 (head dim 16) was refused as `model.width: 24 is
+    not a multiple of the head dim 16`, a field the user never typed; it names the plan's ladder, before any run."""
+    import sweep.verify.planned as planned
+    from proxies.registry import ModelError
+
+    path = _edited(_plan(tmp_path, monkeypatch), lambda p: p["ladders"].append(
+        {**p["ladders"][0], "name": "lr × width", "across": "width", "rungs": [64, 96], "proxy_value": 64,
+         "target_value": 256}))
+    calls = _verify_faked(monkeypatch, lambda request: 0)
+
+    def check(request):
+        if request.across.startswith("width"):
+            raise ModelError("model.width: 96 is not a multiple of the head dim 64 (or fix n_head)")
+    monkeypatch.setattr(planned, "check_request", check)
+    with pytest.raises(InputError, match=r"^--plan: ladders\[1\] \(lr × width\): a rung no model has \(model\.width: "
+                                         r"96 is not a multiple"):
+        run_planned(path, VerifyRequest(EXAMPLES / "demo.yaml"), QUIET)
+    assert calls == []
+
+
 def test_a_plan_made_again_on_another_grid_names_its_ladder_and_the_way_out(tmp_path, monkeypatch):
     """Found by an outside tester: planned again with a larger budget, a rung the first plan had run on a 9-point grid
     was wanted on 11; verify refused it as `search.optimizer.lr.choices: … differs …; put it back, or give the sweep
@@ -510,3 +531,12 @@ def test_an_explicit_proxy_width_under_32_lets_a_full_run_of_32_be_planned(tmp_p
     with pytest.raises(InputError, match=r"^--width: the full run's width 32 leaves no narrower proxy \(the plan "
                                          r"picks proxy widths from 32; --proxy-width names a narrower one\)$"):
         make_plan(replace(request, proxy_width=None), "demo")
+
+
+@pytest.mark.parametrize("width", [17, 1])
+def test_a_proxy_width_no_model_has_is_named_as_the_flag(tmp_path, monkeypatch, width):
+    """Found by an outside tester: `--proxy-width 17` was refused as `model.width: 17 is not a multiple of the head
+    dim 16`, a field the user never typed."""
+    monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
+    with pytest.raises(InputError, match=f"^--proxy-width: {width} is not a multiple of the head dim"):
+        make_plan(PlanRequest(EXAMPLES / "demo.yaml", 122880, width=64, proxy_width=width), "demo")

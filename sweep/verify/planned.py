@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from proxies.registry import ModelError
 from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.forecast.own_curve import BUYS
@@ -87,12 +88,12 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
         try:
             if len(ladder["rungs"]) >= 2:
                 check_request(ladder_request(ladder, sorted(ladder["rungs"])))
-        except InputError as err:
+        except (InputError, ModelError) as err:
             raise planned_error(err, where(index, ladder)) from None
     try:
         if own:
             check_request(own_request())
-    except InputError as err:
+    except (InputError, ModelError) as err:
         raise planned_error(err, f"own_curve ({own['name']})") from None
     try:
         planfile.execute(plan, run_one, lambda line: console.print(line, markup=False))  # names are the file's
@@ -128,10 +129,14 @@ def where(index: int, ladder: dict) -> str:
     return f"ladders[{index}] ({ladder['name']})"
 
 
-def planned_error(err: InputError, entry: str) -> InputError:
+def planned_error(err: InputError | ModelError, entry: str) -> InputError:
     """A refusal of a flag `run_one` set from the plan names the plan's `entry` instead (the user typed --plan), and
-    so does a rung's study refusing a grid other than the one an earlier plan ran it on (a plan made again)."""
+    so does a rung's study refusing a grid other than the one an earlier plan ran it on (a plan made again), and a
+    rung no model has (found by an outside tester: a width rung of 24 was said as `model.width: 24 is not a
+    multiple of the head dim 16`, a spec field the user never typed)."""
     text = str(err)
+    if isinstance(err, ModelError):
+        return InputError(f"--plan: {entry}: a rung no model has ({text})")
     flag = next((f for f in PLANNED if text == f or text.startswith((f + " ", f + ":"))), None)
     if flag is None and "when study" in text:  # sweep/study/study.py's check_same_spec: a rung run before
         return InputError(f"--plan: {entry}: a rung of it was run before with other "
