@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
 
-from sweep.forecast.design import MAX_SEEDS, MIN_SEEDS, Ladder
+from sweep.forecast.design import MAX_SEEDS, MIN_SEEDS
 from sweep.forecast.interval import Noise
 from sweep.plan.command import MIN_WIDTH, PlanRequest, full_run, ladders_at, make_plan
 from sweep.plan.shapes import Sizer
@@ -65,8 +66,7 @@ def fixed_ladders(spec, plan: dict, request: PlanRequest) -> list[tuple[str, int
     for planned in plan["ladders"]:
         ld = start[planned["name"]]
         side = 1 if ld.target >= ld.proxy else -1
-        fixed = Ladder(ld.name, ld.param, ld.axis, ld.prior, ld.proxy, ld.target, ld.low, ld.high, ld.cost,
-                       rungs=[ld.proxy], seeds=1, quantum=ld.quantum)
+        fixed = replace(ld, rungs=[ld.proxy], seeds=1)
         for _ in range(3):
             rung = fixed.next_rung(side) or fixed.next_rung(-side)  # past the bounds toward it: away from it
             if rung:
