@@ -6,8 +6,10 @@ check what it left.
 - `CreateWatch`: inotify on a folder tree; `kill_on_create` sends SIGKILL the moment a file whose name
   matches appears (a SQLite rollback journal, a journal-storage lock, a temp part or checkpoint), which
   lands inside a write a polling loop would almost always miss (`promptly`: at real-time priority when
-  allowed). Whether it landed is read afterwards from what is left: a write killed midway leaves its
-  journal or temp file behind.
+  allowed). Given `inside`, the session is first stopped (SIGSTOP) and the kill sent only while the file
+  is still there; a write that ended first is let go on (SIGCONT) and the next match is tried, so the
+  kill lands inside a write however loaded the machine is. Whether it landed is read afterwards from
+  what is left: a write killed midway leaves its journal or temp file behind.
 - `wait_gone`, `wait_dead`, `descendants`: every process of the killed command has exited (no orphan
   goes on training or writing).
 """
@@ -53,18 +55,23 @@ def running(root: Path, *args) -> Iterator[subprocess.Popen]:
             kill_session(proc)
 
 
-def kill_session(proc: subprocess.Popen) -> None:
-    """SIGKILL `proc`'s process group in one call (the command and the workers it started), then anything
-    else of its session, then reap it."""
+def signal_session(proc: subprocess.Popen, sig: int) -> None:
+    """Send `sig` to `proc`'s process group in one call (the command and the workers it started), then to
+    anything else of its session."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     except ProcessLookupError:  # the group is gone; a member may have left it
         pass
     for pid in session_members(proc.pid):
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
         except ProcessLookupError:
             pass
+
+
+def kill_session(proc: subprocess.Popen) -> None:
+    """SIGKILL `proc`'s whole session, then reap it."""
+    signal_session(proc, signal.SIGKILL)
     proc.wait()
 
 
@@ -160,13 +167,24 @@ def promptly() -> Iterator[None]:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
-def kill_on_create(proc: subprocess.Popen, root: Path, pattern: str, timeout: float, nth: int = 1) -> Path | None:
+def kill_on_create(proc: subprocess.Popen, root: Path, pattern: str, timeout: float, nth: int = 1,
+                   inside: Callable[[Path], bool] | None = None) -> Path | None:
     """SIGKILL `proc`'s whole session the moment the `nth` file whose path matches `pattern` appears under
-    `root`; the path that triggered it, or None (nothing killed) as `wait_created`."""
+    `root`; the path that triggered it, or None (nothing killed) as `wait_created`. With `inside` (is the
+    write still under way, read from the file), the session is stopped first and killed only when
+    `inside(path)`; otherwise it goes on and the next match is tried."""
     watch = CreateWatch(root)
+    deadline = time.monotonic() + timeout
     try:
         with promptly():
-            path = wait_created(proc, watch, pattern, timeout, nth)
+            while (path := wait_created(proc, watch, pattern, deadline - time.monotonic(), nth)) is not None:
+                if inside is None:
+                    break
+                signal_session(proc, signal.SIGSTOP)
+                if inside(path):
+                    break
+                signal_session(proc, signal.SIGCONT)
+                nth = 1
             if path is not None:
                 kill_session(proc)
         return path

@@ -11,6 +11,8 @@ The moments (each seeded: which trial, then a delay into it or which of its writ
   while a journal write is under way);
 - during a Parquet curve write: SIGKILL the moment the trial's n-th temp part (`.part-….tmp`,
   renamed when whole) appears.
+For the writes, the command is stopped (SIGSTOP) at the event and killed only while the file is still
+there; a write that ended first is let go on, and the next one is the moment.
 Whether a kill landed inside the write is read from what it left: the journal, lock or temp file
 is still there. A kill that missed (the command ended first) fails the test.
 """
@@ -54,16 +56,22 @@ def kill_inside_trial(proc, root: Path, storage: str | None, rng: random.Random,
 
 def kill_in_storage_write(proc, root: Path, storage: str | None, rng: random.Random, length: float) -> bool:
     folder, name = (root / "store", "tiny.log.lock") if storage else (root / "tiny", "optuna.db-journal")
-    hit = kill_on_create(proc, folder, f"*/{name}", timeout=60, nth=rng.randint(1, WRITES_PER_TRIAL))
+    hit = kill_on_create(proc, folder, f"*/{name}", timeout=60, nth=rng.randint(1, WRITES_PER_TRIAL),
+                         inside=left)
     assert hit is not None, "no storage write began before the sweep ended"
-    return hit.is_symlink() or hit.exists()
+    return left(hit)
+
+
+def left(path: Path) -> bool:
+    """The file is still there (a lock file may be a symlink to nowhere)."""
+    return path.is_symlink() or path.exists()
 
 
 def kill_in_parquet_write(proc, root: Path, storage: str | None, rng: random.Random, length: float) -> bool:
     nth = rng.randint(1, PARTS_PER_TRIAL)
-    hit = kill_on_create(proc, root / "tiny" / "curves", "*/.part-*.tmp", timeout=60, nth=nth)
+    hit = kill_on_create(proc, root / "tiny" / "curves", "*/.part-*.tmp", timeout=60, nth=nth, inside=left)
     assert hit is not None, "no curve part was written before the sweep ended"
-    return hit.exists()
+    return left(hit)
 
 
 MOMENTS = {"trial": kill_inside_trial, "storage": kill_in_storage_write, "parquet": kill_in_parquet_write}
