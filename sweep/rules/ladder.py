@@ -160,6 +160,8 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
         shapes = {s["at"]: s for s in summary.get("shapes", [])}
         verify += sum(6 * shapes[r["at"]]["params"] * shapes[r["at"]]["tokens"] * summary["seeds"] * len(r["added"])
                       for r in summary.get("refined", []) if r["at"] in shapes)  # the points refinement added
+        verify -= sum(6 * shapes[r["at"]]["params"] * shapes[r["at"]]["tokens"] * r["runs"]
+                      for r in summary.get("reused", []) if r["at"] in shapes)  # trained by another study (twin.py)
     return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,
             "share": (proxy + verify) / full_flops}
 

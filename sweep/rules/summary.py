@@ -28,6 +28,7 @@ from trainer.config import MAX_BATCH, MAX_DEPTH, MAX_TOKENS, MAX_WIDTH
 TEXTBOOK_BAND = 0.15  # a slope this close to the textbook's moves a 4× carry by ≤ 0.3 octave: inside any valley's floor
 SLOPE_LIMIT = 64.0  # |slope| a law may have
 ROUNDING = 1e-9  # a slope this close to a rule's value is that value (floating-point noise of the fit)
+MAX_RUNS = 10**6  # an axis value's runs at most (a grid of 64 × seeds × 2 parametrizations)
 MAX_PARAMS = 1e15  # a model's parameters at most: past it an edit, not a model (6·N·D must stay finite)
 LOSS_LIMIT = 1e12  # |loss| a summary may hold: past it an overflow, not a measurement (a fit would square it)
 
@@ -268,6 +269,13 @@ class _Verdict(BaseModel):
     passed: bool | None = None
 
 
+class _Reused(BaseModel):
+    """An axis value's runs another study trained (sweep/study/twin.py): tuning compute does not count them twice."""
+    model_config = _STRICT
+    at: float = Field(gt=0)
+    runs: int = Field(ge=0, le=MAX_RUNS)
+
+
 class _Summary(BaseModel):
     """The fields readers of a summary use (`sweep transfer`, `sweep report`, the demo), each of its type; every
     optima row names its axis value, a positive number."""
@@ -286,6 +294,7 @@ class _Summary(BaseModel):
     parametrizations: dict[Parametrization, _Verdict] = {}
     laws: dict[Parametrization, _Law] = {}
     shapes: list[_Shape] = []
+    reused: list[_Reused] = []
     optima: list[_Optimum] = []
 
     @field_validator("optima")

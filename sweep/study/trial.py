@@ -3,7 +3,8 @@
 Stored on the trial (user attrs): `values` (the RunConfig fields set, β from a half-life included),
 `config` (the first seed's RunConfig YAML), `runs` and `curves` (where the runs and their Parquet
 curves are), `status` (completed, pruned, diverged, failed), `reason`, `steps` (training steps run,
-all seeds), `seed_values`. Outcomes: COMPLETE with the objective; a diverged run or a pruned one
+all seeds), `seed_values`, `reused` (the runs of another study taken instead of training them again,
+sweep/study/twin.py). Outcomes: COMPLETE with the objective; a diverged run or a pruned one
 PRUNED with its reason; a run that raises FAILED with its message (`error`). None of them stops the
 sweep; a full or read-only disk or an unreachable storage (an EnvironmentFault) does: it is not the
 run's error, so the trial is left RUNNING for the next run to retry (sweep/study/worker.py).
@@ -26,6 +27,7 @@ from sweep.study.liveness import Heartbeat
 from sweep.study.space import set_path
 from sweep.study.spec import StudySpec
 from sweep.study.study import SweepJob, package_version
+from sweep.study.twin import content_id, record, take
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import read_run
 
@@ -70,11 +72,6 @@ def check_run_folder(cfg: RunConfig) -> None:
                           "it away")
 
 
-def content_id(cfg: RunConfig) -> str:
-    """The hash of what shapes a run's curve (RunConfig.run_id without a fixed name)."""
-    return cfg.model_copy(update={"output": cfg.output.model_copy(update={"run": None})}).run_id()
-
-
 def objective_value(cfg: RunConfig, last: int) -> float:
     """Mean of the last `last` validation losses in the run's curve (the curve store, so resumes count)."""
     curve = read_run(curve_folder(cfg), columns=["step", "val_loss"]).dropna()
@@ -110,7 +107,7 @@ def train_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial, beat: H
     values = space.values(params, tokens_per_step=batch_size * job.tokens_per_example)
     origin = trial.user_attrs.get("retry_of", trial.number)
     trial.set_user_attr("values", values)
-    seed_values, steps, runs = [], 0, []
+    seed_values, steps, runs, reused = [], 0, [], []
     for i in range(job.spec.seeds_per_trial):
         cfg = trial_config(job, values, seed_index=i, run_name=run_name(job, origin, i), trial=trial.number)
         runs.append(str(cfg.run_dir()))
@@ -119,12 +116,18 @@ def train_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial, beat: H
             trial.set_user_attr("curves", str(curve_folder(cfg)))
         trial.set_user_attr("runs", runs)
         check_run_folder(cfg)
-        result = train(cfg, resume=True, on_log=lambda row: beat.update(row["step"], row["train_loss"]),
-                       on_eval=pruning_callback(trial, beat, report=i == 0))
-        steps += result.step
-        trial.set_user_attr("steps", steps)
-        if result.status != "completed":
-            return stopped(study, trial, beat, result)
+        twin = take(cfg) if job.spec.pruner.name == "none" else None
+        if twin is not None:  # trained already by another study under the root (twin.py)
+            reused.append({"seed": i, "run": twin["reused_from"]})
+            trial.set_user_attr("reused", reused)
+        else:
+            result = train(cfg, resume=True, on_log=lambda row: beat.update(row["step"], row["train_loss"]),
+                           on_eval=pruning_callback(trial, beat, report=i == 0))
+            steps += result.step
+            trial.set_user_attr("steps", steps)
+            if result.status != "completed":
+                return stopped(study, trial, beat, result)
+            record(cfg)
         seed_values.append(objective_value(cfg, job.spec.objective.last))
     trial.set_user_attr("seed_values", seed_values)
     trial.set_user_attr("status", "completed")

@@ -72,7 +72,8 @@ def run_verify(request: VerifyRequest, console: Console) -> int:
                "source": c.source, "max_drift": r.max_drift, "prior": r.prior, "optimizer": cfg.optimizer.name,
                "depth_rule": cfg.model.options.get("depth_alpha") is not None,
                "refined": refined,
-               "shapes": [{"at": at, **s} for at, s in shapes.items()]}
+               "shapes": [{"at": at, **s} for at, s in shapes.items()],
+               "reused": reused_runs(points, axis.name)}
     return report(c.out, points, axis, summary, console)
 
 
@@ -261,8 +262,8 @@ def run_study(job: SweepJob, store, executor, console: Console) -> int:
 
 
 def collect(jobs: list[tuple[float, SweepJob]], stores: dict, param: str, axis: str) -> pd.DataFrame:
-    """A row per (parametrization, axis value, value, seed): the run's objective (NaN if it diverged or failed)
-    and its first training loss (≈ the loss at initialization)."""
+    """A row per (parametrization, axis value, value, seed): the run's objective (NaN if it diverged or failed),
+    its first training loss (≈ the loss at initialization), and whether it was another study's run (`reused`)."""
     rows = []
     for at, job in jobs:
         study = optuna.load_study(study_name=job.study_name, storage=stores[str(job.storage)])
@@ -273,14 +274,23 @@ def collect(jobs: list[tuple[float, SweepJob]], stores: dict, param: str, axis: 
                 continue  # a surplus or a lost worker's trial: retried under another number
             losses = t.user_attrs.get("seed_values") if t.state == TrialState.COMPLETE else None
             losses = losses or [math.nan] * job.spec.seeds_per_trial
+            reused = {r.get("seed") for r in t.user_attrs.get("reused", []) if isinstance(r, dict)}
             for seed, loss in enumerate(losses):
                 rows.append({"parametrization": job.parametrization, "width": job.width, axis: at,
                              "value": t.params[param], "x": math.log2(t.params[param]), "seed": seed, "loss": loss,
-                             "loss_init": first_loss(t, Path(job.root)), "trial": t.number})
+                             "loss_init": first_loss(t, Path(job.root)), "trial": t.number,
+                             "reused": seed in reused})
     points = pd.DataFrame(rows)
     if axis in ("width", "depth", "batch_size", "tokens", "steps"):
         points[axis] = points[axis].astype(int)
     return points
+
+
+def reused_runs(points: pd.DataFrame, axis: str) -> list[dict]:
+    """[{at, runs}]: per axis value, the runs another study trained (sweep/study/twin.py), no compute of this one."""
+    if "reused" not in points:
+        return []
+    return [{"at": float(at), "runs": int(n)} for at, n in points.groupby(axis)["reused"].sum().items() if n]
 
 
 def first_loss(trial: optuna.trial.FrozenTrial, root: Path) -> float:

@@ -2,7 +2,8 @@
 
 Each ladder is this command across its axis at the plan's proxy width, μP only, the plan's seeds, on a grid of the
 plan's size centred on the chosen trial's value (centre × 2^k, k = −K … K); the studies are verify's own, per rung,
-so a rung already run is not run again, and the same command resumes a stopped plan."""
+so a rung already run is not run again, and the same command resumes a stopped plan. Every ladder's rung at the
+proxy's own value is the same runs: trained by the first ladder, taken by the others (sweep/study/twin.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -60,8 +61,8 @@ def run_planned(path: Path, template: VerifyRequest, console: Console) -> int:
                           proxy_width=template.proxy_width or width, values=None, schedule=schedule)
         chosen, _, at_width = settings(request, spec, parse_axis(across))
         _, centre = base_values(spec, chosen, param, at_width)
-        k = (entry["grid"] - 1) // 2
-        return replace(request, span=f"{centre * 2.0 ** -k},{centre * 2.0 ** k},{entry['grid']}")
+        k = (entry["grid"] - 1) // 2  # the very floats at every ladder: its proxy rung is one grid (study/twin.py)
+        return replace(request, values=",".join(repr(centre * 2.0 ** j) for j in range(-k, k + 1)))
 
     def ladder_request(ladder: dict, rungs: list) -> VerifyRequest:
         return request_for(f"{ladder['across']}={','.join(label(r) for r in rungs)}", ladder)

@@ -1,0 +1,89 @@
+"""A run trained already under the same root: a trial's run whose content (trial.py `content_id`: everything that
+shapes its curve, not where it is written nor its provenance) equals one another study finished is not trained again.
+
+`sweep verify --plan` runs each law's ladder as studies of its own, and every ladder's rung at the proxy's own value
+(its width, batch, tokens, depth) is the same grid of the same runs: before this, a plan of four ladders trained
+that rung four times, and `sweep transfer`'s tuning compute counted it four times.
+
+- `record`: a trial's run that completed is indexed as ROOT/.trained/ID.json ({"run": its folder, relative to the
+  root}), written atomically (the last of two equal runs finishing together is the one kept; both are whole).
+- `take`: before a trial trains a run, its twin is looked up. Taken only when the index names a folder inside the
+  root whose config.yaml has the same content id and whose result.json says completed, and only in a study without
+  a pruner (a reused curve is not reported step by step; verify's grids have none). The trial's own run folder then
+  gets its own config, the twin's result (`reused_from` added) and the twin's curve rows (its `trial` column this
+  trial's), so every reader finds the run where it would have been trained. Nothing is trained; `reused` on the
+  trial names the twins, and the compute counts treat the run as free.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+
+from sweep.errors import InputError
+from sweep.paths import curve_folder, inside_root, read_json
+from trainer.atomic import atomic_path
+from trainer.checkpoint_names import FOLDER
+from trainer.config import ConfigError, RunConfig
+from trainer.curves import read_run, write_part
+
+INDEX = ".trained"
+
+
+def content_id(cfg: RunConfig) -> str:
+    """The hash of what shapes a run's curve (RunConfig.run_id without a fixed name)."""
+    return cfg.model_copy(update={"output": cfg.output.model_copy(update={"run": None})}).run_id()
+
+
+def index_path(cfg: RunConfig) -> Path:
+    return Path(cfg.output.root) / INDEX / f"{content_id(cfg)}.json"
+
+
+def record(cfg: RunConfig) -> None:
+    """Index a completed run by its content id (module docstring)."""
+    root = Path(cfg.output.root)
+    with atomic_path(index_path(cfg)) as tmp:
+        tmp.write_text(json.dumps({"run": str(cfg.run_dir().relative_to(root))}))
+
+
+def twin_of(cfg: RunConfig) -> Path | None:
+    """The folder of a completed run elsewhere under the root with `cfg`'s content, or None (none indexed, or the
+    index, the folder or its files not what `record` and the trainer wrote: then the run is trained)."""
+    root = Path(cfg.output.root)
+    try:
+        entry = read_json(index_path(cfg), "twin")
+        if not entry or not isinstance(entry.get("run"), str):
+            return None
+        folder = inside_root(root / entry["run"], root, "twin")
+        if folder == cfg.run_dir().resolve():
+            return None
+        result = read_json(folder / "result.json", "twin")
+        if not result or result.get("status") != "completed" or not (folder / "config.yaml").is_file():
+            return None
+        if content_id(RunConfig.load(inside_root(folder / "config.yaml", root, "twin"))) != content_id(cfg):
+            return None
+    except (InputError, ConfigError, OSError):
+        return None
+    return folder
+
+
+def take(cfg: RunConfig) -> dict | None:
+    """The twin's result written into `cfg`'s own run folder with its curve (module docstring), or None where there
+    is no twin to take."""
+    started = cfg.run_dir() / "result.json", cfg.run_dir() / FOLDER
+    twin = None if any(p.exists() for p in started) else twin_of(cfg)  # a run begun here resumes here
+    if twin is None:
+        return None
+    twin_cfg = RunConfig.load(twin / "config.yaml")
+    rows = read_run(inside_root(curve_folder(twin_cfg), Path(cfg.output.root), "twin"))
+    if rows is None:
+        return None
+    rows["trial"] = float(cfg.provenance.trial) if cfg.provenance.trial is not None else float("nan")
+    result = {**json.loads((twin / "result.json").read_text()), "run_id": cfg.run_id(), "reused_from": str(twin)}
+    with atomic_path(cfg.run_dir() / "config.yaml") as tmp:
+        tmp.write_text(cfg.to_yaml())
+    write_part(curve_folder(cfg), pa.Table.from_pandas(rows, preserve_index=False))
+    with atomic_path(cfg.run_dir() / "result.json") as tmp:
+        tmp.write_text(json.dumps(result, indent=2))
+    return result
