@@ -56,8 +56,16 @@ def test_the_plan_prices_a_run_as_the_trainer_counts_it_and_the_full_run_also_at
     assert own["widths"] == [plan["proxy"]["width"], 2 * plan["proxy"]["width"]] and own["tokens"] == 10 ** 7
     assert own["flops"] == pytest.approx(own["grid"] * own["seeds"] * sum(
         sizer.shape(w).flops_per_token * 10 ** 7 for w in own["widths"]))
-    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]) + own["flops"])
-    assert plan["total"]["runs"] == sum(ld["runs"] for ld in plan["ladders"]) + own["runs"]
+    # the proxy's own rung, in every ladder, is trained once (sweep/study/twin.py): the union of the ladders'
+    # grids × seeds there, counted by brute force
+    proxy_rung = {(k, s) for ld in plan["ladders"] for k in range(-(ld["grid"] // 2), ld["grid"] // 2 + 1)
+                  for s in range(ld["seeds"])}
+    shared = sum(ld["grid"] * ld["seeds"] for ld in plan["ladders"]) - len(proxy_rung)
+    assert len(plan["ladders"]) >= 2 and plan["total"]["shared_runs"] == shared > 0
+    run = sizer.shape(plan["proxy"]["width"]).flops_per_token * tokens
+    assert plan["total"]["flops"] == pytest.approx(
+        sum(ld["flops"] for ld in plan["ladders"]) - shared * run + own["flops"])
+    assert plan["total"]["runs"] == sum(ld["runs"] for ld in plan["ladders"]) - shared + own["runs"]
 
 
 def test_expected_interval_is_a_regression_slopes_standard_error_combined_with_the_prior():
@@ -369,18 +377,19 @@ def test_the_own_curve_runs_are_bought_only_from_what_the_ladders_leave_else_one
     plan = planfile.read(tmp_path / "demo" / "plan.yaml")
     line = plan["verdict"]["own_curve"]
     assert plan["own_curve"] is None and line in console.export_text().splitlines()
-    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"]))
-    assert re.match(r"final loss × own curve: not bought: its 12 runs on the full run's schedule \(widths 32, 64\) "
+    assert plan["total"]["flops"] == pytest.approx(sum(ld["flops"] for ld in plan["ladders"])
+                                                   - plan["total"]["shared_flops"])
+    assert re.match(r"final loss × own curve: not bought: its 12 runs on the full run's schedule \(widths \d+, \d+\) "
                     r"cost [0-9.e+]+ FLOPs \([0-9.]+ % of the full run\)", line)
     flag, value, proxy = re.search(r"`(--share|--flops) ([0-9.e+]+) --proxy-width ([0-9]+)` would buy", line).groups()
     budget = {"share": float(value)} if flag == "--share" else {"share": None, "flops": float(value)}
     console = Console(record=True, width=1000)
     run_plan(replace(request, proxy_width=int(proxy), **budget), console)
     bought = planfile.read(tmp_path / "demo" / "plan.yaml")
-    assert bought["own_curve"]["widths"] == [32, 64] and bought["verdict"]["own_curve"] == ""
+    assert bought["own_curve"]["widths"] == [int(proxy), 2 * int(proxy)] and bought["verdict"]["own_curve"] == ""
     assert bought["total"]["flops"] <= bought["budget"]["flops"]
     row = next(line for line in console.export_text().splitlines() if "final loss × own curve" in line)
-    assert re.search(r"│ width +│ 32, 64 +│ +2 │ +3 │ +12 │ +[0-9.e+]+ │ +[0-9.]+ % │ +- │ "
+    assert re.search(rf"│ width +│ {proxy}, {2 * int(proxy)} +│ +2 │ +3 │ +12 │ +[0-9.e+]+ │ +[0-9.]+ % │ +- │ "
                      r"the final loss from the run's own curve, from 50 % of the run on", row), row
 
 

@@ -384,7 +384,7 @@ def test_verify_plan_runs_the_own_curve_after_the_ladders_on_the_full_runs_sched
     assert requests[first - 1] == last and last.across == "width=64,128"
     assert (last.schedule, last.seeds, last.parametrizations, last.param) == ((2, 16, 614400), 2, "mup",
                                                                               "optimizer.lr")
-    assert last.span == f"{0.01 / 2},{0.01 * 2},3"
+    assert last.values == f"{0.01 / 2},{0.01},{0.01 * 2}" and last.span is None  # the very floats of every ladder
     assert "ran on the full run's schedule; `sweep transfer` records the loss ratios" in console.export_text()
 
 
@@ -481,9 +481,11 @@ def test_a_narrower_proxy_that_reaches_the_goal_for_less_is_named(tmp_path, monk
                              line).groups()
     assert plan["proxy"]["width"] == 128 and int(width) < 128 and plan["verdict"]["reached"]
     narrow = make_plan(replace(request, proxy_width=int(width)), "llama")  # its own-curve runs fit the rest too
-    ladders = sum(ld["flops"] for ld in narrow["ladders"]) / narrow["target"]["flops"]
+    ladders = (sum(ld["flops"] for ld in narrow["ladders"]) - narrow["total"]["shared_flops"]) / \
+        narrow["target"]["flops"]
     assert narrow["verdict"]["reached"] and f"{100 * ladders:.3g}" == share
-    assert ladders < sum(ld["flops"] for ld in plan["ladders"]) / plan["target"]["flops"]
+    assert ladders < (sum(ld["flops"] for ld in plan["ladders"]) - plan["total"]["shared_flops"]) / \
+        plan["target"]["flops"]
     alone = make_plan(replace(request, proxy_width=128), "llama")
     assert alone["verdict"]["cheaper"] == ""  # a proxy the user chose: no other width was weighed
 

@@ -4,9 +4,12 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
+from sweep.forecast.design import Ladder, shared_runs, total
 from sweep.rules.ladder import tuning_compute
+from sweep.rules.prior import Prior
 from sweep.study import twin
 from tests.sweep_helpers import VERIFY_SPEC as SPEC
 from trainer.config import RunConfig
@@ -19,7 +22,10 @@ def points(root: Path, folder: str, axis: str, at: int) -> pd.DataFrame:
     return table[table[axis] == at].sort_values("value").reset_index(drop=True)
 
 
-def test_the_rung_two_ladders_share_is_trained_once_and_counted_once(tmp_path, run_cli, monkeypatch):
+def test_the_rung_every_ladder_shares_is_trained_once_and_counted_once(tmp_path, run_cli, monkeypatch):
+    """The width ladder trains the proxy's own runs; the tokens, batch and depth ladders at the proxy's value take
+    them (the tokens rung as `tokens: 1280` where the proxy says `steps: 40`), each from where it was trained, and
+    the tuning compute counts them once."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.yaml"
@@ -27,28 +33,33 @@ def test_the_rung_two_ladders_share_is_trained_once_and_counted_once(tmp_path, r
     assert run_cli("proxy", spec, "--width", "32")[0] == 0
     code, out, err = run_cli("verify", spec, "--widths", "32,64", *GRID)
     assert code == 0, out + err
-    code, out, err = run_cli("verify", spec, "--across", "steps=20,40", *GRID)
-    assert code == 0, out + err
-    shared = tmp_path / "v-verify-lr-across-steps-40" / "runs"
-    results = [json.loads((run / "result.json").read_text()) for run in sorted(shared.iterdir())]
+    shared = {"tokens": ("640,1280", 1280), "batch_size": ("16,32", 32), "depth": ("1,2", 2)}  # a plan's ladders
+    for axis, (values, _) in shared.items():
+        code, out, err = run_cli("verify", spec, "--across", f"{axis}={values}", *GRID)
+        assert code == 0, out + err
+    runs = tmp_path / "v-verify-lr-across-tokens-1280" / "runs"
+    results = [json.loads((run / "result.json").read_text()) for run in sorted(runs.iterdir())]
     trained = str(tmp_path / "v-verify-lr" / "runs")
     assert len(results) == 3 and all(r["reused_from"].startswith(trained) for r in results)
-    assert not any((run / "checkpoints").exists() for run in shared.iterdir())  # nothing trained there
+    assert not any((run / "checkpoints").exists() for run in runs.iterdir())  # nothing trained there
     assert not any("reused_from" in json.loads((run / "result.json").read_text())
-                   for run in (tmp_path / "v-verify-lr-across-steps-20" / "runs").iterdir())  # another rung: trained
+                   for run in (tmp_path / "v-verify-lr-across-tokens-640" / "runs").iterdir())  # another rung: trained
     width = points(tmp_path, "v-verify-lr", "width", 32)
-    steps = points(tmp_path, "v-verify-lr-across-steps", "steps", 40)
-    assert list(steps["loss"]) == list(width["loss"]) and steps["reused"].all() and not width["reused"].any()
-    assert list(steps["loss_init"]) == list(width["loss_init"])  # its curve is readable where it would have been
-    summary = json.loads((tmp_path / "v-verify-lr-across-steps" / "summary.json").read_text())
-    assert summary["reused"] == [{"at": 40.0, "runs": 3}]
+    for axis, (_, proxy) in shared.items():
+        taken = points(tmp_path, f"v-verify-lr-across-{axis}", axis, proxy)
+        assert list(taken["loss"]) == list(width["loss"]) and taken["reused"].all(), axis
+        assert list(taken["loss_init"]) == list(width["loss_init"])  # its curve is readable where it would have been
+        summary = json.loads((tmp_path / f"v-verify-lr-across-{axis}" / "summary.json").read_text())
+        assert summary["reused"] == [{"at": float(proxy), "runs": 3}]
+    assert not width["reused"].any()
 
     spent = tuning_compute(str(tmp_path), [], lambda cfg: 1.0, 1, 1.0, "v")["verify_flops"]
-    shapes = {}
-    for folder in ("v-verify-lr", "v-verify-lr-across-steps"):
+    cost = {}
+    for folder in ("v-verify-lr", *(f"v-verify-lr-across-{axis}" for axis in shared)):
         for shape in json.loads((tmp_path / folder / "summary.json").read_text())["shapes"]:
-            shapes[(folder, shape["at"])] = 6 * shape["params"] * shape["tokens"] * 3
-    assert spent == sum(shapes.values()) - shapes[("v-verify-lr-across-steps", 40)]
+            cost[(folder, shape["at"])] = 6 * shape["params"] * shape["tokens"] * 3
+    taken = sum(cost[(f"v-verify-lr-across-{axis}", proxy)] for axis, (_, proxy) in shared.items())
+    assert spent == pytest.approx(sum(cost.values()) - taken)
 
 
 def test_a_twin_is_taken_only_from_the_index_the_tool_wrote_inside_the_root(tmp_path):
@@ -57,26 +68,46 @@ def test_a_twin_is_taken_only_from_the_index_the_tool_wrote_inside_the_root(tmp_
     cfg = RunConfig.parse({"model": {"name": "mlp", "width": 8}, "data": {"kind": "synthetic-vectors"}, "steps": 4,
                            "output": {"root": str(tmp_path), "study": "a", "run": "r"}})
     other = cfg.model_copy(update={"output": cfg.output.model_copy(update={"study": "b"})})
-    index = twin.index_path(cfg)
+    index = twin.index_path(cfg, 1)
     index.parent.mkdir(parents=True)
-    assert twin.twin_of(cfg) is None  # nothing indexed
+    assert twin.twin_of(cfg, 1) is None  # nothing indexed
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     outside.mkdir()
     (outside / "result.json").write_text(json.dumps({"status": "completed"}))
     (outside / "config.yaml").write_text(cfg.to_yaml())
     for entry in ({"run": f"../{outside.name}"}, {"run": 3}, [1], {"run": "b/runs/r"}):
         index.write_text(json.dumps(entry))
-        assert twin.twin_of(cfg) is None, entry
+        assert twin.twin_of(cfg, 1) is None, entry
     folder = other.run_dir()
     folder.mkdir(parents=True)
     (folder / "config.yaml").write_text(other.model_copy(update={"steps": 5}).to_yaml())  # another run's config
     (folder / "result.json").write_text(json.dumps({"status": "completed"}))
-    assert twin.twin_of(cfg) is None
+    assert twin.twin_of(cfg, 1) is None
     (folder / "config.yaml").write_text(other.to_yaml())
     (folder / "result.json").write_text(json.dumps({"status": "diverged"}))
-    assert twin.twin_of(cfg) is None
+    assert twin.twin_of(cfg, 1) is None
     (folder / "result.json").write_text(json.dumps({"status": "completed"}))
-    assert twin.twin_of(cfg) == folder.resolve()
-    assert twin.twin_of(other) is None  # a run is never its own twin
+    assert twin.twin_of(cfg, 1) == folder.resolve()
+    assert twin.twin_of(other, 1) is None  # a run is never its own twin
     index.write_text("{not json")
-    assert twin.twin_of(cfg) is None
+    assert twin.twin_of(cfg, 1) is None
+
+
+def test_the_plan_prices_the_proxys_own_rung_once_as_verify_then_trains_it():
+    """`sweep plan`'s total: each ladder's runs, less those of the proxy's rung another ladder of its setting trains
+    (the union of their grids × seeds, counted by brute force here)."""
+    def ladder(axis, spread, seeds, param="optimizer.lr"):
+        return Ladder(axis, param, axis, Prior(0.0, spread, "test"), 32.0, 512.0, 4.0, 256.0, lambda v: 10.0 * v,
+                      rungs=[32.0, 64.0, 128.0], seeds=seeds)
+
+    ladders = [ladder("width", 0.1, 2), ladder("tokens", 0.9, 3), ladder("depth", 0.4, 5),
+               ladder("batch_size", 0.4, 2, param="optimizer.warmup_fraction")]
+    assert len({ld.grid for ld in ladders}) == 3  # grids of several reaches
+    union = {}
+    for ld in ladders:
+        for k in range(-(ld.grid // 2), ld.grid // 2 + 1):
+            union.setdefault(ld.param, set()).update((k, s) for s in range(ld.seeds))
+    every = sum(ld.grid * ld.seeds for ld in ladders)
+    assert shared_runs(ladders) == every - sum(len(runs) for runs in union.values()) > 0
+    assert total(ladders) == pytest.approx(sum(ld.flops() for ld in ladders) - shared_runs(ladders) * 320.0)
+    assert shared_runs(ladders[:1]) == 0 and total([]) == 0

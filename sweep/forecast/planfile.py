@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from sweep.errors import InputError
-from sweep.forecast.design import Ladder, total
+from sweep.forecast.design import Ladder, shared_runs, total
 from sweep.forecast.interval import Z95, Noise, at_target
 from sweep.forecast.live import RATIO_RUNS
 from sweep.paths import inside_root
@@ -46,7 +46,8 @@ VERSION = 1
 def plan_dict(name: str, request, target, batch: int, full: float, kaplan: float, budget: float, sizer,
               proxy: int, ladders: list[Ladder], noise: Noise, verdict: dict, own: dict | None = None) -> dict:
     shape = sizer.shape(proxy)
-    runs = sum(ld.runs() for ld in ladders) + (own["runs"] if own else 0)
+    shared = shared_runs(ladders)  # the proxy's own rung: trained by one ladder, taken by the others
+    runs = sum(ld.runs() for ld in ladders) - shared + (own["runs"] if own else 0)
     flops = total(ladders) + (own["flops"] if own else 0.0)
     return {
         "plan": VERSION, "study": name, "spec": str(request.spec),
@@ -58,7 +59,8 @@ def plan_dict(name: str, request, target, batch: int, full: float, kaplan: float
         "noise": {"vertex_sd": noise.vertex_sd, "source": noise.source},
         "ladders": [ladder_dict(ld, noise) for ld in ladders],
         "own_curve": own,
-        "total": {"runs": runs, "flops": flops, "share": flops / full},
+        "total": {"runs": runs, "flops": flops, "share": flops / full, "shared_runs": shared,
+                  "shared_flops": sum(ld.flops() for ld in ladders) - total(ladders)},
         "verdict": {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in verdict.items()},
     }
 

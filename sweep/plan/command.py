@@ -413,9 +413,12 @@ def show(plan: dict, console: Console) -> None:
         console.print(plan["verdict"]["own_curve"], markup=False)
     if not plan["ladders"]:  # no own-curve runs either (sweep/forecast/own_curve.py `afford`)
         return
+    shared = plan["total"].get("shared_runs") or 0
+    once = (f", the {shared} runs the ladders share at the proxy's own value counted once (trained by one, taken by "
+            f"the others: {plan['total']['shared_flops']:.3g} FLOPs less than the rows)") if shared else ""
     console.print(f"total {plan['total']['runs']} runs, {plan['total']['flops']:.3g} FLOPs = "
                   f"{percent(plan['total']['share'])} of the full run ({target['flops']:.3g} FLOPs; 6·N·D "
-                  f"{target['kaplan_flops']:.3g}); budget {budget['flops']:.3g} ({percent(budget['share'])}). "
+                  f"{target['kaplan_flops']:.3g}){once}; budget {budget['flops']:.3g} ({percent(budget['share'])}). "
                   f"±oct: the LR's 95 % interval at the target, octaves (goal ±{plan['goal']:g})")
     rows = plan["ladders"] + ([plan["own_curve"]] if plan.get("own_curve") else [])
     extra = sum(ld["flops"] * REFINE / ld["grid"] for ld in rows)

@@ -116,7 +116,7 @@ def train_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial, beat: H
             trial.set_user_attr("curves", str(curve_folder(cfg)))
         trial.set_user_attr("runs", runs)
         check_run_folder(cfg)
-        twin = take(cfg) if job.spec.pruner.name == "none" else None
+        twin = take(cfg, job.tokens_per_example) if job.spec.pruner.name == "none" else None
         if twin is not None:  # trained already by another study under the root (twin.py)
             reused.append({"seed": i, "run": twin["reused_from"]})
             trial.set_user_attr("reused", reused)
@@ -127,7 +127,7 @@ def train_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial, beat: H
             trial.set_user_attr("steps", steps)
             if result.status != "completed":
                 return stopped(study, trial, beat, result)
-            record(cfg)
+            record(cfg, job.tokens_per_example)
         seed_values.append(objective_value(cfg, job.spec.objective.last))
     trial.set_user_attr("seed_values", seed_values)
     trial.set_user_attr("status", "completed")

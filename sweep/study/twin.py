@@ -1,5 +1,6 @@
 """A run trained already under the same root: a trial's run whose content (trial.py `content_id`: everything that
-shapes its curve, not where it is written nor its provenance) equals one another study finished is not trained again.
+shapes its curve, not where it is written nor its provenance; its length in steps, however it was given) equals one
+another study finished is not trained again.
 
 `sweep verify --plan` runs each law's ladder as studies of its own, and every ladder's rung at the proxy's own value
 (its width, batch, tokens, depth) is the same grid of the same runs: before this, a plan of four ladders trained
@@ -36,23 +37,29 @@ def content_id(cfg: RunConfig) -> str:
     return cfg.model_copy(update={"output": cfg.output.model_copy(update={"run": None})}).run_id()
 
 
-def index_path(cfg: RunConfig) -> Path:
-    return Path(cfg.output.root) / INDEX / f"{content_id(cfg)}.json"
+def key(cfg: RunConfig, tokens_per_example: int) -> str:
+    """`content_id` with the run's length said one way, in steps: a tokens ladder's rung at the proxy's tokens
+    (`tokens: 1280`) is the proxy's run (`steps: 40`)."""
+    return content_id(cfg.model_copy(update={"steps": cfg.total_steps(tokens_per_example), "tokens": None}))
 
 
-def record(cfg: RunConfig) -> None:
-    """Index a completed run by its content id (module docstring)."""
+def index_path(cfg: RunConfig, tokens_per_example: int) -> Path:
+    return Path(cfg.output.root) / INDEX / f"{key(cfg, tokens_per_example)}.json"
+
+
+def record(cfg: RunConfig, tokens_per_example: int) -> None:
+    """Index a completed run by its content (module docstring)."""
     root = Path(cfg.output.root)
-    with atomic_path(index_path(cfg)) as tmp:
+    with atomic_path(index_path(cfg, tokens_per_example)) as tmp:
         tmp.write_text(json.dumps({"run": str(cfg.run_dir().relative_to(root))}))
 
 
-def twin_of(cfg: RunConfig) -> Path | None:
+def twin_of(cfg: RunConfig, tokens_per_example: int) -> Path | None:
     """The folder of a completed run elsewhere under the root with `cfg`'s content, or None (none indexed, or the
     index, the folder or its files not what `record` and the trainer wrote: then the run is trained)."""
     root = Path(cfg.output.root)
     try:
-        entry = read_json(index_path(cfg), "twin")
+        entry = read_json(index_path(cfg, tokens_per_example), "twin")
         if not entry or not isinstance(entry.get("run"), str):
             return None
         folder = inside_root(root / entry["run"], root, "twin")
@@ -61,18 +68,19 @@ def twin_of(cfg: RunConfig) -> Path | None:
         result = read_json(folder / "result.json", "twin")
         if not result or result.get("status") != "completed" or not (folder / "config.yaml").is_file():
             return None
-        if content_id(RunConfig.load(inside_root(folder / "config.yaml", root, "twin"))) != content_id(cfg):
+        twin = RunConfig.load(inside_root(folder / "config.yaml", root, "twin"))
+        if key(twin, tokens_per_example) != key(cfg, tokens_per_example):
             return None
     except (InputError, ConfigError, OSError):
         return None
     return folder
 
 
-def take(cfg: RunConfig) -> dict | None:
+def take(cfg: RunConfig, tokens_per_example: int) -> dict | None:
     """The twin's result written into `cfg`'s own run folder with its curve (module docstring), or None where there
     is no twin to take."""
     started = cfg.run_dir() / "result.json", cfg.run_dir() / FOLDER
-    twin = None if any(p.exists() for p in started) else twin_of(cfg)  # a run begun here resumes here
+    twin = None if any(p.exists() for p in started) else twin_of(cfg, tokens_per_example)  # begun here: resumed here
     if twin is None:
         return None
     twin_cfg = RunConfig.load(twin / "config.yaml")
