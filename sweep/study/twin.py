@@ -83,12 +83,16 @@ def take(cfg: RunConfig, tokens_per_example: int) -> dict | None:
     twin = None if any(p.exists() for p in started) else twin_of(cfg, tokens_per_example)  # begun here: resumed here
     if twin is None:
         return None
-    twin_cfg = RunConfig.load(twin / "config.yaml")
-    rows = read_run(inside_root(curve_folder(twin_cfg), Path(cfg.output.root), "twin"))
+    try:  # its curve where its config says, inside this root (a root copied elsewhere: trained again)
+        twin_curve = inside_root(curve_folder(RunConfig.load(twin / "config.yaml")), Path(cfg.output.root), "twin")
+        rows = read_run(twin_curve)
+        recorded = json.loads((twin / "result.json").read_text())
+    except (InputError, ConfigError, OSError, ValueError):
+        return None
     if rows is None:
         return None
     rows["trial"] = float(cfg.provenance.trial) if cfg.provenance.trial is not None else float("nan")
-    result = {**json.loads((twin / "result.json").read_text()), "run_id": cfg.run_id(), "reused_from": str(twin)}
+    result = {**recorded, "run_id": cfg.run_id(), "reused_from": str(twin)}
     with atomic_path(cfg.run_dir() / "config.yaml") as tmp:
         tmp.write_text(cfg.to_yaml())
     write_part(curve_folder(cfg), pa.Table.from_pandas(rows, preserve_index=False))
