@@ -87,11 +87,11 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     shapes += [] if args.full else [(width, 4 * steps)]
     for w, s in shapes:
         finals = []
-        for seed in range(seeds):
+        for seed in range(args.first_seed, args.first_seed + seeds):
             rows, size, tokens = run(root, data, w, s, LR, f"w{w}-s{s}-r{seed}", seed=seed)
             evals = rows.dropna(subset=["val_loss"])
             ladder.append((evals["step"].to_numpy() / s, evals["val_loss"].to_numpy()))
-            firsts += [evals.reset_index(drop=True)] if seed == 0 else []  # transfer's ceiling reads the first seed
+            firsts += [evals.reset_index(drop=True)] if seed == args.first_seed else []  # the ceiling: the first seed
             every.append(evals.reset_index(drop=True))  # its ratios, every seed
             finals.append(float(evals["val_loss"].iloc[-1]))
         n.append(size), d.append(tokens), loss.append(float(np.mean(finals)))
@@ -109,8 +109,9 @@ def corpus(label: str, data: dict, args: argparse.Namespace) -> float:
     refine = ratios(every, end)
     curve = band(ladder, final, float(today.get("E", 0.0)), cap)
     honest = [run(root, data, tw, ts, LR, f"honest-r{seed}", {**final, "curve": curve, "refine": refine}, seed)[0]
-              for seed in range(seeds)]
-    off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve, "refine": refine})
+              for seed in range(args.first_seed, args.first_seed + seeds)]
+    off, _, _ = run(root, data, tw, ts, 4 * LR, "lr-x4", {**final, "curve": curve, "refine": refine},
+                    args.first_seed)
     ends = [float(h.dropna(subset=["val_loss"])["val_loss"].iloc[-1]) for h in honest]
     measured = float(np.mean(ends))
     flags = [departure(h, ts) for h in honest]
@@ -216,6 +217,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--resamples", type=int, default=100)
     parser.add_argument("--seeds", type=int, default=1, help="seeds per ladder point and per honest target run")
+    parser.add_argument("--first-seed", type=int, default=0, help="the seeds are first-seed, first-seed + 1, …")
     parser.add_argument("--full", action="store_true",
                         help="the ladder as the full grid W, 2W, 4W × S, 2S, 4S (9 points) instead of the cross (7)")
     parser.add_argument("--calibration-reps", type=int, default=0,

@@ -39,8 +39,7 @@ def test_the_rung_every_ladder_shares_is_trained_once_and_counted_once(tmp_path,
         assert code == 0, out + err
     runs = tmp_path / "v-verify-lr-across-tokens-1280" / "runs"
     results = [json.loads((run / "result.json").read_text()) for run in sorted(runs.iterdir())]
-    trained = str(tmp_path / "v-verify-lr" / "runs")
-    assert len(results) == 3 and all(r["reused_from"].startswith(trained) for r in results)
+    assert len(results) == 3 and all(r["reused_from"].startswith("v-verify-lr/runs/") for r in results)  # in the root
     assert not any((run / "checkpoints").exists() for run in runs.iterdir())  # nothing trained there
     assert not any("reused_from" in json.loads((run / "result.json").read_text())
                    for run in (tmp_path / "v-verify-lr-across-tokens-640" / "runs").iterdir())  # another rung: trained
@@ -93,6 +92,54 @@ def test_a_twin_is_taken_only_from_the_index_the_tool_wrote_inside_the_root(tmp_
     assert twin.twin_of(cfg, 1) is None
 
 
+def trained_pair(root: Path) -> tuple[RunConfig, RunConfig]:
+    """A run trained and indexed in study a, and its twin's config in study b."""
+    from trainer.loop import train
+
+    cfg = RunConfig.parse({"model": {"name": "mlp", "width": 8}, "data": {"kind": "synthetic-vectors"}, "steps": 6,
+                           "eval": {"every": 3, "batches": 1}, "output": {"root": str(root), "study": "a", "run": "r"}})
+    assert train(cfg).status == "completed"
+    twin.record(cfg, 1)
+    return cfg, cfg.model_copy(update={"output": cfg.output.model_copy(update={"study": "b", "run": "s"})})
+
+
+def test_a_twin_whose_curve_is_not_its_result_is_trained_again(tmp_path):
+    """A curve part of another run copied over the twin's (its last loss not the one its result records) is not
+    taken: the points would hold a loss the run never reached."""
+    cfg, other = trained_pair(tmp_path)
+    folder = twin.curve_folder(cfg)
+    part = next(folder.glob("part-*.parquet"))
+    rows = pd.read_parquet(part)
+    rows["val_loss"] = rows["val_loss"] + 0.25
+    rows.to_parquet(part, index=False)
+    assert twin.take(other, 1) is None and not other.run_dir().exists()
+
+
+def test_a_copied_root_takes_its_own_runs_and_names_them_inside_it(tmp_path):
+    """A results root copied elsewhere: the configs there name the old root, but the twin is the copy's own run,
+    its curve read in the copy, `reused_from` relative to the root; with the old root gone nothing is read there."""
+    import shutil
+
+    old, copy = tmp_path / "old", tmp_path / "copy"
+    cfg, _ = trained_pair(old)
+    shutil.copytree(old, copy)
+    shutil.rmtree(old)
+    here = cfg.model_copy(update={"output": cfg.output.model_copy(update={"root": str(copy), "study": "b"})})
+    result = twin.take(here, 1)
+    assert result is not None and result["reused_from"] == "a/runs/r"
+    assert not old.exists()
+
+
+def test_an_index_that_cannot_be_written_leaves_the_run_standing(tmp_path):
+    """An index entry made a folder (or a read-only index): recording the completed run does not fail it."""
+    cfg, other = trained_pair(tmp_path)
+    entry = twin.index_path(cfg, 1)
+    entry.unlink()
+    entry.mkdir()
+    twin.record(cfg, 1)
+    assert entry.is_dir() and twin.take(other, 1) is None
+
+
 def test_the_plan_prices_the_proxys_own_rung_once_as_verify_then_trains_it():
     """`sweep plan`'s total: each ladder's runs, less those of the proxy's rung another ladder of its setting trains
     (the union of their grids × seeds, counted by brute force here)."""
@@ -111,3 +158,21 @@ def test_the_plan_prices_the_proxys_own_rung_once_as_verify_then_trains_it():
     assert shared_runs(ladders) == every - sum(len(runs) for runs in union.values()) > 0
     assert total(ladders) == pytest.approx(sum(ld.flops() for ld in ladders) - shared_runs(ladders) * 320.0)
     assert shared_runs(ladders[:1]) == 0 and total([]) == 0
+
+
+def test_the_trial_line_says_the_steps_it_trained_and_the_runs_it_took():
+    """`after N steps` is what the trial trained: its runs' steps together, a run taken from a twin not among them
+    (it said "after 100 steps over 2 seeds" for two 50-step runs, and "after 0 steps" for two taken ones)."""
+    import optuna
+
+    from sweep.backends.live import finished_line
+
+    def line(steps, runs, reused):
+        trial = optuna.trial.create_trial(value=2.5, params={}, distributions={}, user_attrs={
+            "steps": steps, "runs": [f"r{i}" for i in range(runs)], "reused": [{"seed": i} for i in range(reused)]})
+        return finished_line(trial)
+
+    assert "after 50 steps ·" in line(50, 1, 0)
+    assert "after 100 steps in 2 runs ·" in line(100, 2, 0)
+    assert "after 50 steps, 1 run taken as trained ·" in line(50, 2, 1)
+    assert "after 0 steps, 2 runs taken as trained ·" in line(0, 2, 2)

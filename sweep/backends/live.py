@@ -46,8 +46,10 @@ def finished_line(trial: FrozenTrial) -> str:
         outcome = f"[yellow]PRUNED[/] ({attrs.get('reason', '')})"
     else:
         outcome = f"[red]FAILED[/] ({attrs.get('error') or attrs.get('reason', '')})"
-    seeds = len(attrs.get("runs") or ())
-    over = f" over {seeds} seeds" if seeds > 1 else ""  # `steps` sums every seed's run
+    taken = len(attrs.get("reused") or ())  # runs another study had trained (sweep/study/twin.py)
+    trained = len(attrs.get("runs") or ()) - taken
+    over = f" in {trained} runs" if trained > 1 else ""  # `steps` sums every run the trial trained
+    over += f", {taken} run{'s' * (taken > 1)} taken as trained" if taken else ""
     return f"trial {trial.number:>4} {outcome} after {attrs.get('steps', 0)} steps{over} · {short(trial.params)}"
 
 

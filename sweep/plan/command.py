@@ -119,7 +119,7 @@ def make_plan(request: PlanRequest, name: str) -> dict:
     cheaper = min(reached, key=lambda o: total(o[1])) if reached else (proxy, ladders)
     stuck = [ld for ld in starting(proxy) if len(ld.rungs) < 2]
     verdict = judge(request, ladders, useful(starting(proxy)), stuck, budget, full, noise)
-    verdict["no_room"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs,
+    verdict["no_room"] = [{"name": ld.name, "axis": ld.axis, "prior_at_target": ld.prior_at_target(), "rungs": ld.rungs,
                            "bounds": [ld.low, ld.high], "source": ld.prior.source} for ld in stuck]
     verdict["prior_only"] = [{"name": ld.name, "prior_at_target": ld.prior_at_target(), "source": ld.prior.source}
                              for ld in starting(proxy, 0.0) if ld.prior_at_target() <= goal]
@@ -378,6 +378,18 @@ def transfer_command(plan: dict, spec) -> str:
                      f"{t['batch_size']} --tokens {int(t['tokens'])}", *rules, "--extrapolate"])
 
 
+def no_room_reason(law: dict) -> str:
+    """Why a law has no ladder: no second rung an octave from the proxy's within its bounds; a proxy run shorter
+    than the tokens ladder's floor of MIN_STEPS steps named as such (found by an outside tester: the line said the
+    bounds, which the proxy itself lay below, and not what to change)."""
+    (low, high), proxy = law["bounds"], law["rungs"][0]
+    if law.get("axis") == "tokens" and proxy < low:
+        return (f"the spec's proxy run ({proxy:.4g} tokens) is shorter than a rung's {MIN_STEPS} steps ({low:.4g} "
+                f"tokens): give the spec {MIN_STEPS} steps or more")
+    return (f"no second rung an octave from {', '.join(f'{r:.4g}' for r in law['rungs'])} fits within its bounds "
+            f"[{low:.4g}, {high:.4g}]")
+
+
 def show(plan: dict, console: Console) -> None:
     """The plan's table, the laws it plans no ladder for, its total against the budget and verify's refinement;
     without a ladder, one line saying why instead of an empty table (with each law's prior at the target), and the
@@ -395,9 +407,7 @@ def show(plan: dict, console: Console) -> None:
                       f"±{plan['goal']:g} octave at the target ({priors})")
         return
     for law in plan["verdict"].get("no_room", []):
-        console.print(f"{law['name']}: no ladder; no second rung an octave from "
-                      f"{', '.join(f'{r:.4g}' for r in law['rungs'])} fits within its bounds "
-                      f"[{law['bounds'][0]:.4g}, {law['bounds'][1]:.4g}]: the prior's ±{law['prior_at_target']:.2f} "
+        console.print(f"{law['name']}: no ladder; {no_room_reason(law)}: the prior's ±{law['prior_at_target']:.2f} "
                       f"octave at the target stands ({law['source']})")
     for ld in plan["ladders"]:
         if ld["prior"]["source"].startswith(VAGUE_SOURCE):

@@ -9,15 +9,19 @@ that rung four times, and `sweep transfer`'s tuning compute counted it four time
 - `record`: a trial's run that completed is indexed as ROOT/.trained/ID.json ({"run": its folder, relative to the
   root}), written atomically (the last of two equal runs finishing together is the one kept; both are whole).
 - `take`: before a trial trains a run, its twin is looked up. Taken only when the index names a folder inside the
-  root whose config.yaml has the same content id and whose result.json says completed, and only in a study without
-  a pruner (a reused curve is not reported step by step; verify's grids have none). The trial's own run folder then
-  gets its own config, the twin's result (`reused_from` added) and the twin's curve rows (its `trial` column this
-  trial's), so every reader finds the run where it would have been trained. Nothing is trained; `reused` on the
-  trial names the twins, and the compute counts treat the run as free.
+  root whose config.yaml has the same content id and whose result.json says completed, whose curve (read under
+  this root, wherever its config says the root was: a root copied elsewhere takes its own runs) ends at the step
+  and validation loss that result records, and only in a study without a pruner (a reused curve is not reported
+  step by step; verify's grids have none, a proxy sweep's usually has one, so `sweep proxy` trains its trials).
+  The trial's own run folder then gets its own config, the twin's result (`reused_from` added: the twin's folder,
+  relative to the root) and the twin's curve rows (its `trial` column this trial's), so every reader finds the run
+  where it would have been trained. Nothing is trained; `reused` on the trial names the twins, and the compute
+  counts treat the run as free.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -48,10 +52,14 @@ def index_path(cfg: RunConfig, tokens_per_example: int) -> Path:
 
 
 def record(cfg: RunConfig, tokens_per_example: int) -> None:
-    """Index a completed run by its content (module docstring)."""
+    """Index a completed run by its content (module docstring). The index only saves work: where it cannot be written
+    (its entry made a folder, a read-only index) the run stands, unindexed, and a later twin trains again."""
     root = Path(cfg.output.root)
-    with atomic_path(index_path(cfg, tokens_per_example)) as tmp:
-        tmp.write_text(json.dumps({"run": str(cfg.run_dir().relative_to(root))}))
+    try:
+        with atomic_path(index_path(cfg, tokens_per_example)) as tmp:
+            tmp.write_text(json.dumps({"run": str(cfg.run_dir().relative_to(root))}))
+    except OSError:
+        pass
 
 
 def twin_of(cfg: RunConfig, tokens_per_example: int) -> Path | None:
@@ -83,19 +91,34 @@ def take(cfg: RunConfig, tokens_per_example: int) -> dict | None:
     twin = None if any(p.exists() for p in started) else twin_of(cfg, tokens_per_example)  # begun here: resumed here
     if twin is None:
         return None
-    try:  # its curve where its config says, inside this root (a root copied elsewhere: trained again)
-        twin_curve = inside_root(curve_folder(RunConfig.load(twin / "config.yaml")), Path(cfg.output.root), "twin")
-        rows = read_run(twin_curve)
+    root = Path(cfg.output.root)
+    try:  # its curve where its config says, under this root (a root copied elsewhere: where the copy holds it)
+        written = RunConfig.load(twin / "config.yaml")
+        here = written.model_copy(update={"output": written.output.model_copy(update={"root": str(root)})})
+        rows = read_run(inside_root(curve_folder(here), root, "twin"))
         recorded = json.loads((twin / "result.json").read_text())
     except (InputError, ConfigError, OSError, ValueError):
         return None
-    if rows is None:
+    if not matches(rows, recorded):
         return None
     rows["trial"] = float(cfg.provenance.trial) if cfg.provenance.trial is not None else float("nan")
-    result = {**recorded, "run_id": cfg.run_id(), "reused_from": str(twin)}
+    result = {**recorded, "run_id": cfg.run_id(), "reused_from": str(twin.relative_to(root.resolve()))}
     with atomic_path(cfg.run_dir() / "config.yaml") as tmp:
         tmp.write_text(cfg.to_yaml())
     write_part(curve_folder(cfg), pa.Table.from_pandas(rows, preserve_index=False))
     with atomic_path(cfg.run_dir() / "result.json") as tmp:
         tmp.write_text(json.dumps(result, indent=2))
     return result
+
+
+def matches(rows, recorded) -> bool:
+    """Whether a curve is the run its result records: its last step the result's step and its last validation loss
+    the result's (a part of another run copied in is another curve: the run is trained)."""
+    if rows is None or not isinstance(recorded, dict) or rows.empty or "step" not in rows:
+        return False
+    evals = rows.dropna(subset=["val_loss"]) if "val_loss" in rows else rows.iloc[:0]
+    last = float(evals["val_loss"].iloc[-1]) if len(evals) else None
+    loss = recorded.get("val_loss")
+    same_loss = (last is None and loss is None) or (
+        last is not None and isinstance(loss, int | float) and math.isclose(last, float(loss), rel_tol=1e-9))
+    return same_loss and int(rows["step"].max()) == recorded.get("step")
