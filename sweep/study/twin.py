@@ -116,7 +116,7 @@ def matches(rows, recorded) -> bool:
     the result's (a part of another run copied in is another curve: the run is trained)."""
     if rows is None or not isinstance(recorded, dict) or rows.empty or "step" not in rows:
         return False
-    evals = rows.dropna(subset=["val_loss"]) if "val_loss" in rows else rows.iloc[:0]
+    evals = rows.sort_values("step").dropna(subset=["val_loss"]) if "val_loss" in rows else rows.iloc[:0]
     last = float(evals["val_loss"].iloc[-1]) if len(evals) else None
     loss = recorded.get("val_loss")
     same_loss = (last is None and loss is None) or (
