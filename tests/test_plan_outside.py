@@ -50,7 +50,7 @@ def test_a_target_or_budget_that_is_no_run_is_refused_before_anything_is_written
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_proxy_run_under_the_rungs_floor_is_said_with_what_to_change(tmp_path, monkeypatch, capsys):
+def test_a_proxy_run_too_short_for_a_second_rung_is_said_with_what_to_change(tmp_path, monkeypatch, capsys):
     """A spec of 20 steps: the tokens law's line named bounds the proxy itself lay below ("no second rung an octave
     from 2.048e+04 fits within its bounds [5.12e+04, 2e+06]") and not what to change."""
     monkeypatch.setenv("SWEEP_ROOT", str(tmp_path / "root"))
@@ -58,8 +58,10 @@ def test_a_proxy_run_under_the_rungs_floor_is_said_with_what_to_change(tmp_path,
     spec.write_text((EXAMPLES / "demo.yaml").read_text().replace("steps: 150", "steps: 20"))
     run_plan(PlanRequest(spec, 2 * 10 ** 6, width=256), Console(width=400))
     said = " ".join(capsys.readouterr().out.split())
-    assert "the spec's proxy run (2.048e+04 tokens) is shorter than a rung's 50 steps (5.12e+04 tokens): give the " \
-           "spec 50 steps or more" in said
+    assert ("the spec's proxy run (2.048e+04 tokens) is too short for a second rung: one octave longer is still "
+            "under a rung's 50 steps (5.12e+04 tokens); give the spec 25 steps (2.56e+04 tokens) or more") in said
+    spec.write_text((EXAMPLES / "demo.yaml").read_text().replace("steps: 150", "steps: 25"))  # the advice, taken
+    assert make_plan(PlanRequest(spec, 2 * 10 ** 6, width=256), "demo")["verdict"]["no_room"] == []
 
 
 def _short_spec(tmp_path: Path) -> Path:

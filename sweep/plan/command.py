@@ -379,13 +379,15 @@ def transfer_command(plan: dict, spec) -> str:
 
 
 def no_room_reason(law: dict) -> str:
-    """Why a law has no ladder: no second rung an octave from the proxy's within its bounds; a proxy run shorter
-    than the tokens ladder's floor of MIN_STEPS steps named as such (found by an outside tester: the line said the
-    bounds, which the proxy itself lay below, and not what to change)."""
+    """Why a law has no ladder: no second rung an octave from the proxy's within its bounds; a proxy run so short
+    that twice it is under the tokens ladder's floor of MIN_STEPS steps named as such (found by an outside tester:
+    the line said the bounds, which the proxy itself lay below, and not what to change)."""
     (low, high), proxy = law["bounds"], law["rungs"][0]
-    if law.get("axis") == "tokens" and proxy < low:
-        return (f"the spec's proxy run ({proxy:.4g} tokens) is shorter than a rung's {MIN_STEPS} steps ({low:.4g} "
-                f"tokens): give the spec {MIN_STEPS} steps or more")
+    if law.get("axis") == "tokens" and 2 * proxy < low:  # the proxy's own rung may be shorter, the next may not
+        least = math.ceil(MIN_STEPS / 2)
+        return (f"the spec's proxy run ({proxy:.4g} tokens) is too short for a second rung: one octave longer is "
+                f"still under a rung's {MIN_STEPS} steps ({low:.4g} tokens); give the spec {least} steps "
+                f"({low / 2:.4g} tokens) or more")
     return (f"no second rung an octave from {', '.join(f'{r:.4g}' for r in law['rungs'])} fits within its bounds "
             f"[{low:.4g}, {high:.4g}]")
 
