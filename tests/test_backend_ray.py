@@ -53,20 +53,42 @@ def test_ray_runs_a_4_trial_study_and_leaves_nothing_behind(tmp_path, no_ray_lef
         assert curve["step"].max() == 20 and curve["val_loss"].dropna().iloc[-1] == pytest.approx(t.value)
 
 
+def trial_zero_worker(root: Path, proc: subprocess.Popen) -> int:
+    """The pid of the worker that claimed trial 0, once one has."""
+    deadline = time.time() + 240
+    while True:
+        assert time.time() < deadline and proc.poll() is None, "trial 0 was never claimed"
+        try:
+            return load(root).trials[0].system_attrs["sweep:worker"]["pid"]
+        except Exception:  # no study yet (no database, or one half made), no trial, or not claimed
+            time.sleep(0.2)
+
+
+def kill_mid_run(worker: int, run: Path, proc: subprocess.Popen) -> None:
+    """SIGKILL `worker` while `run` has a checkpoint and no result: the worker is stopped (SIGSTOP) before each look,
+    so the run cannot finish between the look and the kill (under load trial 0 once finished first, and the test
+    killed trial 1)."""
+    deadline = time.time() + 240
+    while True:
+        assert time.time() < deadline and proc.poll() is None, "trial 0 never checkpointed"
+        os.kill(worker, signal.SIGSTOP)
+        assert not (run / "result.json").exists(), "trial 0 finished before it checkpointed"
+        if list((run / "checkpoints").glob("step-*.pt")):
+            os.kill(worker, signal.SIGKILL)
+            return
+        os.kill(worker, signal.SIGCONT)
+        time.sleep(0.2)
+
+
 def test_a_ray_worker_killed_mid_trial_is_retried_and_the_count_is_exact(tmp_path, no_ray_left):
     spec = write_spec(tmp_path, trials=2, run={"steps": 1500, "log_every": 50, "eval": {"every": 50},
                                                "checkpoint": {"every": 50, "keep": 2}})
     proc = subprocess.Popen(sweep_cmd("proxy", spec, "--width", "16", "--backend", "ray", "--workers", "1"),
                             env=sweep_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    checkpoints = tmp_path / "tiny" / "runs" / "w16-mup-t00000-s0" / "checkpoints"
-    deadline = time.time() + 240
-    while not list(checkpoints.glob("step-*.pt")):
-        assert time.time() < deadline and proc.poll() is None, "trial 0 never checkpointed"
-        time.sleep(0.2)
-    worker = load(tmp_path).trials[0].system_attrs["sweep:worker"]["pid"]
+    worker = trial_zero_worker(tmp_path, proc)
     assert worker != proc.pid and "ray::" in Path(f"/proc/{worker}/cmdline").read_text()  # a Ray worker
-    os.kill(worker, signal.SIGKILL)
+    kill_mid_run(worker, tmp_path / "tiny" / "runs" / "w16-mup-t00000-s0", proc)
     rows = early_rows(tmp_path)  # written by the killed worker before its first checkpoint
     out, err = proc.communicate(timeout=400)
     assert proc.returncode == 0, err
