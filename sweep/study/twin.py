@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import suppress
 from pathlib import Path
 
 import pyarrow as pa
@@ -55,11 +56,8 @@ def record(cfg: RunConfig, tokens_per_example: int) -> None:
     """Index a completed run by its content (module docstring). The index only saves work: where it cannot be written
     (its entry made a folder, a read-only index) the run stands, unindexed, and a later twin trains again."""
     root = Path(cfg.output.root)
-    try:
-        with atomic_path(index_path(cfg, tokens_per_example)) as tmp:
-            tmp.write_text(json.dumps({"run": str(cfg.run_dir().relative_to(root))}))
-    except OSError:
-        pass
+    with suppress(OSError), atomic_path(index_path(cfg, tokens_per_example)) as tmp:
+        tmp.write_text(json.dumps({"run": str(cfg.run_dir().relative_to(root))}))
 
 
 def twin_of(cfg: RunConfig, tokens_per_example: int) -> Path | None:
