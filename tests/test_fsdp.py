@@ -30,7 +30,8 @@ from tests.fault.kill import CreateWatch, descendants, promptly, running, wait_c
 from tests.sweep_helpers import run_sweep
 from tests.test_ddp import free_port
 from trainer.build import build
-from trainer.checkpoint import CheckpointError, SafeReader, list_checkpoints
+from trainer.checkpoint import CheckpointError, list_checkpoints
+from trainer.checkpoint_sharded import SafeReader
 from trainer.config import RunConfig
 from trainer.curves import PARTITIONS, read_curves
 from trainer.loop import train

@@ -21,7 +21,8 @@ import yaml
 
 from tests.sweep_helpers import file_tree
 from tests.test_fsdp import config
-from trainer.checkpoint import SafeReader, list_checkpoints
+from trainer.checkpoint import list_checkpoints
+from trainer.checkpoint_sharded import SafeReader
 from trainer.config import RunConfig
 from trainer.loop import train
 

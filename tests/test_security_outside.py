@@ -29,7 +29,8 @@ import yaml
 
 from sweep.study.lookup import read_curve
 from tests.sweep_helpers import file_tree
-from trainer.checkpoint import REST, CheckpointError, check_in_root, load_sharded
+from trainer.checkpoint import CheckpointError, check_in_root
+from trainer.checkpoint_sharded import REST, load_sharded
 
 RUN = {"model": {"name": "gpt", "width": 16, "depth": 1, "options": {"block_size": 16}},
        "data": {"kind": "synthetic-tokens", "seq_len": 16, "options": {"n_tokens": 4000}},

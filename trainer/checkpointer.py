@@ -1,8 +1,9 @@
 """A run's checkpoints, kept outside the training loop as torchtitan's CheckpointManager keeps them: the folder
 (`RUN/checkpoints/`, and the spike guard's ring beside it), the policy (every `checkpoint.every` steps, the newest
 `checkpoint.keep` kept; the ring every `guard.ring_every` steps, `guard.ring_size` kept), the layout
-(`parallel.kind`: one file from rank 0, or a sharded folder from every process; trainer/checkpoint.py), and what a
-run may resume from (the format this code writes, the optimizer that wrote it).
+(`parallel.kind`: one file from rank 0, trainer/checkpoint.py, or a sharded folder from every process,
+trainer/checkpoint_sharded.py), and what a run may resume from (the format this code writes, the optimizer that
+wrote it).
 
 The loop calls four things: `resume()` at its start, `maybe_save(step)` after each step, `save(step, force=True)`
 at its end or a preemption, and `rewind(target)` when the spike guard goes back to a ring checkpoint. What a
@@ -24,9 +25,7 @@ from trainer.checkpoint import (
     is_sharded,
     link_checkpoint,
     load_checkpoint,
-    load_sharded,
     save_checkpoint,
-    save_sharded,
 )
 from trainer.checkpoint_names import FOLDER, latest_checkpoint
 from trainer.config import RunConfig
@@ -88,6 +87,8 @@ class Checkpointer:
         if not is_sharded(path):
             return load_checkpoint(path)
         parts = self.state.parts
+        from trainer.checkpoint_sharded import load_sharded  # only a sharded run imports DCP
+
         return load_sharded(path, {n: getattr(p, "sharded_state_dict", p.state_dict) for n, p in parts.items()})
 
     def maybe_save(self, step: int) -> None:
@@ -128,6 +129,8 @@ class Checkpointer:
             if self.curves is not None:
                 self.curves.flush()
             if self.cfg.sharded():
+                from trainer.checkpoint_sharded import save_sharded
+
                 save_sharded(folder, self.state.step, self.state.state_dict(), keep, self.run.main)
                 return
             if self.curves is not None:

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch.distributed.tensor import DTensor
 
-from trainer.parallel import full
+from trainer.parallel import full, is_dtensor
 
 
 def two_batch_estimates(small_sq_norm: float, big_sq_norm: float, b_small: int, b_big: int) -> tuple[float, float]:
@@ -57,7 +56,7 @@ def gradients(loss: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tens
     """d loss / d params, p.grad as it was. torch.autograd.grad, except for FSDP2's sharded parameters (DTensors),
     which are not in the graph (FSDP gathers copies of them): a backward brings their gradients, sharded and
     averaged over processes (which measured the same batches), into p.grad, and the held ones are put back."""
-    if not any(isinstance(p, DTensor) for p in params):
+    if not any(is_dtensor(p) for p in params):
         return list(torch.autograd.grad(loss, params))
     held = [p.grad for p in params]
     for p in params:

@@ -14,23 +14,18 @@ number before sharding.
 Mixed precision on CUDA under bf16: parameters gathered in bf16 for compute, gradients reduced in fp32 (torchtitan's
 default: a bf16 sum over many processes loses the low bits of small gradients); on CPU and under fp32 everything
 stays fp32.
+
+`torch.distributed`'s FSDP, DTensor and checkpoint modules are imported where they are used: loading them costs
+about half a second, paid otherwise by every process that trains on one device (each sweep worker, each CLI call).
 """
 from __future__ import annotations
+
+import sys
 
 import mup
 import torch
 from mup import MuReadout
 from torch import nn
-from torch.distributed._composable import checkpoint
-from torch.distributed.checkpoint.state_dict import (
-    get_model_state_dict,
-    get_optimizer_state_dict,
-    set_model_state_dict,
-    set_optimizer_state_dict,
-)
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-from torch.distributed.tensor import DTensor
 
 from trainer.config import ParallelConfig
 from trainer.runtime import Runtime
@@ -44,12 +39,17 @@ def blocks(model: nn.Module) -> list[nn.Module]:
 def checkpoint_activations(model: nn.Module) -> None:
     """Recompute each block's activations in the backward instead of keeping them (torch's composable, non-reentrant
     activation checkpointing: the module tree and its parameter names are unchanged). Same losses, less memory."""
+    from torch.distributed._composable import checkpoint
+
     for block in blocks(model):
         checkpoint(block)
 
 
 def shard(model: nn.Module, parallel: ParallelConfig, run: Runtime) -> None:
     """FSDP2 over all processes of the run's group: each block, then the root; μP's attributes kept (module doc)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
     infshapes = mup.get_infshapes(model)  # by parameter name
     for readout in (m for m in model.modules() if isinstance(m, MuReadout)):
         readout.width_mult = constant(readout.width_mult())
@@ -64,9 +64,16 @@ def shard(model: nn.Module, parallel: ParallelConfig, run: Runtime) -> None:
         p.infshape = infshapes[name]
 
 
+def is_dtensor(t: object) -> bool:
+    """Whether `t` is a DTensor (FSDP2's sharded parameter). None exists before `torch.distributed.tensor` is
+    imported, so an unsharded run never imports it."""
+    dtensor = sys.modules.get("torch.distributed.tensor")
+    return dtensor is not None and isinstance(t, dtensor.DTensor)
+
+
 def full(t: torch.Tensor) -> torch.Tensor:
     """A tensor whole on every process: a DTensor's full value (a norm of FSDP2's sharded gradients), else itself."""
-    return t.full_tensor() if isinstance(t, DTensor) else t
+    return t.full_tensor() if is_dtensor(t) else t
 
 
 def constant(value: float):
@@ -81,9 +88,13 @@ class ShardedModel:
         self.model = model
 
     def state_dict(self) -> dict:
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
         return get_model_state_dict(self.model)
 
     def load_state_dict(self, state: dict) -> None:
+        from torch.distributed.checkpoint.state_dict import set_model_state_dict
+
         set_model_state_dict(self.model, state)
 
 
@@ -106,10 +117,14 @@ class ShardedOptimizer:
     def sharded_state_dict(self) -> dict:
         """The state dict in torch's sharded form, the state created first if there is none (a template to load
         a checkpoint into)."""
+        from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+
         return get_optimizer_state_dict(self.model, self.parts)
 
     def load_state_dict(self, state: dict) -> None:
         if "unstepped" in state:
             self.optimizer.load_state_dict(state["unstepped"])  # no state: as the optimizer was built
         else:
+            from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
+
             set_optimizer_state_dict(self.model, self.parts, state)

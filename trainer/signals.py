@@ -27,7 +27,6 @@ call), so a measured step runs a graph compiled with the hooks and the other ste
 from __future__ import annotations
 
 import torch
-import torch._dynamo
 from torch import nn
 
 from proxies.gpt import CausalSelfAttention
