@@ -20,8 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import mup
-import torch
 from torch import nn
+
+from proxies.meta import shapes_only
 
 PARAMETRIZATIONS = ("mup", "sp")
 
@@ -41,7 +42,7 @@ def mup_builder(base_width: int) -> Callable:
                 raise ValueError(f"model.parametrization: {parametrization!r} is not one of "
                                  f"{', '.join(PARAMETRIZATIONS)}")
             model = make(width, depth, parametrization=parametrization, **options)
-            with torch.device("meta"):
+            with shapes_only():
                 base = make(base_width, depth, parametrization=parametrization, **options)
                 delta = make(2 * base_width, depth, parametrization=parametrization, **options)
             model.width_dims = width_dims(base, delta)

@@ -36,10 +36,13 @@ BASE_WIDTH = 64
 
 
 def rotary_tables(block_size: int, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of position · θ^(−2i/head_dim) for each position and pair i, as (block_size, head_dim)."""
-    freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
-    angle = torch.outer(torch.arange(block_size, dtype=torch.float32), freq).repeat(1, 2)
-    return angle.cos(), angle.sin()
+    """cos and sin of position · θ^(−2i/head_dim) for each position and pair i, as (block_size, head_dim). Computed
+    on the CPU, then put on the default device: on the meta device torch would run them through reference kernels
+    whose first call imports TorchDynamo (proxies/meta.py)."""
+    freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32, device="cpu") / head_dim)
+    angle = torch.outer(torch.arange(block_size, dtype=torch.float32, device="cpu"), freq).repeat(1, 2)
+    device = torch.get_default_device()
+    return angle.cos().to(device), angle.sin().to(device)
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-import torch
 from torch import nn
 
 from proxies.base_shapes import has_base_shapes
 from proxies.gpt import gpt
 from proxies.llama import llama
+from proxies.meta import shapes_only
 from proxies.mlp import mlp
 from proxies.resnet import resnet
 from proxies.resources import BYTES_PER_PARAMETER, check_fits
@@ -78,7 +78,7 @@ def count_parameters(name: str, width: int, depth: int, parametrization: str = "
     """The parameters of the model these arguments build, counted on a copy built on the meta device (no memory,
     no init cost); a ModelError as `build_model` for options the builder refuses."""
     builder = resolve_builder(name)
-    with torch.device("meta"):
+    with shapes_only():
         return sum(p.numel() for p in call_builder(builder, name, width, depth, parametrization, options).parameters())
 
 

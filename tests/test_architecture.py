@@ -202,3 +202,38 @@ def test_preflight_doctor_and_launch_check_a_config_without_importing_the_traini
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+def fresh_process_modules(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `code` from the repository."""
+    done = subprocess.run([sys.executable, "-c", f"{code}\nimport sys; print(' '.join(sys.modules))"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(done.stdout.split())
+
+
+def test_sizing_a_model_never_imports_torchdynamo():
+    """torch runs `normal_` on the meta device through reference kernels whose first call imports TorchDynamo (a
+    second per process): a transfer, a plan or a check that only sizes a model must not pay it."""
+    modules = fresh_process_modules("from proxies.registry import build_model, count_parameters\n"
+                                    "count_parameters('gpt', 512, 4)\nbuild_model('llama', 64, 2)")
+    assert "torch" in modules and "torch._dynamo" not in modules
+
+
+def test_importing_the_trainer_imports_neither_fsdp_nor_distributed_checkpoints():
+    """DCP, DTensor and FSDP2 cost about half a second to import; only a sharded run uses them."""
+    modules = fresh_process_modules("import trainer.loop")
+    assert "trainer.loop" in modules
+    assert not {"torch.distributed.checkpoint", "torch.distributed.tensor", "torch.distributed.fsdp"} & modules
+
+
+def test_a_model_built_for_its_shapes_has_the_real_models_shapes_and_no_values():
+    from proxies.meta import shapes_only
+    from proxies.registry import build_model
+
+    for name in ("gpt", "llama", "mlp", "resnet"):
+        real = {n: p.shape for n, p in build_model(name, 64, 2).named_parameters()}
+        with shapes_only():
+            meta = build_model(name, 64, 2)
+        assert {n: p.shape for n, p in meta.named_parameters()} == real
+        assert all(p.is_meta for p in meta.parameters())

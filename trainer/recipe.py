@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from proxies.meta import shapes_only
 from proxies.parametrization import param_rules, scale_init
 from proxies.registry import call_builder, resolve_builder
 from proxies.resources import check_fits
@@ -90,7 +91,7 @@ class Recipe:
         m, opt = cfg.model, cfg.optimizer
         options = {**(data_options or {}), **m.options}
         builder = resolve_builder(m.name)
-        with torch.device("meta"):
+        with shapes_only():
             net = call_builder(builder, m.name, m.width, m.depth, m.parametrization, options)
         groups = param_groups(net, opt.lr, opt.weight_decay, optimizer=opt.name, wd_mode=opt.wd_mode,
                               decay_embeddings=opt.decay_embeddings, eps=opt.eps,
@@ -322,7 +323,7 @@ def measured_init(builder, cfg: RunConfig, options: dict[str, Any]) -> dict[str,
     drawn from a fixed seed (the measurement, not the run's weights). The mean is the constant of a constant init
     (ones, zeros), else 0."""
     m = cfg.model
-    with torch.device("meta"):
+    with shapes_only():
         sizes = [p.numel() for p in call_builder(builder, m.name, m.width, 1, m.parametrization, options).parameters()]
     check_fits(4 * sum(sizes) + 8 * max(sizes, default=0), "the one-block copy whose init the recipe measures",
                "model.width")

@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from proxies.data import DataSource
+from proxies.meta import shapes_only
 from proxies.registry import build_model
 from sweep.coords import DEFAULT_STEPS, check_batch
 from sweep.coords import check as cc
@@ -291,7 +292,7 @@ def cost_rows(case: Case, target: int) -> list[dict]:
 
     (t1, f1), (t2, f2) = timed(m.width), timed(2 * m.width)
     per_flop = max(t2 - t1, 0.0) / (f2 - f1)  # the marginal cost: small widths are dominated by fixed overheads
-    with torch.device("meta"):
+    with shapes_only():
         big = build_model(m.name, target, m.depth, m.parametrization, **case.options)
     n_params = sum(p.numel() for p in big.parameters())
     flops = flops_per_token(big, seq)

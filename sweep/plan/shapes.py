@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
+from proxies.meta import shapes_only
 from proxies.registry import call_builder, resolve_builder
 from sweep.errors import InputError
 from sweep.study.spec import StudySpec
@@ -45,7 +44,7 @@ class Sizer:
         depth = depth or self.run.model.depth
         if (width, depth) not in self._cache:
             name = self.run.model.name
-            with torch.device("meta"):
+            with shapes_only():
                 model = call_builder(resolve_builder(name), name, width, depth, "mup", self.options)
             self._cache[width, depth] = Shape(width, depth, sum(p.numel() for p in model.parameters()),
                                               float(flops_per_token(model, self.seq_len)))
