@@ -1,8 +1,10 @@
 """`sweep verify`: the fitted optimum, the drift per parametrization, the verdict, on real runs."""
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import optuna
 import pandas as pd
 import pytest
 import yaml
@@ -85,6 +87,91 @@ def test_a_width_where_every_point_diverged_fails():
     points.loc[points["width"] == 256, "loss"] = np.nan
     judged = {v.parametrization: v for v in verdicts(optima(points), max_drift=1.0)}
     assert judged["mup"].passed is False
+
+
+def test_a_failed_point_is_left_out_of_the_fit_not_counted_as_diverged():
+    """A trial that raised (a tool error) trained nothing: counted as diverged it made the point beside the best one
+    an edge, and the optimum the best grid point (−7) instead of the vertex (−6.6); it is as if it was never run."""
+    points = synthetic(lambda p, w: -6.6).assign(error=None)
+    beside = (points["width"] == 256) & (points["x"] == -6.0)
+    failed = points.assign(loss=points["loss"].mask(beside), error=points["error"].mask(beside, "RuntimeError: boom"))
+    got, want = optima(failed), optima(points[~beside])
+    assert got.drop(columns="failed").equals(want.drop(columns="failed"))
+    assert got.loc[got["width"] == 256, "optimum_x"].to_numpy() == pytest.approx(-6.6)
+    assert got["diverged"].sum() == 0 and got["failed"].sum() == beside.sum() == 4  # two seeds, μP and SP
+
+
+def test_a_width_where_every_run_failed_is_not_measured_and_gives_no_verdict():
+    """Unlike a width whose every run diverged (FAIL): nothing was measured there, so μP is undecided, unless the
+    drift over the other widths fails already (that width's optimum could only widen it)."""
+    for moves, passed in ((0.0, None), (1.0, False)):
+        points = synthetic(lambda p, w, moves=moves: -5.0 - moves * np.log2(w / 32)).assign(error=None)
+        points.loc[points["width"] == 256, ["loss", "error"]] = [np.nan, "OSError: no space left on device"]
+        table = optima(points)
+        gone = table[table["width"] == 256]
+        assert not gone["measured"].any() and (gone["failed"] == 20).all() and (gone["diverged"] == 0).all()
+        judged = {v.parametrization: v for v in verdicts(table, max_drift=1.0)}
+        assert judged["mup"].passed is passed and judged["mup"].unmeasured == 1, moves
+
+
+def fake_verify(root: Path, failed=(), absent=()) -> tuple[int, dict, str]:
+    """`sweep verify`'s report on μP studies built directly, no training: at widths 32 and 64 the LR grid
+    2^-9 … 2^-3, two seeds, the loss a parabola in log₂ LR about −6.6; the (width, log₂ LR) points in `failed` a trial
+    that raised a tool error, those in `absent` never run. (exit code, summary.json, what it printed)."""
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState, create_trial
+    from rich.console import Console
+
+    from sweep.rules.axis import Axis
+    from sweep.verify.command import collect, report
+
+    storage, jobs, grid = optuna.storages.InMemoryStorage(), [], {"optimizer.lr": FloatDistribution(1e-6, 1, log=True)}
+    for width in (32, 64):
+        study = optuna.create_study(study_name=f"v-w{width}-mup", storage=storage)
+        for x in [x for x in np.arange(-9.0, -2.0) if (width, x) not in absent]:
+            seeds = [0.05 * (x + 6.6 + d) ** 2 + 2.0 for d in (-0.1, 0.1)]
+            study.add_trial(create_trial(params={"optimizer.lr": 2.0 ** x}, distributions=grid, **(
+                {"state": TrialState.FAIL, "user_attrs": {"error": "RuntimeError: CUDA error: illegal memory access"}}
+                if (width, x) in failed else {"value": float(np.mean(seeds)), "user_attrs": {"seed_values": seeds}})))
+        jobs.append((width, SimpleNamespace(study_name=study.study_name, storage="memory", parametrization="mup",
+                                            width=width, spec=SimpleNamespace(seeds_per_trial=2), root=str(root))))
+    points = collect(jobs, {"memory": storage}, "optimizer.lr", "width")
+    summary = {"param": "optimizer.lr", "axis": "width", "seeds": 2, "max_drift": 1.0, "prior": "published",
+               "optimizer": "adamw", "depth_rule": False, "refined": []}
+    (root / "out").mkdir(parents=True)
+    console = Console(record=True, width=200)
+    code = report(root / "out", points, Axis("width", (32.0, 64.0)), summary, console)
+    return code, json.loads((root / "out" / "summary.json").read_text()), console.export_text()
+
+
+def test_verify_counts_failed_trials_apart_and_fits_as_if_they_were_not_run(tmp_path):
+    """The bug: `collect` gave a failed trial NaN losses and the analysis counted them diverged, moving the edge."""
+    code, summary, printed = fake_verify(tmp_path / "failed", failed={(64, -6.0)})
+    same, without, _ = fake_verify(tmp_path / "absent", absent={(64, -6.0)})
+    assert code == same == 0 and summary["failed"] == 2 and without["failed"] == 0
+    assert summary["failed_errors"] == {"RuntimeError": 2}
+    assert fits(summary["optima"]) == fits(without["optima"])
+    assert summary["parametrizations"] == without["parametrizations"]
+    assert summary["laws"]["mup"]["slope"] == pytest.approx(without["laws"]["mup"]["slope"])
+    assert summary["optima"][1]["optimum"] == pytest.approx(2 ** -6.6) and summary["optima"][1]["diverged"] == 0
+    assert "failed: 2 of 28 runs raised an error and trained nothing (RuntimeError ×2)" in printed
+    points = pd.read_parquet(tmp_path / "failed" / "out" / "points.parquet")
+    assert points["error"].notna().sum() == 2 and points.loc[points["error"].notna(), "loss"].isna().all()
+
+
+def fits(optima_rows: list[dict]) -> list[dict]:
+    """summary.json's optima without their count of failed runs."""
+    return [{k: v for k, v in row.items() if k != "failed"} for row in optima_rows]
+
+
+def test_verify_gives_no_verdict_at_a_width_whose_every_run_failed(tmp_path):
+    """Read as diverged, every run failing at width 64 failed μP (exit 1); nothing was measured there."""
+    code, summary, printed = fake_verify(tmp_path, failed={(64, x) for x in np.arange(-9.0, -2.0)})
+    assert code == 0 and summary["parametrizations"]["mup"]["passed"] is None and summary["failed"] == 14
+    assert {k: summary["optima"][1][k] for k in ("measured", "optimum", "diverged", "failed")} == \
+        {"measured": False, "optimum": None, "diverged": 0, "failed": 14}
+    assert "μP drift 0.00 octaves over width 32–64 (seed noise ±0.10) — no verdict: not measured at width 64" in printed
+    assert any("μP" in line and "not measured" in line for line in printed.splitlines())  # the optima table's row
 
 
 VERIFY = ["--trials-from", "spec", "--widths", "32,256", "--parametrizations", "mup",

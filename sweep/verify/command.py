@@ -17,6 +17,7 @@ The law's band across width is the same bound per octave of the measured range: 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sweep.backends.live import run_workers
@@ -38,7 +40,7 @@ from sweep.study.preflight import prepare
 from sweep.study.storage import open_storage
 from sweep.study.study import SweepJob, check_same_spec, open_study, progress
 from sweep.study.trial import base_run
-from sweep.verify.analysis import optima, seed_mean, verdicts
+from sweep.verify.analysis import Verdict, optima, seed_mean, trained, verdicts
 from sweep.verify.checks import ROUNDS, check_request
 from sweep.verify.grid import verify_spec
 from sweep.verify.law import fit_law
@@ -90,7 +92,7 @@ def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyReques
     for round_ in range(1, ROUNDS + 1):
         new = []
         for at, job in base:
-            group = points[(points["parametrization"] == job.parametrization) & (points[axis] == at)]
+            group = trained(points[(points["parametrization"] == job.parametrization) & (points[axis] == at)])
             mean = seed_mean(group)
             todo = [v for v in next_values(mean.index.to_numpy(float), mean.to_numpy(float), point_noise(group))
                     if v not in set(mean.index)]
@@ -115,7 +117,7 @@ def refine_grids(jobs: list, stores: dict, points: pd.DataFrame, r: VerifyReques
         return 0, points, []  # refinement off and none run before: the grid as given
     refined = []
     for at, job in base:
-        group = points[(points["parametrization"] == job.parametrization) & (points[axis] == at)]
+        group = trained(points[(points["parametrization"] == job.parametrization) & (points[axis] == at)])
         mean = seed_mean(group)
         left = next_values(mean.index.to_numpy(float), mean.to_numpy(float), point_noise(group))
         refined.append({"parametrization": job.parametrization, "at": float(at),
@@ -162,16 +164,23 @@ def point_noise(group: pd.DataFrame) -> float:
 def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: Console) -> int:
     """Fit the optima, the verdicts and the laws; write and print them; the exit code (1: μP drifts with width)."""
     table = optima(points, axis.name)
-    laws = fit_laws(points, table, axis.name, summary)
+    laws = fit_laws(trained(points), table, axis.name, summary)
     judged = [replace(v, passed=judge(v, laws.get(v.parametrization), axis.name)) for v in
               verdicts(table, summary["max_drift"])]
-    write_results(out, points, table, judged, {**summary, "laws": laws})
+    errors = failures(points)
+    write_results(out, points, table, judged,
+                  {**summary, "laws": laws, "failed": sum(errors.values()), "failed_errors": errors})
     console.print(optima_table(table, summary["param"], axis.name))
+    if errors:
+        kinds = escape(", ".join(f"{kind} ×{n}" for kind, n in errors.items()))
+        console.print(f"[yellow]failed[/]: {sum(errors.values())} of {len(points)} runs raised an error and trained "
+                      f"nothing ({kinds}): left out of the fit and of the diverged count; points.parquet holds each "
+                      "one's error")
     span = f"{axis.name} {label(axis.values[0])}–{label(axis.values[-1])}"
     for v in judged:
-        verdict = "" if v.passed is None else " — pass" if v.passed else " — FAIL"
         noise = f"seed noise ±{v.noise:.2f}" if summary["seeds"] > 1 else "seed noise unknown: one seed"
-        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} ({noise}){verdict}")
+        console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} ({noise})"
+                      f"{verdict_text(v, table, axis.name)}")
     for p, law in laws.items():
         console.print(f"{NAMES[p]} law: {summary['param']}* ∝ {axis.name}^s, s = {law['slope']:.3f} measured; "
                       f"{chain_text(law)} {interval_basis(law)}, residual {law['residual']:.4f}; {law['certificate']}"
@@ -186,6 +195,21 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
                       + refine_hint(summary["refined"], row["parametrization"], [row[axis.name]]))
     console.print(f"figure: {out / 'figure1.png'}; tables: {out}/points.parquet, optima.parquet")
     return 1 if any(v.passed is False for v in judged) else 0
+
+
+def failures(points: pd.DataFrame) -> dict[str, int]:
+    """{error kind: runs} of the runs whose trial failed (a tool error), the kind the exception's type before the
+    message's first colon (sweep/study/trial.py) or the whole message where it has none."""
+    return dict(sorted(Counter(str(e).partition(":")[0] for e in points["error"].dropna()).items()))
+
+
+def verdict_text(v: Verdict, table: pd.DataFrame, axis: str) -> str:
+    """The verdict's word (empty when not judged), and the axis values not measured (every run there failed)."""
+    word = "" if v.passed is None else " — pass" if v.passed else " — FAIL"
+    if not v.unmeasured:
+        return word
+    missing = table.loc[(table["parametrization"] == v.parametrization) & ~table["measured"], axis]
+    return f"{word or ' — no verdict'}: not measured at {axis} {', '.join(map(label, missing))}, every run failed"
 
 
 def refine_hint(refined: list[dict], parametrization: str, values: list[float]) -> str:
@@ -218,12 +242,15 @@ def fit_laws(points: pd.DataFrame, table: pd.DataFrame, axis: str, summary: dict
 
 
 def judge(verdict, law: dict | None, axis: str) -> bool | None:
-    """μP's verdict across width: FAIL when the drift passes its bound; else the law's equivalence test where it has
-    an interval (pass, FAIL, None undecided), else the drift's pass; nothing judged along another axis or for SP."""
+    """μP's verdict across width: FAIL when the drift passes its bound; else none where a width was not measured;
+    else the law's equivalence test where it has an interval (pass, FAIL, None undecided), else the drift's pass;
+    nothing judged along another axis or for SP."""
     if axis != "width" or verdict.parametrization != "mup":
         return None
     if verdict.passed is False:  # the optimum moved past --max-drift: FAIL (exit 1), whatever a prior-pulled law says
         return False
+    if verdict.unmeasured:  # an axis value no run measured: the law over the rest does not speak for it
+        return None
     if law is not None and law.get("equivalence", {}).get("verdict") in ("pass", "fail", "undecided"):
         return law["passed"]
     return verdict.passed
@@ -263,7 +290,9 @@ def run_study(job: SweepJob, store, executor, console: Console) -> int:
 
 def collect(jobs: list[tuple[float, SweepJob]], stores: dict, param: str, axis: str) -> pd.DataFrame:
     """A row per (parametrization, axis value, value, seed): the run's objective (NaN if it diverged or failed),
-    its first training loss (≈ the loss at initialization), and whether it was another study's run (`reused`)."""
+    the error of a trial that failed (a tool error, its message: no training, so no divergence; None for a run that
+    trained), its first training loss (≈ the loss at initialization), and whether it was another study's run
+    (`reused`)."""
     rows = []
     for at, job in jobs:
         study = optuna.load_study(study_name=job.study_name, storage=stores[str(job.storage)])
@@ -274,11 +303,12 @@ def collect(jobs: list[tuple[float, SweepJob]], stores: dict, param: str, axis: 
                 continue  # a surplus or a lost worker's trial: retried under another number
             losses = t.user_attrs.get("seed_values") if t.state == TrialState.COMPLETE else None
             losses = losses or [math.nan] * job.spec.seeds_per_trial
+            error = t.user_attrs["error"] if t.state == TrialState.FAIL else None
             reused = {r.get("seed") for r in t.user_attrs.get("reused", []) if isinstance(r, dict)}
             for seed, loss in enumerate(losses):
                 rows.append({"parametrization": job.parametrization, "width": job.width, axis: at,
                              "value": t.params[param], "x": math.log2(t.params[param]), "seed": seed, "loss": loss,
-                             "loss_init": first_loss(t, Path(job.root)), "trial": t.number,
+                             "error": error, "loss_init": first_loss(t, Path(job.root)), "trial": t.number,
                              "reused": seed in reused})
     points = pd.DataFrame(rows)
     if axis in ("width", "depth", "batch_size", "tokens", "steps"):
@@ -303,17 +333,20 @@ def optima_table(table: pd.DataFrame, param: str, axis: str = "width") -> Table:
     out = Table(title=f"optimum of {param} per {axis} (vertex of the parabola through the best point and its "
                       "neighbours)")
     for column in ("param", axis, f"log₂ {param}", "value", "± seeds", "loss there", "residual", "sensitivity",
-                   "diverged"):
+                   "diverged", "failed"):
         out.add_column(column, justify="left" if column == "param" else "right")
     for r in table.to_dict(orient="records"):
-        out.add_row(NAMES[r["parametrization"]], label(r[axis]),
-                    f"{r['optimum_x']:.2f}" + ("" if r["fitted"] else "*"), f"{r['optimum']:.3g}",
-                    f"{r['seed_spread']:.2f}" if np.isfinite(r["seed_spread"]) else "?", f"{r['loss']:.4f}",
-                    f"{r['residual']:.4f}" + (" poor" * r["poor_fit"]),
-                    f"{r['sensitivity']:.3f}" if np.isfinite(r["sensitivity"]) else "-", str(r["diverged"]))
+        fit = ("not measured", *"-" * 5) if not r["measured"] else (
+            f"{r['optimum_x']:.2f}" + ("" if r["fitted"] else "*"), f"{r['optimum']:.3g}",
+            f"{r['seed_spread']:.2f}" if np.isfinite(r["seed_spread"]) else "?", f"{r['loss']:.4f}",
+            f"{r['residual']:.4f}" + (" poor" * r["poor_fit"]),
+            f"{r['sensitivity']:.3f}" if np.isfinite(r["sensitivity"]) else "-")
+        out.add_row(NAMES[r["parametrization"]], label(r[axis]), *fit, str(r["diverged"]), str(r["failed"]))
     out.caption = ("* the best grid point (at the grid's edge or beside a diverged point); ± seeds: the spread of the "
                    "seeds' vertices (?: one seed, unknown); residual: RMS of the "
                    "points two steps out about the parabola; poor: the curve does not rise away from the best point "
-                   "within 3 steps (noise as deep as the valley); sensitivity: Wortsman et al. 2023")
+                   "within 3 steps (noise as deep as the valley); sensitivity: Wortsman et al. 2023; failed: runs "
+                   "that raised an error (they trained nothing: left out of the fit; not measured where every run "
+                   "failed)")
     return out
 
