@@ -5,6 +5,10 @@
   root (`load_run_config`): `sweep launch RUN.yaml` with no output.root wrote to ./studies whatever $SWEEP_ROOT said.
 - A sweep's name (the folder ROOT/NAME) is a NAME (trainer.config): never `.`, `..`, hidden or overlong. A name read
   back from a file or a storage (an Optuna study's name, launch.json's run and study) is input too: `stored_name`.
+- A path the tool stores (a trial's `runs` and `curves`, a launch record's folders) is read under the root it is
+  read from (`stored_path`): written relative to the root, or, written before, absolute under the root it was
+  written in; a root copied or moved elsewhere reads its own files, never the old root's. So does a RunConfig
+  file under the root whose `output.root` is the old root (`load_run_config`): its run resumes in the copy.
 - Nothing read or written under the root may leave it once symlinks are resolved (`inside_root`): a run's
   `config.yaml` linked to `~/.ssh/id_rsa` is refused, not printed; so is a file a user names under the root
   (`named_inside`: a RunConfig to launch), which may lie anywhere else. A plan is read inside the root only
@@ -55,11 +59,15 @@ def results_root(root: str | None = None) -> Path:
 
 def load_run_config(path: Path) -> RunConfig:
     """The RunConfig in `path`, writing under its `output.root` if it names one, else under `results_root()`; a
-    `path` under the results root is read only inside it (`named_inside`)."""
-    cfg = RunConfig.load(named_inside(path, results_root(), "CONFIG"))
-    if "root" not in cfg.output.model_fields_set:
+    `path` under the results root is read only inside it (`named_inside`) and writes under it when its output.root
+    lies outside it: that is the root it was written in (a transferred config, a run's config.yaml), and a root
+    copied or moved elsewhere resumes its runs in the copy, not in the original."""
+    root = results_root()
+    cfg = RunConfig.load(named_inside(path, root, "CONFIG"))
+    moved = lies_under(path, root) and not lies_under(Path(cfg.output.root), root)
+    if "root" not in cfg.output.model_fields_set or moved:
         try:  # the root reaches folders and a SLURM script's lines: the config's own rule for it
-            output = OutputConfig.model_validate({**cfg.output.model_dump(), "root": str(results_root())})
+            output = OutputConfig.model_validate({**cfg.output.model_dump(), "root": str(root)})
         except ValidationError as err:
             raise InputError(f"results root ($SWEEP_ROOT): {one_line(err, OutputConfig)}") from None
         cfg = cfg.model_copy(update={"output": output})
@@ -116,12 +124,39 @@ def inside_root(path: Path, root: Path, field: str) -> Path:
         raise InputError(str(err)) from None
 
 
+def lies_under(path: Path, root: Path) -> bool:
+    """Whether `path` is `root` or below it as written (absolute, `..` folded; no link followed, nothing stat'ed)."""
+    return Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root)))
+
+
 def named_inside(path: Path, root: Path, field: str) -> Path:
     """`path`, a file the user named: anywhere, but one under the results `root` (as typed) stays inside it once links
     are resolved (`inside_root`): ROOT/NAME/transfer/w64.yaml replaced by a link to a file elsewhere is refused
     before it is read (`sweep launch` trained it), as a run's own files are."""
-    if Path(os.path.abspath(path)).is_relative_to(Path(os.path.abspath(root))):
+    if lies_under(path, root):
         inside_root(path, root, field)
+    return path
+
+
+BELOW_ROOT = {"runs": 3, "checkpoints": 4, "curves": 5}  # STUDY/runs/RUN, …/RUN/checkpoints, STUDY/curves/s=/k=/run=
+
+
+def stored_path(value: object, root: Path, kind: str) -> Path:
+    """Where a path the tool stored (a trial's `runs` and `curves`, a launch record's) lies under the results `root`
+    it is read from, found from its text alone (nothing is stat'ed): relative (as written now), below `root`;
+    absolute (as written before), itself when it lies under `root`, else its last parts below the root it was
+    written in (STUDY/…, `BELOW_ROOT[kind]` of them) below `root`. A root copied or moved elsewhere then reads its
+    own files and never stats the old root's; one the copy lacks is missing. Text that is no path, or a relative
+    one leading out (`..`), is an InputError; links are the reader's `inside_root` to refuse."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise InputError(f"{kind}: the stored {type(value).__name__} {value!r:.60} is not a path; refused")
+    top, path = Path(os.path.abspath(root)), Path(os.path.normpath(value))
+    if not path.is_absolute():
+        path = Path(os.path.normpath(top / path))
+    elif not path.is_relative_to(top):
+        path = top.joinpath(*path.parts[1:][-BELOW_ROOT[kind]:])
+    if not path.is_relative_to(top):
+        raise InputError(f"{kind}: the stored path {value!r:.60} leads out of the results root {top}; refused")
     return path
 
 

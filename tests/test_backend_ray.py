@@ -49,7 +49,7 @@ def test_ray_runs_a_4_trial_study_and_leaves_nothing_behind(tmp_path, no_ray_lef
     study = load(tmp_path, storage=f"journal:{tmp_path / 'shared' / 'tiny.log'}")
     assert states(study) == {"COMPLETE": 4}
     for t in study.trials:
-        curve = pd.read_parquet(t.user_attrs["curves"])
+        curve = pd.read_parquet(tmp_path / t.user_attrs["curves"])
         assert curve["step"].max() == 20 and curve["val_loss"].dropna().iloc[-1] == pytest.approx(t.value)
 
 
@@ -99,7 +99,7 @@ def test_a_ray_worker_killed_mid_trial_is_retried_and_the_count_is_exact(tmp_pat
     assert lost.user_attrs["reason"].startswith("worker lost")
     [retry] = [t for t in study.trials if t.user_attrs.get("retry_of") == 0]
     assert retry.state == TrialState.COMPLETE and retry.user_attrs["runs"] == lost.user_attrs["runs"]
-    curve = pd.read_parquet(retry.user_attrs["curves"])
+    curve = pd.read_parquet(tmp_path / retry.user_attrs["curves"])
     assert curve["step"].is_unique and curve["step"].max() == 1500
     assert kept(rows, curve)  # resumed from the checkpoint, not started over
 
@@ -130,6 +130,6 @@ def test_a_ray_sweep_killed_with_sigkill_leaves_no_ray_process_and_the_same_comm
     assert sum(map(counts, study.trials)) == 2 and states(study) == {"FAIL": 1, "COMPLETE": 2}
     assert study.trials[0].user_attrs["reason"].startswith("worker lost")
     [retry] = [t for t in study.trials if t.user_attrs.get("retry_of") == 0]
-    curve = pd.read_parquet(retry.user_attrs["curves"])
+    curve = pd.read_parquet(tmp_path / retry.user_attrs["curves"])
     assert curve["step"].is_unique and curve["step"].max() == 1500
     assert kept(rows, curve)  # resumed from the checkpoint, not started over

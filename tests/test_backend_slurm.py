@@ -50,7 +50,7 @@ def test_a_4_task_array_runs_one_study_detaches_and_reattaches(tmp_path, slurm_c
     assert len(workers) >= 2  # the tasks shared the study
     for t in study.trials:
         if t.state == TrialState.COMPLETE:
-            curve = pd.read_parquet(t.user_attrs["curves"])
+            curve = pd.read_parquet(tmp_path / t.user_attrs["curves"])
             assert curve["step"].max() == 300 and curve["val_loss"].dropna().iloc[-1] > 0
 
 
@@ -77,7 +77,7 @@ def test_scontrol_requeue_of_a_running_task_resumes_its_trial_from_the_checkpoin
                      60, "the interrupted attempt to be released")
     assert first.state == TrialState.FAIL and first.user_attrs["reason"].startswith("preempted: SIGTERM at step ")
     preempted_at = int(first.user_attrs["reason"].split(" at step ")[1].split(":")[0])
-    rows = read_run(first.user_attrs["curves"], columns=["step", "wall_time"])  # flushed by the signal's checkpoint
+    rows = read_run(tmp_path / first.user_attrs["curves"], columns=["step", "wall_time"])  # flushed by the signal
     assert rows["step"].max() == preempted_at // 10 * 10
     subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"], check=True)  # skip SLURM's requeue delay
     out, err = proc.communicate(timeout=300)
@@ -87,6 +87,6 @@ def test_scontrol_requeue_of_a_running_task_resumes_its_trial_from_the_checkpoin
     first, retry = study.trials
     assert retry.state == TrialState.COMPLETE and retry.user_attrs["retry_of"] == 0 and retry.params == first.params
     assert retry.user_attrs["runs"] == first.user_attrs["runs"]  # the same run folder, resumed
-    curve = pd.read_parquet(retry.user_attrs["curves"])
+    curve = pd.read_parquet(tmp_path / retry.user_attrs["curves"])
     assert curve["step"].is_unique and curve["step"].max() == 3000  # no step logged twice
     assert kept(rows, curve)  # it went on from the checkpoint: a restart would have logged those steps again

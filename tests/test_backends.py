@@ -32,7 +32,7 @@ def test_a_study_started_locally_is_continued_on_ray_and_finished_on_slurm(tmp_p
     # three different kinds of worker ran them: this process's child, a Ray worker, a SLURM task
     assert len({t.system_attrs["sweep:worker"]["pid"] for t in study.trials}) == 3
     for t in study.trials:
-        assert pd.read_parquet(t.user_attrs["curves"])["step"].max() == 20
+        assert pd.read_parquet(tmp_path / t.user_attrs["curves"])["step"].max() == 20
         cfg = RunConfig.from_yaml(t.user_attrs["config"])
         assert cfg.optimizer.roles.embedding.lr_mult == t.params["optimizer.roles.embedding.lr_mult"]
         assert cfg.optimizer.roles.hidden.weight_decay_mult == t.params["optimizer.roles.hidden.weight_decay_mult"]

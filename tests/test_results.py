@@ -3,6 +3,7 @@ CSV and JSON; plots as PNG and one HTML page; one-line errors for a missing swee
 import io
 import json
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -102,7 +103,7 @@ def test_optimizers_are_ranked_by_their_best_trial():
     from sweep.results.table import optimizer_choices, optimizer_ranking, trials_frame
 
     study = optimizer_study()
-    ranking = optimizer_ranking(trials_frame(study), optimizer_choices(study))
+    ranking = optimizer_ranking(trials_frame(study, Path("studies")), optimizer_choices(study))
     assert ranking[["optimizer", "best", "trial", "completed"]].values.tolist()[:2] == [
         ["lion", 2.9, 2, 2], ["adamw", 3.0, 3, 2]]
     assert list(ranking["rank"][:2]) == [1, 2] and list(ranking["optimizer"][2:]) == ["muon", "sgd"]
@@ -110,7 +111,7 @@ def test_optimizers_are_ranked_by_their_best_trial():
     plain = optuna.create_study()
     plain.add_trial(optuna.trial.create_trial(params={"optimizer.lr": 0.01}, value=1.0,
                                               distributions={"optimizer.lr": FloatDistribution(1e-4, 0.1)}))
-    assert optimizer_ranking(trials_frame(plain)).empty  # no optimizer searched: no ranking
+    assert optimizer_ranking(trials_frame(plain, Path("studies"))).empty  # no optimizer searched: no ranking
 
 
 def test_the_table_keeps_branch_parameters_apart_and_lists_every_optimizer(tmp_path, run_cli, monkeypatch):

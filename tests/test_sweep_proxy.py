@@ -24,8 +24,8 @@ def counted(study) -> int:
     return sum(map(counts, study.get_trials(deepcopy=False)))
 
 
-def curve(trial) -> pd.DataFrame:
-    return pd.read_parquet(trial.user_attrs["curves"]).sort_values("step")
+def curve(trial, root: Path) -> pd.DataFrame:
+    return pd.read_parquet(root / trial.user_attrs["curves"]).sort_values("step")
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -60,8 +60,8 @@ def test_sweep_runs_the_requested_trials_and_records_them(tmp_path):
         assert t.user_attrs["status"] == "completed" and t.user_attrs["steps"] == 20
         config = t.user_attrs["config"]
         assert f"lr: {t.params['optimizer.lr']}" in config and "trial: " + str(t.number) in config
-        assert curve(t)["val_loss"].dropna().iloc[-1] == pytest.approx(t.value)
-        assert Path(t.user_attrs["runs"][0], "result.json").is_file()
+        assert curve(t, tmp_path)["val_loss"].dropna().iloc[-1] == pytest.approx(t.value)
+        assert Path(tmp_path, t.user_attrs["runs"][0], "result.json").is_file()
     # the same command again has nothing left to do and changes nothing
     again = run_sweep(tmp_path, "proxy", spec, "--width", "16")
     assert again.returncode == 0 and "3/3 trials counted" in again.stdout
@@ -96,7 +96,7 @@ def test_kill_9_mid_trial_then_the_same_command_keeps_finished_trials_and_retrie
     assert len(retry) == 1 and retry[0].state == TrialState.COMPLETE and retry[0].params == stale.params
     # the retry resumed the dead trial's run folder from its checkpoint: one curve, each step once
     assert retry[0].user_attrs["runs"] == stale.user_attrs["runs"]
-    steps = curve(retry[0])["step"]
+    steps = curve(retry[0], tmp_path)["step"]
     assert steps.is_unique and steps.max() == 300 and 50 in set(steps)
 
 
@@ -188,7 +188,7 @@ def test_pruning_stops_bad_trials_early(tmp_path):
     bad = [t for t in study.trials if t.params["optimizer.lr"] < 1e-4]
     assert len(bad) == 2 and all(t.state == TrialState.PRUNED for t in bad)
     for t in bad:
-        assert curve(t)["step"].max() < 40 and t.user_attrs["steps"] < 40  # stopped before the budget
+        assert curve(t, tmp_path)["step"].max() < 40 and t.user_attrs["steps"] < 40  # stopped before the budget
         assert t.user_attrs["reason"].startswith("pruned by MedianPruner at step")
     assert [t.state for t in study.trials[:3]] == [TrialState.COMPLETE] * 3  # the median pruner's startup trials
 

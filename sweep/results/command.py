@@ -18,7 +18,7 @@ def run_results(spec_or_name: str, *, width: int | None, top: int, fmt: str, sto
         raise InputError(f"--top: must be at least 1, got {top}")
     name, url = locate(spec_or_name, storage=storage, password_env=password_env)
     studies = load_studies(name, url, width)
-    frames = {s.study_name: trials_frame(s) for s in studies}
+    frames = {s.study_name: trials_frame(s, results_root()) for s in studies}
     if fmt == "table":
         for study in studies:
             study_name, frame = study.study_name, frames[study.study_name]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import optuna
@@ -10,6 +11,7 @@ from optuna.distributions import CategoricalDistribution
 from rich.table import Table
 
 from sweep.errors import plain_text
+from sweep.study.lookup import trial_runs
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -17,8 +19,9 @@ if TYPE_CHECKING:
 COLUMNS = ("rank", "trial", "value", "state", "steps", "duration_s")
 
 
-def trials_frame(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial; completed trials ranked by value (1 = best), the others after them unranked."""
+def trials_frame(study: optuna.Study, root: Path) -> pd.DataFrame:
+    """One row per trial; completed trials ranked by value (1 = best), the others after them unranked; its runs'
+    folders under the results `root` (`trial_runs`), never the root a copied storage was written under."""
     rows = []
     for t in study.get_trials(deepcopy=False):
         finished = t.datetime_complete and t.datetime_start
@@ -27,7 +30,7 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
                      "state": t.state.name, "steps": t.user_attrs.get("steps"), "duration_s": duration,
                      **{f"params.{k}": v for k, v in t.params.items()},
                      "reason": t.user_attrs.get("error") or t.user_attrs.get("reason"),
-                     "runs": t.user_attrs.get("runs")})
+                     "runs": [str(run) for run in trial_runs(t, root)]})
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=[*COLUMNS, "reason", "runs"])

@@ -22,7 +22,8 @@ FINISHED = {"completed": "done", "diverged": "diverged"}  # result.json status â
 
 
 def locations(cfg: RunConfig) -> dict:
-    """Absolute paths of the run folder, its checkpoints and its curve (so status works from any folder)."""
+    """Absolute paths of the run folder, its checkpoints and its curve (so status works from any folder; it reads
+    them under the root that holds the run, sweep/paths.py `stored_path`, so a root copied elsewhere reads its own)."""
     run_dir = cfg.run_dir().resolve()
     return {"run_dir": str(run_dir), "checkpoints": str(run_dir / "checkpoints"),
             "curve": str(curve_folder(cfg).resolve())}

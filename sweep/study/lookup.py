@@ -1,14 +1,15 @@
 """Find the Optuna studies of a sweep: by spec file or by name, in its storage, one per width and parametrization;
-a trial's curve."""
+a trial's curve and run folders, under the results root they are read from."""
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 
 import optuna
 import pandas as pd
 
 from sweep.errors import InputError
-from sweep.paths import default_storage, inside_root, results_root, stored_name, sweep_name
+from sweep.paths import default_storage, inside_root, results_root, stored_name, stored_path, sweep_name
 from sweep.study.spec import load_spec
 from sweep.study.storage import StorageURL, open_storage, storage_url
 from trainer.curves import read_run
@@ -91,13 +92,22 @@ def pick_trial(name: str, url: StorageURL, *, width: int | None, parametrization
 
 
 def read_curve(trial, root: Path | None = None) -> pd.DataFrame | None:
-    """The curve of a trial's first seed, by step (None when it has none, or when the folder the trial names lies
-    outside the results `root`, links resolved: a stored path is input, and a root copied elsewhere never reads the
-    old one's files)."""
-    folder = trial.user_attrs.get("curves")
-    if not isinstance(folder, str) or not folder or "\0" in folder:
-        return None
+    """The curve of a trial's first seed, by step (None when it has none, or when the folder the trial names is no
+    path under the results `root`, or leads out of it once links are resolved: a stored path is input). Read where
+    `stored_path` places it: a root copied elsewhere reads its own curves, never the old root's."""
+    root = root or results_root()
     try:
-        return read_run(inside_root(Path(folder), root or results_root(), "curves"))
-    except InputError:  # out of the root, or a link loop
+        return read_run(inside_root(stored_path(trial.user_attrs.get("curves"), root, "curves"), root, "curves"))
+    except InputError:  # no path, out of the root, or a link loop
         return None
+
+
+def trial_runs(trial, root: Path) -> list[Path]:
+    """The run folders a trial names (one per seed trained so far), where `stored_path` places them under `root`;
+    an entry that is no path under it is left out."""
+    runs = trial.user_attrs.get("runs")
+    found = []
+    for value in runs if isinstance(runs, list) else []:
+        with suppress(InputError):
+            found.append(stored_path(value, root, "runs"))
+    return found

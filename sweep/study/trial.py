@@ -2,7 +2,8 @@
 
 Stored on the trial (user attrs): `values` (the RunConfig fields set, β from a half-life included),
 `config` (the first seed's RunConfig YAML), `runs` and `curves` (where the runs and their Parquet
-curves are), `status` (completed, pruned, diverged, failed), `reason`, `steps` (training steps run,
+curves are, relative to the results root: sweep/paths.py `stored_path` reads them under the root they
+are read from), `status` (completed, pruned, diverged, failed), `reason`, `steps` (training steps run,
 all seeds), `seed_values`, `reused` (the runs of another study taken instead of training them again,
 sweep/study/twin.py). Outcomes: COMPLETE with the objective; a diverged run or a pruned one
 PRUNED with its reason; a run that raises FAILED with its message (`error`). None of them stops the
@@ -110,10 +111,10 @@ def train_trial(job: SweepJob, study: optuna.Study, trial: optuna.Trial, beat: H
     seed_values, steps, runs, reused = [], 0, [], []
     for i in range(job.spec.seeds_per_trial):
         cfg = trial_config(job, values, seed_index=i, run_name=run_name(job, origin, i), trial=trial.number)
-        runs.append(str(cfg.run_dir()))
+        runs.append(str(cfg.run_dir().relative_to(job.root)))  # relative: a root copied elsewhere reads its own
         if i == 0:
             trial.set_user_attr("config", cfg.to_yaml())
-            trial.set_user_attr("curves", str(curve_folder(cfg)))
+            trial.set_user_attr("curves", str(curve_folder(cfg).relative_to(job.root)))
         trial.set_user_attr("runs", runs)
         check_run_folder(cfg)
         twin = take(cfg, job.tokens_per_example) if job.spec.pruner.name == "none" else None
