@@ -46,11 +46,11 @@ def sweep(root: Path, steps: int, trials: int, workers: int, width: int = 64) ->
     return run_sweep(root, spec, width, workers)
 
 
-def per_trial_overhead(study: optuna.Study) -> list[tuple[float, float]]:
-    """(trial duration, trainer wall time) per trial."""
+def per_trial_overhead(study: optuna.Study, root: Path) -> list[tuple[float, float]]:
+    """(trial duration, trainer wall time) per trial (its curve's folder is stored relative to the results root)."""
     out = []
     for t in study.trials:
-        curve = pd.read_parquet(t.user_attrs["curves"])
+        curve = pd.read_parquet(root / t.user_attrs["curves"])
         out.append(((t.datetime_complete - t.datetime_start).total_seconds(), float(curve["wall_time"].max())))
     return out
 
@@ -69,7 +69,7 @@ def calibrate_steps(seconds: float) -> int:
     """Steps of the benchmark's trial that take about `seconds` on this machine (from a 60-step probe)."""
     with tempfile.TemporaryDirectory() as tmp:
         _, study = sweep(Path(tmp), steps=60, trials=1, workers=1)
-        step_s = float(pd.read_parquet(study.trials[0].user_attrs["curves"])["wall_time"].max()) / 60
+        step_s = float(pd.read_parquet(Path(tmp) / study.trials[0].user_attrs["curves"])["wall_time"].max()) / 60
     return max(60, int(seconds / step_s))
 
 
@@ -85,7 +85,7 @@ def main() -> None:
     steps = calibrate_steps(args.trial_seconds)
     with tempfile.TemporaryDirectory() as tmp:
         wall, study = sweep(Path(tmp), steps, args.trials, workers=1)
-        pairs = per_trial_overhead(study)
+        pairs = per_trial_overhead(study, Path(tmp))
         plain = optuna_cost(Path(tmp))
     overheads = [d - w for d, w in pairs]
     trial_s = statistics.median(d for d, _ in pairs)

@@ -50,7 +50,7 @@ def assert_each_trial_once(root: Path, storage: str, n_trials: int, peers: int) 
     curves = sorted(p.name.removeprefix("run=") for p in (root / "tiny" / "curves").glob("study=*/kind=*/run=*"))
     assert curves == runs
     for t in ran:
-        assert curve_steps(t.user_attrs["curves"]) == LOGGED  # each step once: no two workers wrote a curve
+        assert curve_steps(root / t.user_attrs["curves"]) == LOGGED  # each step once: no two workers wrote a curve
     assert len({tuple(sorted(t.params.items())) for t in ran}) == n_trials  # no point trained twice
     workers = {t.system_attrs[WORKER]["pid"] for t in ran}
     assert len(workers) == peers, "the trials ran one after another in one worker"

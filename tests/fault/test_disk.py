@@ -167,8 +167,8 @@ def test_a_full_disk_mid_sweep_is_one_line_and_after_freeing_space_the_same_comm
         [retry] = complete[1:]
         assert retry.user_attrs["retry_of"] == 1 and retry.params == interrupted.params
         # resumed from its checkpoint, not over
-        assert kept(rows, pq.read_table(retry.user_attrs["curves"]).to_pandas())
-        steps = pq.read_table(retry.user_attrs["curves"]).column("step").to_pylist()
+        assert kept(rows, pq.read_table(root / retry.user_attrs["curves"]).to_pandas())
+        steps = pq.read_table(root / retry.user_attrs["curves"]).column("step").to_pylist()
         assert sorted(steps) == [1, *range(5, 61, 5)]  # each logged step once
         assert_nothing_torn(root)
 

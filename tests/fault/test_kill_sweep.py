@@ -116,5 +116,5 @@ def test_kill_9_of_sweep_proxy_then_the_same_command_keeps_every_finished_trial_
     runs = sorted(Path(t.user_attrs["runs"][0]).name for t in complete)
     assert sorted(p.name for p in (tmp_path / "tiny" / "runs").iterdir()) == runs  # nothing else trained
     for t in complete:  # each step once, the whole curve
-        assert curve_steps(t.user_attrs["curves"]) == LOGGED
+        assert curve_steps(tmp_path / t.user_attrs["curves"]) == LOGGED
     assert len(assert_whole_files(tmp_path / "tiny")) <= 1  # at most the killed write's hidden temp file
