@@ -140,3 +140,17 @@ def test_a_stored_path_is_read_under_the_root_it_is_read_from_and_nothing_outsid
     for value in ("../x", "tiny/../../x", "", "a\0b", 5, ["tiny/runs/r"], None):
         with pytest.raises(InputError):
             stored_path(value, root, "runs")
+
+
+def test_a_copied_launch_record_names_the_copys_folders_to_every_reader(original, tmp_path):
+    """`sweep status` re-rooted the record's folders, but `sweep launch` (which re-attaches a SLURM job and follows
+    its curve) read them as written: the old root's. The record is re-rooted where it is read."""
+    from sweep.runs.record import read_record
+
+    copy = tmp_path / "moved"
+    shutil.copytree(original, copy, symlinks=True)
+    record = read_record(copy / "tiny" / "runs" / "full")
+    assert json.loads((copy / "tiny" / "runs" / "full" / "launch.json").read_text())["curve"].startswith(str(original))
+    assert {key: Path(record[key]) for key in ("run_dir", "checkpoints", "curve")} == {
+        "run_dir": copy / "tiny" / "runs" / "full", "checkpoints": copy / "tiny" / "runs" / "full" / "checkpoints",
+        "curve": copy / "tiny" / "curves" / "study=tiny" / "kind=full" / "run=full"}

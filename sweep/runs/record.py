@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from sweep.cluster.slurm import slurm_job_id
-from sweep.paths import RECORD, curve_folder, stored_name
+from sweep.paths import RECORD, curve_folder, stored_name, stored_path
 from trainer.atomic import atomic_path
 from trainer.config import RunConfig
 from trainer.curves import read_run
@@ -58,7 +58,16 @@ def read_record(run_dir: Path) -> dict | None:
         with reading(path, "launch record"):
             check_fields(record, {"process": dict})
             check_fields(record["process"], PROCESS_FIELDS)
-    return record
+    return rooted(record, Path(run_dir))
+
+
+def rooted(record: dict, run_dir: Path) -> dict:
+    """The record with its run, checkpoint and curve folders under the results root that holds the run folder
+    (ROOT/STUDY/runs/RUN; sweep/paths.py `stored_path`): a root copied or moved elsewhere reads and re-attaches to
+    its own, never the old root's."""
+    root = run_dir.parents[2]
+    return {**record, **{key: str(stored_path(record[key], root, kind)) for key, kind in
+                         (("run_dir", "runs"), ("checkpoints", "checkpoints"), ("curve", "curves"))}}
 
 
 def read_result(run_dir: Path) -> dict | None:

@@ -24,7 +24,7 @@ from rich.table import Table
 from sweep.cluster.processes import process_alive
 from sweep.errors import InputError, plain_text
 from sweep.forecast.live import ADVICE, apart, departure, latest_final
-from sweep.paths import kept_inside, results_root, stored_path, sweep_name
+from sweep.paths import kept_inside, results_root, sweep_name
 from sweep.runs.prediction import held_to, read_prediction
 from sweep.runs.record import RECORD, finished_state, last_logged, read_record
 from sweep.study.spec import load_spec
@@ -79,7 +79,7 @@ def launch_records(target: str | None) -> list[Path]:
 
 
 def run_state(run_dir: Path) -> dict:
-    record = rooted(read_record(run_dir), run_dir)
+    record = read_record(run_dir)
     kept_out_of_links(run_dir, record)
     state, detail = finished_state(run_dir), ""
     if state is None:
@@ -121,14 +121,6 @@ def ended_state(run_dir: Path, record: dict, detail: str) -> tuple[str, str]:
         return "failed", detail or "ended without a result or a checkpoint; `sweep launch` again starts it over"
     resumes = f"ended without a result, checkpointed at step {step_of(latest)}; `sweep launch` again resumes it"
     return "stopped", "; ".join(filter(None, [detail, resumes]))
-
-
-def rooted(record: dict, run_dir: Path) -> dict:
-    """The launch record with its curve and checkpoints folders under the results root that holds the run
-    (ROOT/STUDY/runs/RUN; `stored_path`): a root copied or moved elsewhere reads its own, never the old root's."""
-    root = Path(run_dir).parents[2]
-    return {**record, **{key: str(stored_path(record[key], root, kind))
-                         for key, kind in (("curve", "curves"), ("checkpoints", "checkpoints"))}}
 
 
 def checkpoint_folders(run_dir: Path, record: dict) -> list[Path]:
