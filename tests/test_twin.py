@@ -92,12 +92,13 @@ def test_a_twin_is_taken_only_from_the_index_the_tool_wrote_inside_the_root(tmp_
     assert twin.twin_of(cfg, 1) is None
 
 
-def trained_pair(root: Path) -> tuple[RunConfig, RunConfig]:
+def trained_pair(root: Path, **changes) -> tuple[RunConfig, RunConfig]:
     """A run trained and indexed in study a, and its twin's config in study b."""
     from trainer.loop import train
 
     cfg = RunConfig.parse({"model": {"name": "mlp", "width": 8}, "data": {"kind": "synthetic-vectors"}, "steps": 6,
-                           "eval": {"every": 3, "batches": 1}, "output": {"root": str(root), "study": "a", "run": "r"}})
+                           "eval": {"every": 3, "batches": 1}, "output": {"root": str(root), "study": "a", "run": "r"},
+                           **changes})
     assert train(cfg).status == "completed"
     twin.record(cfg, 1)
     return cfg, cfg.model_copy(update={"output": cfg.output.model_copy(update={"study": "b", "run": "s"})})
@@ -176,3 +177,21 @@ def test_the_trial_line_says_the_steps_it_trained_and_the_runs_it_took():
     assert "after 100 steps in 2 runs ·" in line(100, 2, 0)
     assert "after 50 steps, 1 run taken as trained ·" in line(50, 2, 1)
     assert "after 0 steps, 2 runs taken as trained ·" in line(0, 2, 2)
+
+
+def test_a_taken_run_reaches_the_trackers_its_config_asks_for(tmp_path):
+    """A taken run was in Parquet only: a study's runs in TensorBoard (or MLflow, W&B) lacked every rung another
+    study trained. The taken curve is sent as training it would have been, each step once (a second take sends
+    nothing more)."""
+    from tests.test_tracking import tensorboard_scalars
+    from trainer.tracking import TensorBoard
+
+    cfg, other = trained_pair(tmp_path, logging={"tensorboard": str(tmp_path / "tb")})
+    assert twin.take(other, 1) is not None
+    for tag in ("train_loss", "val_loss"):
+        trained = tensorboard_scalars(TensorBoard.folder(cfg), tag)
+        assert tensorboard_scalars(TensorBoard.folder(other), tag) == trained and trained, tag
+    (other.run_dir() / "result.json").unlink()  # a kill before the result: taken again, the trackers not sent twice
+    assert twin.take(other, 1) is not None
+    assert tensorboard_scalars(TensorBoard.folder(other), "train_loss") == tensorboard_scalars(
+        TensorBoard.folder(cfg), "train_loss")

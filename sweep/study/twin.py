@@ -15,8 +15,9 @@ that rung four times, and `sweep transfer`'s tuning compute counted it four time
   step by step; verify's grids have none, a proxy sweep's usually has one, so `sweep proxy` trains its trials).
   The trial's own run folder then gets its own config, the twin's result (`reused_from` added: the twin's folder,
   relative to the root) and the twin's curve rows (its `trial` column this trial's), so every reader finds the run
-  where it would have been trained. Nothing is trained; `reused` on the trial names the twins, and the compute
-  counts treat the run as free.
+  where it would have been trained, and the trackers the trial's config asks for receive that curve (`mirror`), so
+  a study's runs are all in MLflow, W&B or TensorBoard. Nothing is trained; `reused` on the trial names the twins,
+  and the compute counts treat the run as free.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from trainer.atomic import atomic_path
 from trainer.checkpoint_names import FOLDER
 from trainer.config import ConfigError, RunConfig
 from trainer.curves import read_run, write_part
+from trainer.tracking import Trackers
 
 INDEX = ".trained"
 
@@ -104,9 +106,22 @@ def take(cfg: RunConfig, tokens_per_example: int) -> dict | None:
     with atomic_path(cfg.run_dir() / "config.yaml") as tmp:
         tmp.write_text(cfg.to_yaml())
     write_part(curve_folder(cfg), pa.Table.from_pandas(rows, preserve_index=False))
+    mirror(cfg, rows)
     with atomic_path(cfg.run_dir() / "result.json") as tmp:
         tmp.write_text(json.dumps(result, indent=2))
     return result
+
+
+def mirror(cfg: RunConfig, rows) -> None:
+    """The taken curve sent to the trackers `cfg` asks for, as training the run would have sent it: each row's
+    numbers at its step (an evaluation's losses where it has them), once across a kill (trainer/tracking.py); the
+    tracker's run completed. A tracker that fails is one line on stderr and the run stands."""
+    if cfg.logging is None or not cfg.logging.asked():
+        return
+    trackers = Trackers(cfg, cfg.run_dir())
+    for row in rows.sort_values("step").to_dict(orient="records"):
+        trackers.log({k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))})
+    trackers.close("completed")
 
 
 def matches(rows, recorded) -> bool:
