@@ -31,7 +31,8 @@ from sweep.errors import InputError
 from sweep.launch.command import run_launch
 from sweep.launch.request import LaunchRequest
 from sweep.paths import results_root
-from sweep.plan.command import PlanRequest, make_plan, show
+from sweep.plan.command import PlanRequest, make_plan
+from sweep.plan.printout import show
 from sweep.proxy.command import run_proxy
 from sweep.proxy.request import SweepRequest
 from sweep.results.report import run_report

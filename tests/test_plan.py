@@ -18,7 +18,8 @@ from proxies.registry import build_model
 from sweep.errors import InputError
 from sweep.forecast import planfile
 from sweep.forecast.interval import Noise, expected_half_width, grid_points, slope_se
-from sweep.plan.command import PlanRequest, make_plan, percent, run_plan, suggest, typed
+from sweep.plan.command import PlanRequest, make_plan, run_plan, suggest, typed
+from sweep.plan.printout import percent
 from sweep.plan.shapes import Sizer
 from sweep.rules.bracket import REFINE
 from sweep.rules.prior import Prior, posterior
@@ -122,7 +123,7 @@ def test_a_1p3b_llama_on_26b_tokens_is_planned_on_paper(tmp_path, monkeypatch):
 
 
 def test_a_plan_at_a_width_not_yet_swept_names_the_sweep_to_run_or_the_widths_there_are():
-    from sweep.plan.command import unswept
+    from sweep.plan.printout import unswept
 
     assert unswept("s", "s.yaml", 64, [32, 64]) == ""
     assert unswept("s", "s.yaml", 128, [16, 32]) == ("first: `sweep proxy s.yaml --width 128`, since sweep 's' has no "
