@@ -91,3 +91,7 @@ def call_builder(builder: Callable[..., nn.Module], name: str, width: int, depth
     except ValueError as err:  # builders name the field in their own messages
         message = " ".join(str(err).split())
         raise ModelError(message if message.startswith("model.") else f"model.options: {message}") from None
+    except Exception as err:  # noqa: BLE001 — a user's builder may raise anything: said in one line, not a traceback
+        message = " ".join(str(err).split())[:300]
+        raise ModelError(f"model.name: builder {name!r} raised {type(err).__name__} at width {width}, depth "
+                         f"{depth}: {message}") from None

@@ -215,3 +215,23 @@ def test_status_lists_the_other_runs_beside_a_damaged_record(tmp_path, run_cli, 
 
     assert code == 2 and "launch.json is damaged" in err and err.count("\n") == 1, err
     assert "│ s " in out and "│ r " not in out, out
+
+
+@pytest.mark.parametrize("command", [("proxy", "--width", "256"),
+                                     ("verify", "--widths", "16,256", "--seeds", "1", "--range", "2^-7,2^-3,3"),
+                                     ("plan", "--width", "1024", "--tokens", "40960", "--proxy-width", "256")])
+def test_a_user_builder_that_raises_is_one_line_exit_2_and_nothing_written(tmp_path, run_cli, monkeypatch, command):
+    """Found by an outside tester: a builder raising anything but a ValueError or TypeError (a RuntimeError of its
+    own) was a traceback and exit 1, the code verify gives a drifting model and plan a budget short of its goal."""
+    results = tmp_path / "results"
+    results.mkdir()
+    monkeypatch.setenv("SWEEP_ROOT", str(results))
+    spec = write_spec(tmp_path, run={"model": {"name": "tests.failing:gpt_failing_at_256"}})
+    if command[0] == "verify":  # it starts from the proxy's sweep, which builds at width 16
+        assert run_cli("proxy", spec, "--width", "16", "--trials", "1")[0] == 0
+    before = tree(tmp_path)
+    code, out, err = run_cli(command[0], spec, *command[1:])
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in out + err, (out, err)
+    said = "model.name: builder 'tests.failing:gpt_failing_at_256' raised RuntimeError at width 256, depth 1: this "
+    assert err.startswith("error: ") and said in err and err.endswith("cannot be built at width 256\n"), err
+    assert tree(tmp_path) == before
