@@ -170,7 +170,7 @@ def test_verify_gives_no_verdict_at_a_width_whose_every_run_failed(tmp_path):
     assert code == 0 and summary["parametrizations"]["mup"]["passed"] is None and summary["failed"] == 14
     assert {k: summary["optima"][1][k] for k in ("measured", "optimum", "diverged", "failed")} == \
         {"measured": False, "optimum": None, "diverged": 0, "failed": 14}
-    assert "μP drift 0.00 octaves over width 32–64 (seed noise ±0.10) — no verdict: not measured at width 64" in printed
+    assert "μP drift 0.00 octaves over width 32 (seed noise ±0.10) — no verdict: not measured at width 64" in printed
     assert any("μP" in line and "not measured" in line for line in printed.splitlines())  # the optima table's row
 
 
@@ -224,3 +224,16 @@ def test_bad_verify_flags_are_one_line_and_write_nothing(tmp_path):
         assert done.returncode == 2, (flags, done.stdout, done.stderr)
         assert done.stderr.count("\n") == 1 and message in done.stderr, (flags, done.stderr)
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_fail_beside_a_value_not_measured_says_the_drift_over_the_others_failed():
+    """Found by an outside tester: "FAIL: not measured at width 64" read as if the width no run measured failed."""
+    from sweep.verify.analysis import Verdict
+    from sweep.verify.command import verdict_text
+
+    table = pd.DataFrame({"parametrization": ["mup"] * 3, "width": [16, 32, 64], "measured": [True, True, False]})
+    failed = verdict_text(Verdict("mup", 1.15, 0.1, False, unmeasured=1), table, "width")
+    assert failed == (" — FAIL: the drift over the measured values is past the bound; not measured at width 64, "
+                      "every run failed")
+    assert verdict_text(Verdict("mup", 0.2, 0.1, None, unmeasured=1), table, "width") == (
+        " — no verdict: not measured at width 64, every run failed")

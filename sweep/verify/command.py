@@ -175,10 +175,12 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
         kinds = escape(", ".join(f"{kind} ×{n}" for kind, n in errors.items()))
         console.print(f"[yellow]failed[/]: {sum(errors.values())} of {len(points)} runs raised an error and trained "
                       f"nothing ({kinds}): left out of the fit and of the diverged count; points.parquet holds each "
-                      "one's error")
-    span = f"{axis.name} {label(axis.values[0])}–{label(axis.values[-1])}"
+                      "one's error; a failed trial counts as run, so the same command does not train it again")
     for v in judged:
         noise = f"seed noise ±{v.noise:.2f}" if summary["seeds"] > 1 else "seed noise unknown: one seed"
+        measured = table.loc[(table["parametrization"] == v.parametrization) & table["measured"], axis.name]
+        ends = sorted({label(measured.min()), label(measured.max())}, key=float) if len(measured) else ["none"]
+        span = f"{axis.name} {'–'.join(ends)}"
         console.print(f"{NAMES[v.parametrization]} drift {v.drift:.2f} octaves over {span} ({noise})"
                       f"{verdict_text(v, table, axis.name)}")
     for p, law in laws.items():
@@ -204,12 +206,16 @@ def failures(points: pd.DataFrame) -> dict[str, int]:
 
 
 def verdict_text(v: Verdict, table: pd.DataFrame, axis: str) -> str:
-    """The verdict's word (empty when not judged), and the axis values not measured (every run there failed)."""
+    """The verdict's word (empty when not judged), and the axis values not measured (every run there failed): a FAIL
+    then comes from the drift over the others (found by an outside tester: it read as if the missing value failed)."""
     word = "" if v.passed is None else " — pass" if v.passed else " — FAIL"
     if not v.unmeasured:
         return word
     missing = table.loc[(table["parametrization"] == v.parametrization) & ~table["measured"], axis]
-    return f"{word or ' — no verdict'}: not measured at {axis} {', '.join(map(label, missing))}, every run failed"
+    unmeasured = f"not measured at {axis} {', '.join(map(label, missing))}, every run failed"
+    if v.passed is False:
+        return f"{word}: the drift over the measured values is past the bound; {unmeasured}"
+    return f"{word or ' — no verdict'}: {unmeasured}"
 
 
 def refine_hint(refined: list[dict], parametrization: str, values: list[float]) -> str:
