@@ -237,3 +237,18 @@ def test_a_fail_beside_a_value_not_measured_says_the_drift_over_the_others_faile
                       "every run failed")
     assert verdict_text(Verdict("mup", 0.2, 0.1, None, unmeasured=1), table, "width") == (
         " — no verdict: not measured at width 64, every run failed")
+
+
+def test_the_tuning_compute_charges_nothing_for_a_run_that_failed(tmp_path):
+    """Found by an outside tester: transfer's tuning compute charged a run that raised a tool error (it trained
+    nothing, verify says) as a run trained to the end."""
+    from sweep.rules.ladder import tuning_compute
+
+    _, summary, _ = fake_verify(tmp_path, failed={(64, -6.0)})  # one trial of two seeds at width 64
+    shapes = [{"at": float(w), "width": w, "depth": 2, "batch_size": 4, "params": 1000.0 * w, "tokens": 640}
+              for w in (32, 64)]
+    (tmp_path / "v-verify-lr").mkdir()
+    (tmp_path / "v-verify-lr" / "summary.json").write_text(json.dumps(
+        {**summary, "grid": [2.0 ** x for x in range(-9, -2)], "shapes": shapes, "values": [32.0, 64.0]}))
+    spent = tuning_compute(str(tmp_path), [], lambda cfg: 1.0, 1, 1.0, "v")["verify_flops"]
+    assert spent == pytest.approx(6 * 640 * 2 * (7 * 32000 + 6 * 64000))  # 7 points × 2 seeds at 32, 6 at 64

@@ -4,8 +4,9 @@ predicted final loss (sweep/rules/scaling.py), and the compute the tuning spent.
 Compute: C ≈ 6·N·D per run (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1: forward and
 backward passes over D tokens of a model of N parameters), summed over the trials of every study of the sweep
 at its own width (a finished trial's seeds × its tokens; a pruned one up to its last report) and every verify
-run (grid × seeds × parametrizations × each axis value's tokens, and the points refinement added), as a share of
-the full run's.
+run (grid × seeds × parametrizations × each axis value's tokens, and the points refinement added; less the runs
+another study trained and those whose trial failed with a tool error, which trained nothing), as a share of the
+full run's.
 """
 from __future__ import annotations
 
@@ -162,6 +163,9 @@ def tuning_compute(root: str, studies: list[optuna.Study], params_of: Callable[[
                       for r in summary.get("refined", []) if r["at"] in shapes)  # the points refinement added
         verify -= sum(6 * shapes[r["at"]]["params"] * shapes[r["at"]]["tokens"] * r["runs"]
                       for r in summary.get("reused", []) if r["at"] in shapes)  # trained by another study (twin.py)
+        axis = summary.get("axis", "width")
+        verify -= sum(6 * shapes[r[axis]]["params"] * shapes[r[axis]]["tokens"] * r.get("failed", 0)
+                      for r in summary.get("optima", []) if r.get(axis) in shapes)  # tool errors trained nothing
     return {"proxy_flops": proxy, "verify_flops": verify, "full_flops": full_flops,
             "share": (proxy + verify) / full_flops}
 
