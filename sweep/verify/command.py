@@ -189,7 +189,8 @@ def report(out: Path, points: pd.DataFrame, axis: Axis, summary: dict, console: 
                       f"{poor_remark(law, axis.name)}")
         if law.get("edge_at"):
             console.print(f"[yellow]edge[/]: {NAMES[p]} at {axis.name} {', '.join(label(v) for v in law['edge_at'])}"
-                          ": the best point is at the grid's edge, so that valley's vertex is extrapolated; "
+                          ": the best point is at the edge of the grid's points that trained, so that valley's "
+                          "vertex is extrapolated; "
                           + refine_hint(summary["refined"], p, law["edge_at"]))
     for row in table[table["poor_fit"]].to_dict(orient="records"):
         console.print(f"[yellow]poor fit[/]: {NAMES[row['parametrization']]} at {axis.name} {label(row[axis.name])}: "
