@@ -533,7 +533,8 @@ def test_a_plan_whose_priors_are_within_the_goal_says_so_in_one_line(tmp_path, m
              console)
     said, written = console.export_text().strip().splitlines()
     assert said.endswith("no ladder is needed: every law's published prior already holds the LR within ±100 octave "
-                         "at the target (lr × width ±0.58, lr × batch ±1.96, lr × tokens ±3.04, lr × depth ±1.27)")
+                         "at the target, carried from proxy width 256 (lr × width ±0.58, lr × batch ±1.96, lr × "
+                         "tokens ±3.04, lr × depth ±1.27)")  # the width named: a prior at the target depends on it
     assert written.startswith("plan written to ")
 
 

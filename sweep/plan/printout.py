@@ -96,7 +96,8 @@ def show(plan: dict, console: Console) -> None:
     else:  # the one line the guide promises (found by an outside tester: it was six)
         priors = ", ".join(f"{law['name']} ±{law['prior_at_target']:.2f}" for law in plan["verdict"]["prior_only"])
         console.print(f"{title}: no ladder is needed: every law's published prior already holds the LR within "
-                      f"±{plan['goal']:g} octave at the target ({priors})")
+                      f"±{plan['goal']:g} octave at the target, carried from proxy width {plan['proxy']['width']} "
+                      f"({priors})")
         return
     for law in plan["verdict"].get("no_room", []):
         console.print(f"{law['name']}: no ladder; {no_room_reason(law)}: the prior's ±{law['prior_at_target']:.2f} "
